@@ -1,1 +1,14 @@
-//! hourglass
+//! hourglass: an OpenTSDB-compatible time-series database.
+//!
+//! # Layout
+//! * [`codec`] — OpenTSDB's byte layout: salts, row keys, qualifiers, values,
+//!   packed cells.
+//! * [`storage`] — the sorted row/cell store trait and the embedded LSM
+//!   backend.
+//! * [`logfile`] — checksummed append-only frame files (WAL, store log).
+//! * [`fb`] — FlatBuffers encoding of on-disk metadata.
+
+pub mod codec;
+pub mod fb;
+pub mod logfile;
+pub mod storage;

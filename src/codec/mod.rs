@@ -1,0 +1,17 @@
+//! OpenTSDB's byte layout of the data table: salts, row keys, qualifiers,
+//! value encodings and packed (compacted) cells.
+//!
+//! Everything here is byte-exact with OpenTSDB 2.x (reference §1.3–§1.7), so
+//! a table written by OpenTSDB can be read by hourglass and the reverse. The
+//! layouts are drawn in `docs/format/row-key-and-cells.md`.
+
+pub mod cell;
+pub mod qualifier;
+pub mod rowkey;
+pub mod salt;
+pub mod value;
+
+pub use cell::{CellError, DecodedPoint, decode_cell, encode_packed_cell};
+pub use qualifier::{PointQualifier, encode_qualifier};
+pub use rowkey::KeyLayout;
+pub use value::{StoredValue, encode_value};

@@ -1,0 +1,393 @@
+//! Append-only log files of checksummed frames, shared by the write-ahead
+//! log and the embedded store's log. This module owns framing only; what a
+//! payload means belongs to its user.
+//!
+//! ```text
+//! file   := header frame*
+//! header := magic (8 bytes) | format version (u32 LE) | reserved (u32 LE, 0)
+//! frame  := payload length (u32 LE) | xxh3-64 of payload (u64 LE) | payload
+//! ```
+//!
+//! Recovery reads frames until the end. A frame that is cut short or whose
+//! checksum fails *and reaches the end of the file* is a torn tail — the
+//! write that produced it was never acknowledged — and is truncated away. A
+//! bad frame followed by more bytes is corruption and is reported, never
+//! skipped silently.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+pub const HEADER_LEN: usize = 16;
+pub const FRAME_HEADER_LEN: usize = 12;
+/// Frames above this size are refused on write and treated as corruption
+/// on read, so garbage lengths never cause huge allocations.
+pub const MAX_FRAME_LEN: usize = 256 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a log of this kind (bad magic or version)")]
+    BadHeader { path: PathBuf },
+    #[error(
+        "{path} is corrupt at offset {offset}: {reason}; refusing to continue (acknowledged data follows the damage)"
+    )]
+    Corrupt {
+        path: PathBuf,
+        offset: u64,
+        reason: &'static str,
+    },
+    #[error("frame of {0} bytes exceeds the {MAX_FRAME_LEN}-byte limit")]
+    FrameTooLarge(usize),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+    move |source| LogError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Starts a frame in `buf`: reserves the frame header. Returns the position
+/// to pass to [`finish_frame`] after the payload has been appended.
+pub fn begin_frame(buf: &mut Vec<u8>) -> usize {
+    let pos = buf.len();
+    buf.extend_from_slice(&[0u8; FRAME_HEADER_LEN]);
+    pos
+}
+
+/// Fills in the header of the frame started at `pos`.
+pub fn finish_frame(buf: &mut [u8], pos: usize) -> Result<(), LogError> {
+    let payload_len = buf.len() - pos - FRAME_HEADER_LEN;
+    if payload_len > MAX_FRAME_LEN {
+        return Err(LogError::FrameTooLarge(payload_len));
+    }
+    let checksum = xxh3_64(&buf[pos + FRAME_HEADER_LEN..]);
+    buf[pos..pos + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    buf[pos + 4..pos + 12].copy_from_slice(&checksum.to_le_bytes());
+    Ok(())
+}
+
+/// fsync of a directory, so that a create, rename or delete inside it is
+/// durable.
+pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+/// An open log file being appended to.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl LogWriter {
+    /// Creates a new log (fails if it exists), writes and syncs its header
+    /// and the directory entry.
+    pub fn create(path: &Path, magic: &[u8; 8], version: u32) -> Result<Self, LogError> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io(path))?;
+        let mut header = [0u8; HEADER_LEN];
+        header[..8].copy_from_slice(magic);
+        header[8..12].copy_from_slice(&version.to_le_bytes());
+        file.write_all(&header).map_err(io(path))?;
+        file.sync_all().map_err(io(path))?;
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            len: HEADER_LEN as u64,
+        })
+    }
+
+    /// Reopens a log after recovery, truncated to `valid_len` (the end of the
+    /// last good frame).
+    pub fn reopen(path: &Path, valid_len: u64) -> Result<Self, LogError> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io(path))?;
+        file.set_len(valid_len).map_err(io(path))?;
+        file.seek(SeekFrom::End(0)).map_err(io(path))?;
+        file.sync_all().map_err(io(path))?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            len: valid_len,
+        })
+    }
+
+    /// Writes already-framed bytes (see [`begin_frame`]). Not durable until
+    /// [`LogWriter::sync`].
+    pub fn append(&mut self, framed: &[u8]) -> Result<(), LogError> {
+        self.file.write_all(framed).map_err(io(&self.path))?;
+        self.len += framed.len() as u64;
+        Ok(())
+    }
+
+    /// fdatasync: the appended frames survive power loss once this returns.
+    pub fn sync(&mut self) -> Result<(), LogError> {
+        self.file.sync_data().map_err(io(&self.path))
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len <= HEADER_LEN as u64
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Result of reading a log.
+#[derive(Debug)]
+pub struct Recovered {
+    /// Length of the valid prefix (header plus whole, checksummed frames).
+    pub valid_len: u64,
+    /// Bytes dropped from a torn tail.
+    pub torn_bytes: u64,
+}
+
+/// Reads every frame of a log, calling `visit` with each payload in order.
+pub fn read_log<E: From<LogError>>(
+    path: &Path,
+    magic: &[u8; 8],
+    version: u32,
+    mut visit: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<Recovered, E> {
+    let mut data = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut data))
+        .map_err(io(path))?;
+    let data = data;
+    if data.len() < HEADER_LEN {
+        // A crash between create and the header sync leaves a short file;
+        // nothing in it was ever acknowledged.
+        return Ok(Recovered {
+            valid_len: 0,
+            torn_bytes: data.len() as u64,
+        });
+    }
+    if &data[..8] != magic || u32::from_le_bytes([data[8], data[9], data[10], data[11]]) != version
+    {
+        return Err(LogError::BadHeader {
+            path: path.to_path_buf(),
+        }
+        .into());
+    }
+    let mut pos = HEADER_LEN;
+    let end = data.len();
+    while pos < end {
+        let corrupt = |reason| LogError::Corrupt {
+            path: path.to_path_buf(),
+            offset: pos as u64,
+            reason,
+        };
+        if end - pos < FRAME_HEADER_LEN {
+            break; // torn frame header
+        }
+        let len =
+            u32::from_le_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
+        let mut sum = [0u8; 8];
+        sum.copy_from_slice(&data[pos + 4..pos + 12]);
+        let checksum = u64::from_le_bytes(sum);
+        let body = pos + FRAME_HEADER_LEN;
+        if len > MAX_FRAME_LEN {
+            return Err(corrupt("frame length out of range").into());
+        }
+        if body + len > end {
+            break; // torn payload
+        }
+        if xxh3_64(&data[body..body + len]) != checksum {
+            if body + len == end {
+                break; // last frame, partially written
+            }
+            return Err(corrupt("checksum mismatch").into());
+        }
+        visit(&data[body..body + len])?;
+        pos = body + len;
+    }
+    Ok(Recovered {
+        valid_len: pos as u64,
+        torn_bytes: (end - pos) as u64,
+    })
+}
+
+/// Little helpers for the varint-based payload encodings of the logs and
+/// table files.
+pub mod varint {
+    pub fn put(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+        put(out, b.len() as u64);
+        out.extend_from_slice(b);
+    }
+
+    /// A cursor over an encoded buffer; every read is bounds-checked.
+    #[derive(Debug)]
+    pub struct Reader<'a> {
+        buf: &'a [u8],
+        pos: usize,
+    }
+
+    impl<'a> Reader<'a> {
+        pub fn new(buf: &'a [u8]) -> Self {
+            Self { buf, pos: 0 }
+        }
+        pub fn is_empty(&self) -> bool {
+            self.pos >= self.buf.len()
+        }
+        pub fn u8(&mut self) -> Option<u8> {
+            let b = *self.buf.get(self.pos)?;
+            self.pos += 1;
+            Some(b)
+        }
+        pub fn varint(&mut self) -> Option<u64> {
+            let mut v = 0u64;
+            for shift in (0..64).step_by(7) {
+                let b = self.u8()?;
+                v |= u64::from(b & 0x7F) << shift;
+                if b < 0x80 {
+                    return Some(v);
+                }
+            }
+            None
+        }
+        pub fn bytes(&mut self) -> Option<&'a [u8]> {
+            let n = usize::try_from(self.varint()?).ok()?;
+            self.take(n)
+        }
+        pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            let end = self.pos.checked_add(n)?;
+            let s = self.buf.get(self.pos..end)?;
+            self.pos = end;
+            Some(s)
+        }
+        pub fn u64_le(&mut self) -> Option<u64> {
+            Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAGIC: &[u8; 8] = b"HGTEST01";
+
+    fn write_frames(path: &Path, payloads: &[&[u8]]) {
+        let mut w = LogWriter::create(path, MAGIC, 1).unwrap();
+        for p in payloads {
+            let mut buf = Vec::new();
+            let pos = begin_frame(&mut buf);
+            buf.extend_from_slice(p);
+            finish_frame(&mut buf, pos).unwrap();
+            w.append(&buf).unwrap();
+        }
+        w.sync().unwrap();
+    }
+
+    fn read_all(path: &Path) -> Result<(Vec<Vec<u8>>, Recovered), LogError> {
+        let mut out = Vec::new();
+        let r = read_log(path, MAGIC, 1, |p| -> Result<(), LogError> {
+            out.push(p.to_vec());
+            Ok(())
+        })?;
+        Ok((out, r))
+    }
+
+    #[test]
+    fn round_trip_and_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.log");
+        write_frames(&path, &[b"one", b"two", b"three"]);
+        let full = std::fs::read(&path).unwrap();
+        let (frames, r) = read_all(&path).unwrap();
+        assert_eq!(
+            frames,
+            vec![b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]
+        );
+        assert_eq!(r.valid_len, full.len() as u64);
+        // Every truncation point inside the last frame is a torn tail.
+        let last_start = full.len() - (FRAME_HEADER_LEN + 5);
+        for cut in last_start..full.len() {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            let (frames, r) = read_all(&path).unwrap();
+            assert_eq!(frames.len(), 2, "cut at {cut}");
+            assert_eq!(r.valid_len, last_start as u64);
+        }
+        // A flipped bit in the last frame's payload is a torn tail too.
+        let mut bad = full.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert_eq!(read_all(&path).unwrap().0.len(), 2);
+        // ... but in the middle it is corruption.
+        let mut bad = full.clone();
+        bad[HEADER_LEN + FRAME_HEADER_LEN] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(matches!(read_all(&path), Err(LogError::Corrupt { .. })));
+        // Reopen truncates to the valid prefix and appends after it.
+        std::fs::write(&path, &full[..full.len() - 2]).unwrap();
+        let (_, r) = read_all(&path).unwrap();
+        let mut w = LogWriter::reopen(&path, r.valid_len).unwrap();
+        let mut buf = Vec::new();
+        let pos = begin_frame(&mut buf);
+        buf.extend_from_slice(b"four");
+        finish_frame(&mut buf, pos).unwrap();
+        w.append(&buf).unwrap();
+        w.sync().unwrap();
+        let (frames, _) = read_all(&path).unwrap();
+        assert_eq!(
+            frames,
+            vec![b"one".to_vec(), b"two".to_vec(), b"four".to_vec()]
+        );
+    }
+
+    #[test]
+    fn bad_magic_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.log");
+        write_frames(&path, &[b"x"]);
+        assert!(matches!(
+            read_log(&path, b"OTHERMAG", 1, |_| Ok::<(), LogError>(())),
+            Err(LogError::BadHeader { .. })
+        ));
+    }
+
+    #[test]
+    fn varints() {
+        let mut b = Vec::new();
+        for v in [0u64, 1, 127, 128, 300, u64::MAX] {
+            varint::put(&mut b, v);
+        }
+        let mut r = varint::Reader::new(&b);
+        for v in [0u64, 1, 127, 128, 300, u64::MAX] {
+            assert_eq!(r.varint(), Some(v));
+        }
+        assert!(r.is_empty());
+        assert_eq!(varint::Reader::new(&[0xFF; 11]).varint(), None);
+    }
+}

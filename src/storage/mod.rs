@@ -1,0 +1,165 @@
+//! The storage backend boundary: a sorted map of rows to cells in the
+//! HBase/Bigtable model (tables, rows, column families, qualifiers), with
+//! batched writes, range scans, atomic increment and check-and-put.
+//!
+//! The engine above it (UIDs, write-ahead log, series head, packing) is the
+//! same for every backend. The embedded LSM engine is the default; a Cloud
+//! Bigtable backend will implement the same trait.
+
+pub mod embedded;
+
+use std::path::PathBuf;
+
+/// The tables hourglass uses (OpenTSDB's `tsdb` and `tsdb-uid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Table {
+    Data = 0,
+    Uid = 1,
+}
+
+impl Table {
+    pub fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(Table::Data),
+            1 => Some(Table::Uid),
+            _ => None,
+        }
+    }
+}
+
+/// Column families, one byte each. A *column* is the family byte followed by
+/// the qualifier bytes, so the columns of a row sort by family, then
+/// qualifier.
+pub mod family {
+    /// Data points (`t` in OpenTSDB's data table).
+    pub const DATA: u8 = b't';
+    /// UID table, name → UID and the UID counters (`id`).
+    pub const ID: u8 = b'i';
+    /// UID table, UID → name (`name`).
+    pub const NAME: u8 = b'n';
+}
+
+pub fn column(family: u8, qualifier: &[u8]) -> Vec<u8> {
+    let mut c = Vec::with_capacity(1 + qualifier.len());
+    c.push(family);
+    c.extend_from_slice(qualifier);
+    c
+}
+
+/// One cell of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// Family byte followed by the qualifier.
+    pub column: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    Put {
+        table: Table,
+        row: Vec<u8>,
+        column: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: Table,
+        row: Vec<u8>,
+        column: Vec<u8>,
+    },
+}
+
+/// How durable a small write must be when the call returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// On stable storage (fsync).
+    Sync,
+    /// Handed to the OS (survives a process crash, not power loss) until
+    /// [`Store::sync`] is called.
+    Buffered,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    #[error("storage I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Log(#[from] crate::logfile::LogError),
+    #[error("corrupt table file {path}: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error(
+        "the data directory {path} was created with a different key layout ({found}); configured: {configured}"
+    )]
+    SchemaMismatch {
+        path: PathBuf,
+        found: String,
+        configured: String,
+    },
+    #[error("storage is poisoned after an earlier write or fsync failure; restart the server")]
+    Poisoned,
+    #[error("value in {what} is not an 8-byte counter")]
+    NotACounter { what: String },
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// A row visitor for scans: return `false` to stop early.
+pub type RowVisitor<'a> = dyn FnMut(&[u8], Vec<Cell>) -> Result<bool> + 'a;
+
+/// A sorted map of rows to cells.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Every cell of one row, ordered by column (empty if the row is absent).
+    fn get_row(&self, table: Table, row: &[u8]) -> Result<Vec<Cell>>;
+
+    /// Visits the rows with `start <= key < end` in key order. An empty `end`
+    /// means "to the end of the table".
+    fn scan(
+        &self,
+        table: Table,
+        start: &[u8],
+        end: &[u8],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<()>;
+
+    /// Applies a small batch atomically.
+    fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()>;
+
+    /// Applies a large batch (packed rows from the series head) atomically
+    /// and durably. Each row's mutations become visible together.
+    fn bulk_write(&self, batch: Vec<Mutation>) -> Result<()>;
+
+    /// Adds `delta` to the 8-byte big-endian counter in the cell (absent =
+    /// 0) and returns the new value.
+    fn increment(
+        &self,
+        table: Table,
+        row: &[u8],
+        column: &[u8],
+        delta: i64,
+        durability: Durability,
+    ) -> Result<i64>;
+
+    /// Writes `value` only if the cell currently equals `expected` (`None`
+    /// = absent). Returns whether it wrote.
+    fn check_and_put(
+        &self,
+        table: Table,
+        row: &[u8],
+        column: &[u8],
+        expected: Option<&[u8]>,
+        value: Vec<u8>,
+        durability: Durability,
+    ) -> Result<bool>;
+
+    /// Makes every earlier `Buffered` write durable.
+    fn sync(&self) -> Result<()>;
+
+    /// Persists in-memory state so the next open is fast. The store stays
+    /// usable.
+    fn checkpoint(&self) -> Result<()>;
+}
