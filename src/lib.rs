@@ -9,6 +9,8 @@
 //! * [`fb`] — FlatBuffers encoding of on-disk metadata.
 
 pub mod codec;
+pub mod config;
 pub mod fb;
 pub mod logfile;
 pub mod storage;
+pub mod uid;

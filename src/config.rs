@@ -1,0 +1,282 @@
+//! Server configuration: the TOML file (`config/hourglass.toml` documents
+//! every option), defaults, command-line overrides and validation.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::codec::KeyLayout;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub schema: SchemaConfig,
+    pub uid: UidConfig,
+    pub wal: WalConfig,
+    pub head: HeadConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub port: u16,
+    pub max_connections: usize,
+    pub max_line_bytes: usize,
+    pub max_body_bytes: usize,
+    pub telnet_error_queue: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1".into(),
+            port: 4242,
+            max_connections: 4096,
+            max_line_bytes: 1024,
+            max_body_bytes: 64 << 20,
+            telnet_error_queue: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub backend: String,
+    pub memtable_bytes: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("./data"),
+            backend: "embedded".into(),
+            memtable_bytes: 8 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchemaConfig {
+    pub salt_width: usize,
+    pub salt_buckets: u32,
+    pub metric_width: usize,
+    pub tagk_width: usize,
+    pub tagv_width: usize,
+    pub max_tags: usize,
+}
+
+impl Default for SchemaConfig {
+    fn default() -> Self {
+        Self {
+            salt_width: 1,
+            salt_buckets: 20,
+            metric_width: 3,
+            tagk_width: 3,
+            tagv_width: 3,
+            max_tags: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UidConfig {
+    pub auto_create_metrics: bool,
+    pub auto_create_tagks: bool,
+    pub auto_create_tagvs: bool,
+}
+
+impl Default for UidConfig {
+    fn default() -> Self {
+        Self {
+            auto_create_metrics: true,
+            auto_create_tagks: true,
+            auto_create_tagvs: true,
+        }
+    }
+}
+
+/// When a write is acknowledged relative to the WAL reaching stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncPolicy {
+    /// Acknowledge after the WAL frame is fsynced (group commit). Survives
+    /// power loss.
+    Always,
+    /// Acknowledge after the frame is written to the OS; fsync every
+    /// `fsync_interval_ms`. Survives a crash of the server, loses at most the
+    /// interval on power loss.
+    Interval,
+    /// Never fsync the WAL (tests and throwaway data).
+    Never,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WalConfig {
+    pub fsync: FsyncPolicy,
+    pub fsync_interval_ms: u64,
+    pub checkpoint_bytes: u64,
+    pub max_pending_bytes: usize,
+}
+
+impl Default for WalConfig {
+    fn default() -> Self {
+        Self {
+            fsync: FsyncPolicy::Always,
+            fsync_interval_ms: 1000,
+            checkpoint_bytes: 256 << 20,
+            max_pending_bytes: 64 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HeadConfig {
+    pub flush_interval_secs: u64,
+    pub flush_grace_secs: u64,
+    pub max_points: usize,
+}
+
+impl Default for HeadConfig {
+    fn default() -> Self {
+        Self {
+            flush_interval_secs: 30,
+            flush_grace_secs: 600,
+            max_points: 50_000_000,
+        }
+    }
+}
+
+impl Config {
+    /// Loads a config file (or the defaults when `path` is `None`).
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let cfg = match path {
+            None => Config::default(),
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.to_path_buf(),
+                    source,
+                })?;
+                toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                    path: p.to_path_buf(),
+                    source: Box::new(e),
+                })?
+            }
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.schema;
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if s.salt_width > 8 {
+            return bad(format!(
+                "schema.salt_width must be 0..=8, got {}",
+                s.salt_width
+            ));
+        }
+        if s.salt_buckets == 0 || s.salt_buckets > i32::MAX as u32 {
+            return bad(format!(
+                "schema.salt_buckets must be at least 1, got {}",
+                s.salt_buckets
+            ));
+        }
+        if s.salt_width > 0
+            && s.salt_width < 4
+            && u64::from(s.salt_buckets) > 1u64 << (8 * s.salt_width)
+        {
+            return bad(format!(
+                "schema.salt_buckets {} does not fit in salt_width {}",
+                s.salt_buckets, s.salt_width
+            ));
+        }
+        for (name, w) in [
+            ("metric_width", s.metric_width),
+            ("tagk_width", s.tagk_width),
+            ("tagv_width", s.tagv_width),
+        ] {
+            if !(1..=8).contains(&w) {
+                return bad(format!("schema.{name} must be 1..=8, got {w}"));
+            }
+        }
+        if s.max_tags == 0 {
+            return bad("schema.max_tags must be at least 1".into());
+        }
+        if self.storage.backend != "embedded" {
+            return bad(format!(
+                "storage.backend {:?} is not available in this build (supported: \"embedded\")",
+                self.storage.backend
+            ));
+        }
+        if self.server.max_line_bytes < 64 {
+            return bad("server.max_line_bytes must be at least 64".into());
+        }
+        if self.head.flush_interval_secs == 0 {
+            return bad("head.flush_interval_secs must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    pub fn layout(&self) -> KeyLayout {
+        let s = &self.schema;
+        KeyLayout {
+            salt_width: s.salt_width,
+            salt_buckets: s.salt_buckets,
+            metric_width: s.metric_width,
+            tagk_width: s.tagk_width,
+            tagv_width: s.tagv_width,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_config_file_parses_to_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/hourglass.toml");
+        let cfg = Config::load(Some(&path)).unwrap();
+        let def = Config::default();
+        assert_eq!(format!("{cfg:?}"), format!("{def:?}"));
+    }
+
+    #[test]
+    fn rejects_bad_values_and_unknown_keys() {
+        assert!(toml::from_str::<Config>("[schema]\nsalt_widht = 2").is_err());
+        let mut c = Config::default();
+        c.schema.salt_buckets = 0;
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.schema.salt_buckets = 300;
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.schema.metric_width = 9;
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,447 @@
+//! Name ↔ UID mapping for metrics, tag keys and tag values, stored in the
+//! UID table exactly as OpenTSDB lays it out (reference §1.12):
+//!
+//! | row | column | value |
+//! |---|---|---|
+//! | name bytes | `id:<kind>` | UID (width bytes) — forward map |
+//! | UID bytes | `name:<kind>` | name bytes — reverse map |
+//! | `00` | `id:<kind>` | 8-byte counter = highest UID assigned |
+//!
+//! Assignment increments the counter, writes the reverse mapping first
+//! (check-and-put on an empty cell), then the forward mapping; if another
+//! writer won the forward mapping its UID is read back and ours is leaked,
+//! so concurrent nodes on a shared backend always agree. Both directions are
+//! cached in memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::codec::rowkey::{self, KeyLayout};
+use crate::storage::{Durability, StorageError, Store, Table, column, family};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UidKind {
+    Metric = 0,
+    TagK = 1,
+    TagV = 2,
+}
+
+impl UidKind {
+    pub const ALL: [UidKind; 3] = [UidKind::Metric, UidKind::TagK, UidKind::TagV];
+
+    /// Qualifier in the UID table and the kind name in OpenTSDB messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UidKind::Metric => "metrics",
+            UidKind::TagK => "tagk",
+            UidKind::TagV => "tagv",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "metrics" => Some(UidKind::Metric),
+            "tagk" => Some(UidKind::TagK),
+            "tagv" => Some(UidKind::TagV),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UidError {
+    #[error("No such name for '{}': '{name}'", kind.as_str())]
+    NoSuchName { kind: UidKind, name: String },
+    #[error("All Unique IDs for {} on {width} bytes are already assigned!", kind.as_str())]
+    Exhausted { kind: UidKind, width: usize },
+    #[error("UID assignment for {} '{name}' failed after repeated conflicts", kind.as_str())]
+    Conflict { kind: UidKind, name: String },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    forward: HashMap<Arc<str>, u64>,
+    reverse: HashMap<u64, Arc<str>>,
+}
+
+/// The UID tables with their caches.
+#[derive(Debug)]
+pub struct Uids {
+    store: Arc<dyn Store>,
+    widths: [usize; 3],
+    auto_create: [bool; 3],
+    caches: [RwLock<Cache>; 3],
+    assign: Mutex<()>,
+    unsynced: AtomicBool,
+}
+
+const COUNTER_ROW: &[u8] = &[0];
+
+impl Uids {
+    pub fn new(store: Arc<dyn Store>, layout: &KeyLayout, auto_create: [bool; 3]) -> Self {
+        Self {
+            store,
+            widths: [layout.metric_width, layout.tagk_width, layout.tagv_width],
+            auto_create,
+            caches: Default::default(),
+            assign: Mutex::new(()),
+            unsynced: AtomicBool::new(false),
+        }
+    }
+
+    fn cache(&self, kind: UidKind) -> &RwLock<Cache> {
+        &self.caches[kind as usize]
+    }
+
+    pub fn width(&self, kind: UidKind) -> usize {
+        self.widths[kind as usize]
+    }
+
+    fn remember(&self, kind: UidKind, name: &str, uid: u64) -> Arc<str> {
+        let mut c = self
+            .cache(kind)
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let name: Arc<str> = c
+            .reverse
+            .get(&uid)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(name));
+        c.forward.insert(Arc::clone(&name), uid);
+        c.reverse.insert(uid, Arc::clone(&name));
+        name
+    }
+
+    fn uid_bytes(&self, kind: UidKind, uid: u64) -> Vec<u8> {
+        let mut b = Vec::with_capacity(8);
+        rowkey::uid_bytes(uid, self.width(kind), &mut b);
+        b
+    }
+
+    /// The UID of a name, if it has one.
+    pub fn lookup(&self, kind: UidKind, name: &str) -> Result<Option<u64>, UidError> {
+        if let Some(&uid) = self
+            .cache(kind)
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .forward
+            .get(name)
+        {
+            return Ok(Some(uid));
+        }
+        let col = column(family::ID, kind.as_str().as_bytes());
+        let cells = self.store.get_row(Table::Uid, name.as_bytes())?;
+        match cells.into_iter().find(|c| c.column == col) {
+            Some(c) => {
+                let uid = rowkey::uid_from_bytes(&c.value);
+                self.remember(kind, name, uid);
+                Ok(Some(uid))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The UID of a name, assigning one if allowed. New assignments are
+    /// handed to the OS but not fsynced: call [`Uids::sync_if_needed`]
+    /// before acknowledging anything that refers to them.
+    pub fn get_or_create(&self, kind: UidKind, name: &str) -> Result<u64, UidError> {
+        if let Some(uid) = self.lookup(kind, name)? {
+            return Ok(uid);
+        }
+        if !self.auto_create[kind as usize] {
+            return Err(UidError::NoSuchName {
+                kind,
+                name: name.to_string(),
+            });
+        }
+        let _guard = self
+            .assign
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(uid) = self.lookup(kind, name)? {
+            return Ok(uid);
+        }
+        let id_col = column(family::ID, kind.as_str().as_bytes());
+        let name_col = column(family::NAME, kind.as_str().as_bytes());
+        let width = self.width(kind);
+        for _ in 0..3 {
+            let id =
+                self.store
+                    .increment(Table::Uid, COUNTER_ROW, &id_col, 1, Durability::Buffered)?;
+            self.unsynced.store(true, Ordering::Release);
+            let id = u64::try_from(id).map_err(|_| UidError::Exhausted { kind, width })?;
+            if id == 0 || id > KeyLayout::max_uid(width) {
+                return Err(UidError::Exhausted { kind, width });
+            }
+            let uid_bytes = self.uid_bytes(kind, id);
+            // Reverse first: a crash after this burns the UID but never
+            // leaves a forward mapping without its reverse.
+            if !self.store.check_and_put(
+                Table::Uid,
+                &uid_bytes,
+                &name_col,
+                None,
+                name.as_bytes().to_vec(),
+                Durability::Buffered,
+            )? {
+                tracing::error!(
+                    kind = kind.as_str(),
+                    uid = id,
+                    "reverse UID mapping already taken; the UID counter is behind the table, retrying"
+                );
+                continue;
+            }
+            if self.store.check_and_put(
+                Table::Uid,
+                name.as_bytes(),
+                &id_col,
+                None,
+                uid_bytes,
+                Durability::Buffered,
+            )? {
+                self.remember(kind, name, id);
+                return Ok(id);
+            }
+            // Another writer assigned this name first: use its UID.
+            if let Some(uid) = self.lookup(kind, name)? {
+                return Ok(uid);
+            }
+        }
+        Err(UidError::Conflict {
+            kind,
+            name: name.to_string(),
+        })
+    }
+
+    /// Makes UID assignments durable (fsync) if any happened since the last
+    /// call.
+    pub fn sync_if_needed(&self) -> Result<(), UidError> {
+        if self.unsynced.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.store.sync() {
+                self.unsynced.store(true, Ordering::Release);
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of a UID.
+    pub fn name_of(&self, kind: UidKind, uid: u64) -> Result<Option<Arc<str>>, UidError> {
+        if let Some(n) = self
+            .cache(kind)
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .reverse
+            .get(&uid)
+        {
+            return Ok(Some(Arc::clone(n)));
+        }
+        let col = column(family::NAME, kind.as_str().as_bytes());
+        let cells = self.store.get_row(Table::Uid, &self.uid_bytes(kind, uid))?;
+        Ok(cells
+            .into_iter()
+            .find(|c| c.column == col)
+            .map(|c| self.remember(kind, &String::from_utf8_lossy(&c.value), uid)))
+    }
+
+    /// Names of `kind` starting with `prefix`, in byte order, at most `max`.
+    pub fn suggest(
+        &self,
+        kind: UidKind,
+        prefix: &str,
+        max: usize,
+    ) -> Result<Vec<String>, UidError> {
+        let col = column(family::ID, kind.as_str().as_bytes());
+        let start: Vec<u8> = if prefix.is_empty() {
+            vec![1]
+        } else {
+            prefix.as_bytes().to_vec()
+        };
+        let end = prefix_end(prefix.as_bytes());
+        let mut out = Vec::new();
+        self.store
+            .scan(Table::Uid, &start, &end, &mut |row, cells| {
+                if row != COUNTER_ROW && cells.iter().any(|c| c.column == col) {
+                    out.push(String::from_utf8_lossy(row).into_owned());
+                }
+                Ok(out.len() < max)
+            })?;
+        Ok(out)
+    }
+
+    /// Highest UID assigned per kind (for stats).
+    pub fn ids_used(&self, kind: UidKind) -> Result<u64, UidError> {
+        let col = column(family::ID, kind.as_str().as_bytes());
+        let cells = self.store.get_row(Table::Uid, COUNTER_ROW)?;
+        Ok(cells
+            .into_iter()
+            .find(|c| c.column == col)
+            .and_then(|c| <[u8; 8]>::try_from(c.value.as_slice()).ok())
+            .map_or(0, |b| u64::try_from(i64::from_be_bytes(b)).unwrap_or(0)))
+    }
+
+    pub fn cache_size(&self, kind: UidKind) -> usize {
+        self.cache(kind)
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .forward
+            .len()
+    }
+
+    /// Forgets every cached mapping (telnet `dropcaches`, `/api/dropcaches`).
+    pub fn drop_caches(&self) {
+        for c in &self.caches {
+            *c.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Cache::default();
+        }
+    }
+}
+
+/// Exclusive end of a prefix scan: the prefix with its last byte
+/// incremented (dropping trailing 0xFF bytes); empty = unbounded.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::embedded::{EmbeddedOptions, EmbeddedStore};
+
+    fn uids(dir: &std::path::Path, auto: bool) -> Uids {
+        let store = EmbeddedStore::open(EmbeddedOptions {
+            dir: dir.to_path_buf(),
+            layout: KeyLayout::default(),
+            memtable_bytes: 1 << 20,
+        })
+        .unwrap();
+        Uids::new(Arc::new(store), &KeyLayout::default(), [auto; 3])
+    }
+
+    #[test]
+    fn assigns_sequentially_and_persists_both_directions() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let u = uids(dir.path(), true);
+            assert_eq!(u.get_or_create(UidKind::Metric, "sys.cpu.user").unwrap(), 1);
+            assert_eq!(
+                u.get_or_create(UidKind::Metric, "sys.cpu.system").unwrap(),
+                2
+            );
+            assert_eq!(u.get_or_create(UidKind::Metric, "sys.cpu.user").unwrap(), 1);
+            assert_eq!(u.get_or_create(UidKind::TagK, "host").unwrap(), 1);
+            u.sync_if_needed().unwrap();
+        }
+        let u = uids(dir.path(), false);
+        assert_eq!(
+            u.lookup(UidKind::Metric, "sys.cpu.system").unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            u.name_of(UidKind::Metric, 1).unwrap().as_deref(),
+            Some("sys.cpu.user")
+        );
+        assert_eq!(u.ids_used(UidKind::Metric).unwrap(), 2);
+        assert!(matches!(
+            u.get_or_create(UidKind::Metric, "new.metric"),
+            Err(UidError::NoSuchName {
+                kind: UidKind::Metric,
+                ..
+            })
+        ));
+        assert_eq!(
+            u.get_or_create(UidKind::TagV, "web01")
+                .unwrap_err()
+                .to_string(),
+            "No such name for 'tagv': 'web01'"
+        );
+    }
+
+    #[test]
+    fn uid_table_layout_is_opentsdbs() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = uids(dir.path(), true);
+        u.get_or_create(UidKind::TagV, "web01").unwrap();
+        let fwd = u.store.get_row(Table::Uid, b"web01").unwrap();
+        assert_eq!(
+            fwd,
+            vec![crate::storage::Cell {
+                column: b"itagv".to_vec(),
+                value: vec![0, 0, 1]
+            }]
+        );
+        let rev = u.store.get_row(Table::Uid, &[0, 0, 1]).unwrap();
+        assert_eq!(
+            rev,
+            vec![crate::storage::Cell {
+                column: b"ntagv".to_vec(),
+                value: b"web01".to_vec()
+            }]
+        );
+        let ctr = u.store.get_row(Table::Uid, &[0]).unwrap();
+        assert_eq!(ctr[0].value, 1i64.to_be_bytes());
+    }
+
+    #[test]
+    fn suggest_by_prefix_in_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = uids(dir.path(), true);
+        for m in [
+            "sys.mem.free",
+            "sys.cpu.0.system",
+            "net.bytes",
+            "sys.cpu.1.user",
+        ] {
+            u.get_or_create(UidKind::Metric, m).unwrap();
+        }
+        u.get_or_create(UidKind::TagV, "sys.not.a.metric").unwrap();
+        assert_eq!(
+            u.suggest(UidKind::Metric, "sys", 25).unwrap(),
+            ["sys.cpu.0.system", "sys.cpu.1.user", "sys.mem.free"]
+        );
+        assert_eq!(
+            u.suggest(UidKind::Metric, "sys", 1).unwrap(),
+            ["sys.cpu.0.system"]
+        );
+        assert_eq!(u.suggest(UidKind::Metric, "", 25).unwrap().len(), 4);
+        assert_eq!(
+            u.suggest(UidKind::TagV, "sys", 25).unwrap(),
+            ["sys.not.a.metric"]
+        );
+        assert!(u.suggest(UidKind::TagK, "", 25).unwrap().is_empty());
+    }
+
+    #[test]
+    fn exhaustion_on_one_byte_width() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(EmbeddedOptions {
+            dir: dir.path().to_path_buf(),
+            layout: KeyLayout::default(),
+            memtable_bytes: 1 << 20,
+        })
+        .unwrap();
+        let layout = KeyLayout {
+            metric_width: 1,
+            ..KeyLayout::default()
+        };
+        let u = Uids::new(Arc::new(store), &layout, [true; 3]);
+        for i in 0..255 {
+            u.get_or_create(UidKind::Metric, &format!("m{i}")).unwrap();
+        }
+        assert_eq!(
+            u.get_or_create(UidKind::Metric, "one.too.many")
+                .unwrap_err()
+                .to_string(),
+            "All Unique IDs for metrics on 1 bytes are already assigned!"
+        );
+    }
+}
