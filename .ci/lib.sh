@@ -1,0 +1,18 @@
+# Shared helpers for the CI stages: start a server on a free port.
+# Usage: start_server DIR  → sets HG_PID, HG_ADDR, HG_PORT
+start_server() {
+  local dir=$1
+  mkdir -p "$dir"
+  local bin=${HOURGLASS_BIN:-target/debug/hourglass}
+  [ -x "$bin" ] || cargo build -q --bin hourglass
+  "$bin" serve --data-dir "$dir/data" --port 0 >"$dir/stdout" 2>"$dir/server.log" &
+  HG_PID=$!
+  for _ in $(seq 100); do
+    HG_ADDR=$(sed -n 's/.* listening on \([0-9.:]*\) .*/\1/p' "$dir/stdout")
+    [ -n "$HG_ADDR" ] && break
+    sleep 0.1
+  done
+  [ -n "$HG_ADDR" ] || { echo "server did not start"; cat "$dir/server.log"; return 1; }
+  HG_PORT=${HG_ADDR##*:}
+  echo "hourglass pid $HG_PID on $HG_ADDR"
+}
