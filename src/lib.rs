@@ -10,7 +10,10 @@
 
 pub mod codec;
 pub mod config;
+pub mod engine;
 pub mod fb;
 pub mod logfile;
+pub mod metrics;
+pub mod server;
 pub mod storage;
 pub mod uid;

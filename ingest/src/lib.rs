@@ -1,1 +1,43 @@
-//! placeholder
+//! `hourglass-ingest`: pure parsers and validators for hourglass's OpenTSDB-compatible write formats.
+//!
+//! This crate owns the *wire-format* half of ingestion and nothing else: it turns bytes into
+//! validated [`Point`]s (or OpenTSDB's exact error texts) and never performs I/O, never touches
+//! the UID tables and never stores anything.
+//!
+//! * [`telnet`] — line framing ([`telnet::next_line`]) and the telnet command / `put` parser
+//!   ([`telnet::parse_line`]).
+//! * [`json`] — the HTTP `/api/put` body decoder ([`json::decode_put_body`]) and per-point
+//!   validation ([`json::JsonPoint::to_point`]).
+//! * [`number`] — OpenTSDB's number rules (`Tags.parseLong`, value classification).
+//! * [`validate`] — name validation and the semantic checks shared by every write path.
+//! * [`point`] — the data model ([`Point`], [`Timestamp`], [`Value`], [`PutError`]).
+
+pub mod json;
+pub mod number;
+pub mod point;
+pub mod telnet;
+pub mod validate;
+
+pub use json::{BodyError, JsonPoint, decode_put_body};
+pub use number::{ValueError, parse_long, parse_value};
+pub use point::{Point, PutError, Timestamp, Value};
+pub use telnet::{Command, LineResult, next_line, parse_line, unknown_command_line};
+pub use validate::{check_point, validate_name};
+
+/// Limits applied while parsing and validating writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum number of tags on one data point (`tsd.storage.max_tags`, OpenTSDB default 8).
+    pub max_tags: usize,
+    /// Maximum telnet line length in bytes, excluding the terminator (OpenTSDB: 1024).
+    pub max_line_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tags: 8,
+            max_line_len: 1024,
+        }
+    }
+}

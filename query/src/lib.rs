@@ -1,1 +1,72 @@
-//! placeholder
+//! `hourglass-query`: the pure OpenTSDB query model — `/api/query` parsing,
+//! tag filters, downsampling, rates, cross-series aggregation and the JSON
+//! response — executed over an abstract [`exec::SeriesSource`].
+//!
+//! The crate does no I/O and knows nothing about storage beyond the UID bytes
+//! a source hands over; the root crate implements [`exec::SeriesSource`] over
+//! its engine and maps [`error::QueryError`] variants to HTTP statuses.
+//!
+//! # Layout (request → response)
+//!
+//! * [`request`]: [`TsQuery`]/[`SubQuery`]; JSON body ([`parse_json_query`]) and
+//!   GET query string with `m=` ([`parse_query_string`]); validation in
+//!   OpenTSDB's order so the first error matches.
+//! * [`time`]: time strings and durations.
+//! * [`filter`]: the seven tag-value filter types and legacy `tags` conversion.
+//! * [`aggregate`]: the 35 aggregators, integer and double modes.
+//! * [`downsample`]: downsample specs and per-series bucketing with fill policies.
+//! * [`rate`]: per-series rates and counter handling.
+//! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
+//! * [`exec`]: scan window, fetch, filter, group, per-group pipeline, clipping.
+//! * [`render`]: byte-exact JSON output, Java double formatting.
+//! * [`error`]: the [`QueryError`] type.
+//!
+//! Per sub query the data flows: source → filters/explicitTags → group →
+//! (per series) downsample → rate → merge over the hour-aligned scan window →
+//! clip to `[start, end]` → render.
+//!
+//! # When you change X, also touch Y
+//!
+//! * A new aggregator: [`aggregate::AGGREGATOR_NAMES`], the `ALL` table and both
+//!   run modes; the root's `/api/aggregators` lists the names from here.
+//! * A new filter type: [`filter::FILTER_TYPES`], [`filter::filter_types`] and
+//!   `TagFilter::new`; storage pushdown only ever sees `literal_values()`.
+//! * Anything that changes which points the merge sees (scan window, seek
+//!   rules): the worked-example tests in `tests/worked_examples.rs` pin
+//!   OpenTSDB's numbers.
+//!
+//! # Gotchas (all deliberate OpenTSDB compatibility)
+//!
+//! * Computation uses data outside `[start, end]` (hour-aligned scan window);
+//!   only the output is clipped.
+//! * Integer results stay integers only while *every* buffered value is an
+//!   integer; downsampled and rate values are always doubles.
+//! * A downsample bucket that starts before `start` is dropped from the output
+//!   even if it holds in-range data.
+//! * Unsupported, rejected with clear 400s: TSUID sub queries, histogram /
+//!   percentile queries, non-UTC time zones.
+
+pub mod aggregate;
+pub mod downsample;
+pub mod error;
+pub mod exec;
+pub mod filter;
+pub mod merge;
+mod num;
+pub mod rate;
+pub mod render;
+pub mod request;
+pub mod time;
+
+pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
+pub use downsample::{DownsampleSpec, FillPolicy};
+pub use error::QueryError;
+pub use exec::{
+    FetchRequest, Num, QueryResult, Series, SeriesSource, SeriesTag, SourceError, execute,
+    scan_window,
+};
+pub use filter::{TagFilter, filter_types};
+pub use rate::RateOptions;
+pub use render::render_json;
+pub use request::{SubQuery, TsQuery, parse_json_query, parse_query_string};
+pub use time::{parse_duration, parse_time};

@@ -1,0 +1,239 @@
+//! Name validation (`Tags.validateString`) and the semantic checks OpenTSDB applies to every
+//! data point before UID resolution (§3.4 step 7): timestamp range, tag count, metric name, then
+//! each tag key and value — in that order, first failure wins.
+
+use crate::Limits;
+use crate::point::{Point, java_bytes, java_map};
+
+/// Largest accepted millisecond timestamp (OpenTSDB `addPointInternal`).
+pub const MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
+
+/// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
+/// ASCII letters and digits, `-`, `_`, `.`, `/`, and Unicode alphabetic characters.
+pub fn is_valid_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') || c.is_alphabetic()
+}
+
+/// OpenTSDB's `Tags.validateString(what, s)`.
+///
+/// Errors: `Invalid <what>: empty string` or `Invalid <what> ("<s>"): illegal character: <c>`
+/// (first offending char). `what` is e.g. `metric name`, `tag name with value [<v>]`,
+/// `tag value with key [<k>]`, or a UID kind (`metric`, `tagk`, `tagv`).
+pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("Invalid {what}: empty string"));
+    }
+    match s.chars().find(|&c| !is_valid_name_char(c)) {
+        Some(c) => Err(format!("Invalid {what} (\"{s}\"): illegal character: {c}")),
+        None => Ok(()),
+    }
+}
+
+/// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
+///
+/// 1. ms timestamps above 9999999999999 → `bad timestamp=<ts> when trying to add
+///    value=[<bytes>]/<flags> to metric=<m>, tags={...}`;
+/// 2. no tags → `Need at least one tag (metric=<m>, tags={})`;
+///    more than `limits.max_tags` → `Too many tags: <n> maximum allowed: <max>, tags: {...}`;
+/// 3. metric name, then each tag key and value, via [`validate_name`].
+///
+/// Returns the IllegalArgument message on failure.
+pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
+    let ts = point.timestamp.0;
+    if point.timestamp.is_ms() && ts > MAX_MS_TIMESTAMP {
+        return Err(format!(
+            "bad timestamp={ts} when trying to add value={}/{} to metric={}, tags={}",
+            java_bytes(&point.value.encode()),
+            point.value.flags(),
+            point.metric,
+            java_map(&point.tags)
+        ));
+    }
+    if point.tags.is_empty() {
+        return Err(format!(
+            "Need at least one tag (metric={}, tags={{}})",
+            point.metric
+        ));
+    }
+    if point.tags.len() > limits.max_tags {
+        return Err(format!(
+            "Too many tags: {} maximum allowed: {}, tags: {}",
+            point.tags.len(),
+            limits.max_tags,
+            java_map(&point.tags)
+        ));
+    }
+    validate_name("metric name", &point.metric)?;
+    for (k, v) in &point.tags {
+        validate_name(&format!("tag name with value [{v}]"), k)?;
+        validate_name(&format!("tag value with key [{k}]"), v)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::excessive_precision)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::point::{Timestamp, Value};
+
+    fn point<'a>(metric: &'a str, ts: u64, value: Value, tags: &[(&'a str, &'a str)]) -> Point<'a> {
+        Point {
+            metric: Cow::Borrowed(metric),
+            timestamp: Timestamp(ts),
+            value,
+            tags: tags
+                .iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(validate_name("metric name", "sys.cpu-0_user/x"), Ok(()));
+        assert_eq!(validate_name("metric name", "café.日本語.ß"), Ok(()));
+        assert_eq!(
+            validate_name("metric name", ""),
+            Err("Invalid metric name: empty string".into())
+        );
+        assert_eq!(
+            validate_name("metric name", "sys cpu"),
+            Err("Invalid metric name (\"sys cpu\"): illegal character:  ".into())
+        );
+        assert_eq!(
+            validate_name("metric name", "a:b"),
+            Err("Invalid metric name (\"a:b\"): illegal character: :".into())
+        );
+        assert_eq!(
+            validate_name("tagk", "a*"),
+            Err("Invalid tagk (\"a*\"): illegal character: *".into())
+        );
+        for bad in [
+            '\t', '=', '"', '\\', ',', '@', '#', '%', '€', '😀', '\u{85}', '1',
+        ] {
+            let s = format!("x{bad}");
+            let ok = validate_name("metric name", &s).is_ok();
+            assert_eq!(ok, bad == '1', "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn timestamp_range() {
+        let limits = Limits::default();
+        assert_eq!(
+            check_point(
+                &point("m", 9_999_999_999_999, Value::Int(1), &[("a", "b")]),
+                &limits
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_point(
+                &point("m", 4_294_967_295, Value::Int(1), &[("a", "b")]),
+                &limits
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_point(&point("m", 10_000_000_000_000, Value::Int(42), &[("a", "b")]), &limits),
+            Err("bad timestamp=10000000000000 when trying to add value=[42]/0 to metric=m, tags={a=b}".into())
+        );
+        assert_eq!(
+            check_point(
+                &point("m", 10_000_000_000_000, Value::Int(65537), &[("a", "b"), ("c", "d")]),
+                &limits
+            ),
+            Err("bad timestamp=10000000000000 when trying to add value=[0, 1, 0, 1]/3 to metric=m, tags={a=b, c=d}".into())
+        );
+        assert_eq!(
+            check_point(
+                &point("m", u64::MAX, Value::Float(42.5), &[("a", "b")]),
+                &limits
+            ),
+            Err(format!(
+                "bad timestamp={} when trying to add value=[66, 42, 0, 0]/11 to metric=m, tags={{a=b}}",
+                u64::MAX
+            ))
+        );
+        assert_eq!(
+            check_point(&point("m", 10_000_000_000_000, Value::Double(0.1), &[("a", "b")]), &limits),
+            Err("bad timestamp=10000000000000 when trying to add value=[63, -71, -103, -103, -103, -103, -103, -102]/15 to metric=m, tags={a=b}".into())
+        );
+        // Range check comes before the tag and name checks.
+        assert!(
+            check_point(
+                &point("bad name", 10_000_000_000_000, Value::Int(1), &[]),
+                &limits
+            )
+            .is_err_and(|e| e.starts_with("bad timestamp="))
+        );
+    }
+
+    #[test]
+    fn tag_count() {
+        let limits = Limits::default();
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &[]), &limits),
+            Err("Need at least one tag (metric=m, tags={})".into())
+        );
+        let nine: Vec<(String, String)> =
+            (0..9).map(|i| (format!("k{i}"), format!("v{i}"))).collect();
+        let tags: Vec<(&str, &str)> = nine.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &tags), &limits),
+            Err("Too many tags: 9 maximum allowed: 8, tags: {k0=v0, k1=v1, k2=v2, k3=v3, k4=v4, k5=v5, k6=v6, k7=v7, k8=v8}".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &tags[..8]), &limits),
+            Ok(())
+        );
+        let small = Limits {
+            max_tags: 1,
+            ..Limits::default()
+        };
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &tags[..2]), &small),
+            Err("Too many tags: 2 maximum allowed: 1, tags: {k0=v0, k1=v1}".into())
+        );
+        // Tag count is checked before the metric name.
+        assert_eq!(
+            check_point(&point("bad name", 1, Value::Int(1), &[]), &limits),
+            Err("Need at least one tag (metric=bad name, tags={})".into())
+        );
+    }
+
+    #[test]
+    fn name_checks_in_order() {
+        let limits = Limits::default();
+        assert_eq!(
+            check_point(&point("bad*", 1, Value::Int(1), &[("k*", "v")]), &limits),
+            Err("Invalid metric name (\"bad*\"): illegal character: *".into())
+        );
+        assert_eq!(
+            check_point(
+                &point("m", 1, Value::Int(1), &[("ok", "v"), ("k*", "v*")]),
+                &limits
+            ),
+            Err("Invalid tag name with value [v*] (\"k*\"): illegal character: *".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &[("k", "v*")]), &limits),
+            Err("Invalid tag value with key [k] (\"v*\"): illegal character: *".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &[("", "v")]), &limits),
+            Err("Invalid tag name with value [v]: empty string".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 1, Value::Int(1), &[("k", "")]), &limits),
+            Err("Invalid tag value with key [k]: empty string".into())
+        );
+        assert_eq!(
+            check_point(&point("", 1, Value::Int(1), &[("k", "v")]), &limits),
+            Err("Invalid metric name: empty string".into())
+        );
+    }
+}

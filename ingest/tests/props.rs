@@ -1,0 +1,289 @@
+//! Property tests: the telnet and JSON parsers never panic on arbitrary input, their outputs keep
+//! the documented invariants, and valid points round-trip through both wire formats.
+#![allow(clippy::unwrap_used)]
+
+use std::borrow::Cow;
+
+use hourglass_ingest::{
+    Command, Limits, LineResult, Point, Timestamp, Value, check_point, decode_put_body, next_line,
+    parse_line, parse_value, unknown_command_line,
+};
+use proptest::prelude::*;
+
+/// Runs every line of `buf` through the telnet pipeline, as a connection handler would.
+fn drive_telnet(buf: &[u8], limits: &Limits) {
+    let mut rest = buf;
+    loop {
+        match next_line(rest, limits.max_line_len) {
+            LineResult::Line { line, consumed } => {
+                assert!(consumed > line.len() && consumed <= rest.len());
+                assert!(line.len() <= limits.max_line_len);
+                assert_eq!(&rest[..line.len()], line);
+                assert_eq!(rest[consumed - 1], b'\n');
+                check_command(parse_line(line, limits), limits);
+                rest = &rest[consumed..];
+            }
+            LineResult::Incomplete => {
+                assert!(!rest.contains(&b'\n') && rest.len() <= limits.max_line_len + 1);
+                // The tail would be parsed once the connection closes.
+                check_command(parse_line(rest, limits), limits);
+                break;
+            }
+            LineResult::TooLong => break,
+        }
+    }
+}
+
+fn check_command(cmd: Command<'_>, limits: &Limits) {
+    match cmd {
+        Command::Put(Ok(p)) => {
+            assert!(p.timestamp.0 > 0);
+            assert!(check_point(&p, limits).is_ok());
+            if let Value::Float(f) = p.value {
+                assert!(f.is_finite());
+            }
+            if let Value::Double(d) = p.value {
+                assert!(d.is_finite());
+            }
+        }
+        Command::Put(Err(e)) => {
+            let line = e.telnet_line();
+            assert!(line.starts_with("put: "));
+            assert!(!e.http_message().is_empty());
+        }
+        Command::Unknown(w) => {
+            assert!(!w.contains(' '));
+            let _ = unknown_command_line(&w);
+        }
+        Command::Version | Command::Help | Command::Stats | Command::DropCaches | Command::Exit => {
+        }
+    }
+}
+
+fn drive_json(body: &[u8], limits: &Limits) {
+    if let Ok(points) = decode_put_body(body) {
+        for p in &points {
+            let _ = p.echo();
+            if let Ok(point) = p.to_point(limits) {
+                assert!(point.timestamp.0 > 0);
+                assert!(check_point(&point, limits).is_ok());
+            }
+        }
+    }
+}
+
+/// Words that exercise the interesting paths of `put`.
+fn put_word() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("put".to_owned()),
+        Just(String::new()),
+        Just("NaN".to_owned()),
+        Just("-nan".to_owned()),
+        Just("1e400".to_owned()),
+        Just("18446744073709551615".to_owned()),
+        Just("9223372036854775808".to_owned()),
+        Just("-9223372036854775808".to_owned()),
+        Just("10000000000000".to_owned()),
+        Just("1364410924.250".to_owned()),
+        Just("a=b".to_owned()),
+        Just("a=c".to_owned()),
+        Just("=".to_owned()),
+        Just("k=v=w".to_owned()),
+        "[0-9.eE+-]{0,22}",
+        "[a-z]{1,3}=[a-z0-9]{1,3}",
+        "[a-zA-Z0-9._/é日*:= -]{0,12}",
+        any::<String>(),
+    ]
+}
+
+fn name() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9._/éßЖ日ñ-]{1,12}"
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<i64>().prop_map(Value::Int),
+        any::<f32>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::Float),
+        any::<f64>()
+            .prop_filter("finite double, not a float", |d| {
+                d.is_finite() && f64::from(*d as f32) != *d
+            })
+            .prop_map(Value::Double),
+    ]
+}
+
+fn valid_point() -> impl Strategy<Value = Point<'static>> {
+    (
+        name(),
+        1u64..=9_999_999_999_999,
+        value(),
+        prop::collection::btree_map(name(), name(), 1..=8),
+    )
+        .prop_map(|(metric, ts, value, tags)| Point {
+            metric: Cow::Owned(metric),
+            timestamp: Timestamp(ts),
+            value,
+            tags: tags
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), Cow::Owned(v)))
+                .collect(),
+        })
+}
+
+fn put_line(p: &Point<'_>) -> String {
+    let mut line = format!("put {} {} {}", p.metric, p.timestamp.0, p.value);
+    for (k, v) in &p.tags {
+        line.push_str(&format!(" {k}={v}"));
+    }
+    line
+}
+
+fn json_point(p: &Point<'_>, value_as_string: bool) -> String {
+    let tags: serde_json::Map<String, serde_json::Value> = p
+        .tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+        .collect();
+    let value = if value_as_string {
+        format!("\"{}\"", p.value)
+    } else {
+        p.value.to_string()
+    };
+    format!(
+        "{{\"metric\":{},\"timestamp\":{},\"value\":{},\"tags\":{}}}",
+        serde_json::Value::String(p.metric.to_string()),
+        p.timestamp.0,
+        value,
+        serde_json::Value::Object(tags)
+    )
+}
+
+/// Arbitrary JSON trees.
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value as J;
+    let leaf = prop_oneof![
+        Just(J::Null),
+        any::<bool>().prop_map(J::Bool),
+        any::<i64>().prop_map(J::from),
+        any::<f64>().prop_map(J::from),
+        any::<String>().prop_map(J::String),
+        name().prop_map(J::String),
+        "[0-9.eE+-]{0,12}".prop_map(J::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(J::Array),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("metric".to_owned()),
+                    Just("timestamp".to_owned()),
+                    Just("value".to_owned()),
+                    Just("tags".to_owned()),
+                    name(),
+                ],
+                inner,
+                0..6
+            )
+            .prop_map(|m| J::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn telnet_arbitrary_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..3000)) {
+        drive_telnet(&buf, &Limits::default());
+        drive_telnet(&buf, &Limits { max_tags: 1, max_line_len: 7 });
+    }
+
+    #[test]
+    fn telnet_put_like_lines_never_panic(words in prop::collection::vec(put_word(), 0..12),
+                                         sep in prop_oneof![Just(" "), Just("  "), Just("\t")]) {
+        let mut line = String::from("put ");
+        line.push_str(&words.join(sep));
+        drive_telnet(format!("{line}\r\n{line}\n").as_bytes(), &Limits::default());
+        check_command(parse_line(line.as_bytes(), &Limits::default()), &Limits::default());
+    }
+
+    #[test]
+    fn next_line_finds_short_lines(line in prop::collection::vec(any::<u8>().prop_filter("no LF", |b| *b != b'\n'), 0..1100),
+                                   crlf in any::<bool>()) {
+        let mut buf = line.clone();
+        buf.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        let expect = if crlf { &line[..] } else { line.strip_suffix(b"\r").unwrap_or(&line) };
+        match next_line(&buf, 1024) {
+            LineResult::Line { line: got, consumed } => {
+                prop_assert_eq!(got, expect);
+                prop_assert_eq!(consumed, buf.len());
+            }
+            LineResult::TooLong => prop_assert!(expect.len() > 1024),
+            LineResult::Incomplete => prop_assert!(false, "incomplete with a newline"),
+        }
+    }
+
+    #[test]
+    fn telnet_round_trip(p in valid_point()) {
+        let line = put_line(&p);
+        match parse_line(line.as_bytes(), &Limits::default()) {
+            Command::Put(Ok(got)) => prop_assert_eq!(got, p),
+            other => prop_assert!(false, "{} -> {:?}", line, other),
+        }
+    }
+
+    #[test]
+    fn json_round_trip(p in valid_point(), as_string in any::<bool>()) {
+        let body = format!("[\n{}\n,{}\n]", json_point(&p, as_string), json_point(&p, !as_string));
+        let points = decode_put_body(body.as_bytes()).unwrap();
+        prop_assert_eq!(points.len(), 2);
+        for jp in &points {
+            prop_assert_eq!(&jp.to_point(&Limits::default()).unwrap(), &p);
+            let echo = jp.echo();
+            prop_assert_eq!(&echo["metric"], &serde_json::Value::String(p.metric.to_string()));
+            prop_assert_eq!(&echo["value"], &serde_json::Value::String(p.value.to_string()));
+        }
+    }
+
+    #[test]
+    fn telnet_and_json_classify_values_alike(text in prop_oneof![
+        "[0-9.eE+-]{1,22}",
+        "[0-9]{1,21}",
+        any::<String>().prop_filter("no space", |s| !s.contains(' ') && !s.is_empty()),
+    ]) {
+        let line = format!("put m 1 {text} a=b");
+        let telnet = match parse_line(line.as_bytes(), &Limits::default()) {
+            Command::Put(r) => r.map(|p| p.value).map_err(|e| e.http_message().to_owned()),
+            other => return Err(TestCaseError::fail(format!("{other:?}"))),
+        };
+        let body = format!(
+            "{{\"metric\":\"m\",\"timestamp\":1,\"value\":{},\"tags\":{{\"a\":\"b\"}}}}",
+            serde_json::Value::String(text.clone())
+        );
+        let points = decode_put_body(body.as_bytes()).unwrap();
+        let json = points[0].to_point(&Limits::default()).map(|p| p.value);
+        prop_assert_eq!(&json, &telnet);
+        prop_assert_eq!(json.ok(), parse_value(&text).ok());
+    }
+
+    #[test]
+    fn json_arbitrary_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..2000)) {
+        drive_json(&body, &Limits::default());
+    }
+
+    #[test]
+    fn json_arbitrary_text_never_panics(body in "[\\[\\]{}\",:0-9a-zA-Z.eE+\\- \n\\\\]{0,200}") {
+        drive_json(body.as_bytes(), &Limits::default());
+    }
+
+    #[test]
+    fn json_arbitrary_trees_never_panic(v in json_value(), wrap in any::<bool>()) {
+        let body = if wrap { format!("[{v}]") } else { v.to_string() };
+        drive_json(body.as_bytes(), &Limits::default());
+        // Python-style non-numeric tokens in the mix.
+        let body = body.replace("null", "NaN");
+        drive_json(body.as_bytes(), &Limits::default());
+    }
+}

@@ -1,0 +1,912 @@
+//! Per-series downsampling (spec §5.8).
+//!
+//! This module owns the downsample specification (`<interval>-<agg>[-<fill>]`,
+//! `0all-<agg>`, calendar `c` suffix) with OpenTSDB's error texts, and the
+//! downsampler itself, which mirrors OpenTSDB's `Downsampler` and
+//! `FillingDownsampler` including how they *seek* to the scan start:
+//!
+//! * fixed intervals: buckets `[b, b+I)` with `b = ts - ts % I` (epoch
+//!   aligned); the source is first advanced to the first bucket boundary at or
+//!   after the scan start, so a partial leading bucket is skipped;
+//! * fill policies `nan`/`null`/`zero` emit one point for every bucket from
+//!   `align(scan_start)` to `align(scan_end)` (exclusive);
+//! * `all`: one point at the query start aggregating `query_start <= ts <
+//!   query_end`;
+//! * calendar mode (UTC only): boundaries step `n` units from an anchor derived
+//!   from the first data point (see `Calendar::previous_interval`).
+//!
+//! Bucket values are always computed in double mode and emitted as doubles.
+
+use crate::aggregate::Aggregator;
+use crate::error::QueryError;
+use crate::filter::java_split;
+use crate::num::Num;
+use crate::time::{DAY_MS, civil_from_days, days_from_civil, parse_duration};
+
+/// What to emit for a bucket without data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillPolicy {
+    /// Emit nothing; cross-series interpolation fills the gap (default).
+    None,
+    /// Emit NaN (serialised as `"NaN"`).
+    Nan,
+    /// Emit NaN, serialised as JSON `null`.
+    Null,
+    /// Emit 0.0.
+    Zero,
+    /// Parses, but fails when a bucket actually needs filling (as in OpenTSDB).
+    Scalar,
+}
+
+impl FillPolicy {
+    /// The policy's name as written in a downsample spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            FillPolicy::None => "none",
+            FillPolicy::Nan => "nan",
+            FillPolicy::Null => "null",
+            FillPolicy::Zero => "zero",
+            FillPolicy::Scalar => "scalar",
+        }
+    }
+
+    fn parse(s: &str) -> Option<FillPolicy> {
+        [
+            FillPolicy::None,
+            FillPolicy::Nan,
+            FillPolicy::Null,
+            FillPolicy::Zero,
+            FillPolicy::Scalar,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(s))
+    }
+}
+
+/// Calendar units for calendar-aligned downsampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalendarUnit {
+    /// `ms`
+    Millis,
+    /// `s`
+    Seconds,
+    /// `m`
+    Minutes,
+    /// `h`
+    Hours,
+    /// `d`
+    Days,
+    /// `w`
+    Weeks,
+    /// `n`
+    Months,
+    /// `y`
+    Years,
+}
+
+/// The bucketing part of a downsample spec.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DownsampleInterval {
+    /// `0all`: a single bucket over the whole query range.
+    All,
+    /// A fixed, epoch-aligned interval.
+    Fixed {
+        /// Interval length in ms.
+        ms: i64,
+    },
+    /// Calendar-aligned buckets (`1dc`, `1nc`, or any interval with `useCalendar`).
+    Calendar {
+        /// The fixed-length equivalent in ms (used for the scan window).
+        ms: i64,
+        /// Number of units per bucket.
+        count: i64,
+        /// The calendar unit.
+        unit: CalendarUnit,
+    },
+}
+
+/// A parsed downsample specification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DownsampleSpec {
+    /// The specification as the client wrote it (echoed by `showQuery`).
+    pub spec: String,
+    /// Bucketing.
+    pub interval: DownsampleInterval,
+    /// Function combining the values of a bucket (never `none`).
+    pub aggregator: Aggregator,
+    /// Missing-bucket policy.
+    pub fill: FillPolicy,
+}
+
+impl DownsampleSpec {
+    /// Parses `<interval>-<aggregator>[-<fill>]`. `use_calendar` is the
+    /// query-level `useCalendar` flag, which makes every interval calendar based.
+    pub fn parse(spec: &str, use_calendar: bool) -> Result<DownsampleSpec, QueryError> {
+        let parts = java_split(spec, '-');
+        if parts.len() < 2 {
+            return Err(QueryError::bad(format!(
+                "Invalid downsampling specifier '{spec}': must provide at least interval and function"
+            )));
+        }
+        if parts.len() > 3 {
+            return Err(QueryError::bad(format!(
+                "Invalid downsampling specifier '{spec}': must consist of interval, function, \
+                 and optional fill policy"
+            )));
+        }
+        let interval_str = parts[0];
+        let interval = if interval_str.to_lowercase().contains("all") {
+            DownsampleInterval::All
+        } else if let Some(stripped) = interval_str.strip_suffix('c') {
+            calendar_interval(stripped)?
+        } else {
+            let ms = parse_duration(interval_str)?;
+            if use_calendar {
+                calendar_interval(interval_str)?
+            } else {
+                DownsampleInterval::Fixed { ms }
+            }
+        };
+        let agg_name = parts[1];
+        let aggregator = Aggregator::from_name(agg_name)
+            .ok_or_else(|| QueryError::bad(format!("No such downsampling function: {agg_name}")))?;
+        if aggregator == Aggregator::None {
+            return Err(QueryError::bad(
+                "cannot use the NONE aggregator for downsampling",
+            ));
+        }
+        let fill = match parts.get(2) {
+            Some(f) => FillPolicy::parse(f)
+                .ok_or_else(|| QueryError::bad(format!("Unrecognized fill policy: {f}")))?,
+            None => FillPolicy::None,
+        };
+        Ok(DownsampleSpec {
+            spec: spec.to_string(),
+            interval,
+            aggregator,
+            fill,
+        })
+    }
+
+    /// The fixed-length interval in ms used for the scan window (0 for `all`).
+    pub fn interval_ms(&self) -> i64 {
+        match self.interval {
+            DownsampleInterval::All => 0,
+            DownsampleInterval::Fixed { ms } | DownsampleInterval::Calendar { ms, .. } => ms,
+        }
+    }
+}
+
+/// `<n><unit>` read as a calendar interval (the duration must also parse,
+/// since the scan window uses its fixed length).
+fn calendar_interval(s: &str) -> Result<DownsampleInterval, QueryError> {
+    let ms = parse_duration(s)?;
+    let lower = s.to_lowercase();
+    let (count_str, unit) = if lower.contains("ms") {
+        (
+            lower.get(..lower.len().saturating_sub(2)),
+            CalendarUnit::Millis,
+        )
+    } else {
+        let unit = match lower.chars().last() {
+            Some('s') => CalendarUnit::Seconds,
+            Some('m') => CalendarUnit::Minutes,
+            Some('h') => CalendarUnit::Hours,
+            Some('d') => CalendarUnit::Days,
+            Some('w') => CalendarUnit::Weeks,
+            Some('n') => CalendarUnit::Months,
+            Some('y') => CalendarUnit::Years,
+            _ => return Err(QueryError::bad(format!("Invalid duration (suffix): {s}"))),
+        };
+        (lower.get(..lower.len().saturating_sub(1)), unit)
+    };
+    let count = count_str
+        .and_then(|c| c.parse::<i32>().ok())
+        .filter(|c| *c > 0)
+        .ok_or_else(|| QueryError::bad(format!("Invalid calendar downsampling interval: {s}")))?;
+    Ok(DownsampleInterval::Calendar {
+        ms,
+        count: i64::from(count),
+        unit,
+    })
+}
+
+/// The time bounds a downsampler sees.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// Scan window start (ms), where the aggregation iterator seeks.
+    pub scan_start: i64,
+    /// Scan window end (ms).
+    pub scan_end: i64,
+    /// Query start (ms), used by `all`.
+    pub query_start: i64,
+    /// Query end (ms), used by `all` (exclusive there).
+    pub query_end: i64,
+}
+
+/// Downsamples one series (points sorted by time) the way OpenTSDB's
+/// downsampler yields them after `seek(scan_start)`. Values are always doubles.
+pub(crate) fn downsample(
+    points: &[(i64, Num)],
+    spec: &DownsampleSpec,
+    b: Bounds,
+) -> Result<Vec<(i64, Num)>, QueryError> {
+    let agg = spec.aggregator;
+    if spec.fill != FillPolicy::None && spec.interval_ms() > 0 {
+        let buckets = b.scan_end.saturating_sub(b.scan_start) / spec.interval_ms();
+        if buckets > MAX_FILL_BUCKETS as i64 {
+            return Err(too_many_buckets());
+        }
+    }
+    match &spec.interval {
+        DownsampleInterval::All => {
+            let values: Vec<f64> = points
+                .iter()
+                .skip_while(|(ts, _)| *ts < b.scan_start)
+                .filter(|(ts, _)| *ts >= b.query_start)
+                .take_while(|(ts, _)| *ts < b.query_end)
+                .map(|(_, v)| v.as_f64())
+                .collect();
+            if values.is_empty() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![(b.query_start, Num::Float(agg.run_double(&values)?))])
+        }
+        DownsampleInterval::Fixed { ms } => {
+            let interval = *ms;
+            let align = |t: i64| t - t.rem_euclid(interval);
+            let seek = align(b.scan_start.saturating_add(interval - 1));
+            let buckets = buckets(points, seek, align, agg)?;
+            if spec.fill == FillPolicy::None {
+                return Ok(to_points(buckets));
+            }
+            let expected = {
+                let mut t = align(b.scan_start);
+                let end = align(b.scan_end);
+                std::iter::from_fn(move || {
+                    (t < end).then(|| {
+                        let cur = t;
+                        t += interval;
+                        cur
+                    })
+                })
+            };
+            fill(buckets, expected, spec.fill)
+        }
+        DownsampleInterval::Calendar { count, unit, .. } => {
+            let cal = Calendar {
+                count: *count,
+                unit: *unit,
+            };
+            // Seek to the first calendar boundary at or after the scan start.
+            let mut seek = cal.previous_interval(b.scan_start);
+            if b.scan_start > seek {
+                seek = cal.add(seek, 1);
+            }
+            // Data buckets are anchored at the first point after the seek and
+            // step whole intervals from there (not re-anchored per point).
+            let mut anchor: Option<i64> = None;
+            let bucket_of = |ts: i64| -> i64 {
+                let a = *anchor.get_or_insert_with(|| cal.previous_interval(ts));
+                cal.bucket_start(a, ts)
+            };
+            let buckets = buckets(points, seek, bucket_of, agg)?;
+            if spec.fill == FillPolicy::None {
+                return Ok(to_points(buckets));
+            }
+            let first = cal.previous_interval(b.scan_start);
+            let mut end = cal.previous_interval(b.scan_end);
+            if end == first {
+                end = cal.add(end, 1);
+            }
+            let expected = {
+                let mut t = first;
+                std::iter::from_fn(move || {
+                    (t < end).then(|| {
+                        let cur = t;
+                        t = cal.add(t, 1);
+                        cur
+                    })
+                })
+            };
+            fill(buckets, expected, spec.fill)
+        }
+    }
+}
+
+/// Groups the points at or after `seek` into buckets and aggregates each one.
+fn buckets(
+    points: &[(i64, Num)],
+    seek: i64,
+    mut bucket_of: impl FnMut(i64) -> i64,
+    agg: Aggregator,
+) -> Result<Vec<(i64, f64)>, QueryError> {
+    let start = points.partition_point(|(ts, _)| *ts < seek);
+    let mut out = Vec::new();
+    let mut current: Option<i64> = None;
+    let mut values: Vec<f64> = Vec::new();
+    for &(ts, v) in &points[start..] {
+        let b = bucket_of(ts);
+        if current != Some(b) {
+            if let Some(prev) = current {
+                out.push((prev, agg.run_double(&values)?));
+                values.clear();
+            }
+            current = Some(b);
+        }
+        values.push(v.as_f64());
+    }
+    if let Some(prev) = current {
+        out.push((prev, agg.run_double(&values)?));
+    }
+    Ok(out)
+}
+
+fn to_points(buckets: Vec<(i64, f64)>) -> Vec<(i64, Num)> {
+    buckets
+        .into_iter()
+        .map(|(t, v)| (t, Num::Float(v)))
+        .collect()
+}
+
+/// Upper bound on the buckets a filling downsampler may emit for one series.
+/// OpenTSDB has no such cap (it would run out of memory instead); a tiny
+/// interval over a long range is answered with a 400 here.
+pub(crate) const MAX_FILL_BUCKETS: usize = 5_000_000;
+
+fn too_many_buckets() -> QueryError {
+    QueryError::bad(format!(
+        "Downsampling with a fill policy would produce more than {MAX_FILL_BUCKETS} points per \
+         series; use a larger interval or a shorter time range"
+    ))
+}
+
+/// OpenTSDB's `FillingDownsampler`: walks the expected bucket timestamps,
+/// drops data buckets that precede the expected one, and fills the gaps.
+fn fill(
+    buckets: Vec<(i64, f64)>,
+    expected: impl Iterator<Item = i64>,
+    policy: FillPolicy,
+) -> Result<Vec<(i64, Num)>, QueryError> {
+    let mut data = buckets.into_iter().peekable();
+    let mut out = Vec::new();
+    for t in expected {
+        if out.len() > MAX_FILL_BUCKETS {
+            return Err(too_many_buckets());
+        }
+        while data.next_if(|(b, _)| *b < t).is_some() {}
+        let value = match data.next_if(|(b, _)| *b == t) {
+            Some((_, v)) => v,
+            None => match policy {
+                FillPolicy::Nan | FillPolicy::Null => f64::NAN,
+                FillPolicy::Zero => 0.0,
+                FillPolicy::None | FillPolicy::Scalar => {
+                    return Err(QueryError::Execution("unhandled fill policy".into()));
+                }
+            },
+        };
+        out.push((t, Num::Float(value)));
+    }
+    Ok(out)
+}
+
+/// UTC calendar stepping for calendar downsampling (`DateTime.previousInterval`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Calendar {
+    pub count: i64,
+    pub unit: CalendarUnit,
+}
+
+impl Calendar {
+    /// The boundary at or before `ts`: an anchor (start of the enclosing
+    /// second/minute/hour/day/week/month/year, depending on whether `count`
+    /// divides the next larger unit) plus whole steps of `count` units.
+    pub(crate) fn previous_interval(&self, ts: i64) -> i64 {
+        let n = self.count;
+        let day = ts.div_euclid(DAY_MS);
+        let start_of_day = day * DAY_MS;
+        let (y, m, _) = civil_from_days(day);
+        let start_of_month = days_from_civil(y, m, 1) * DAY_MS;
+        let start_of_year = days_from_civil(y, 1, 1) * DAY_MS;
+        let floor_to = |anchor: i64, step: i64| anchor + (ts - anchor).div_euclid(step) * step;
+        match self.unit {
+            CalendarUnit::Millis => {
+                let anchor = if 1000 % n == 0 {
+                    ts - ts.rem_euclid(1000)
+                } else {
+                    ts - ts.rem_euclid(60_000)
+                };
+                floor_to(anchor, n)
+            }
+            CalendarUnit::Seconds => {
+                let anchor = if 60 % n == 0 {
+                    ts - ts.rem_euclid(60_000)
+                } else {
+                    ts - ts.rem_euclid(3_600_000)
+                };
+                floor_to(anchor, n * 1000)
+            }
+            CalendarUnit::Minutes => {
+                let anchor = if 60 % n == 0 {
+                    ts - ts.rem_euclid(3_600_000)
+                } else {
+                    start_of_day
+                };
+                floor_to(anchor, n * 60_000)
+            }
+            CalendarUnit::Hours => {
+                let anchor = if 24 % n == 0 {
+                    start_of_day
+                } else {
+                    start_of_month
+                };
+                floor_to(anchor, n * 3_600_000)
+            }
+            CalendarUnit::Days => {
+                if n == 1 {
+                    start_of_day
+                } else {
+                    floor_to(start_of_year, n * DAY_MS)
+                }
+            }
+            CalendarUnit::Weeks => {
+                // OpenTSDB snaps to the locale's first day of the week (Sunday
+                // for en-US) and steps single weeks while searching, so the
+                // result is always the Sunday starting the week of `ts`.
+                let weekday_from_sunday = (day + 4).rem_euclid(7);
+                (day - weekday_from_sunday) * DAY_MS
+            }
+            CalendarUnit::Months => {
+                let k = (m - 1) / n;
+                days_from_civil(y, 1 + k * n, 1) * DAY_MS
+            }
+            CalendarUnit::Years => start_of_year,
+        }
+    }
+
+    /// The last boundary `anchor + k * interval` (k >= 0) at or before `ts`.
+    pub(crate) fn bucket_start(&self, anchor: i64, ts: i64) -> i64 {
+        if ts <= anchor {
+            return anchor;
+        }
+        let fixed = |unit_ms: i64| {
+            let step = self.count.saturating_mul(unit_ms);
+            anchor + (ts - anchor) / step * step
+        };
+        match self.unit {
+            CalendarUnit::Millis => fixed(1),
+            CalendarUnit::Seconds => fixed(1000),
+            CalendarUnit::Minutes => fixed(60_000),
+            CalendarUnit::Hours => fixed(3_600_000),
+            CalendarUnit::Days => fixed(DAY_MS),
+            CalendarUnit::Weeks => fixed(7 * DAY_MS),
+            CalendarUnit::Months | CalendarUnit::Years => {
+                let step = if self.unit == CalendarUnit::Months {
+                    self.count
+                } else {
+                    self.count.saturating_mul(12)
+                };
+                let month_index = |t: i64| {
+                    let (y, m, _) = civil_from_days(t.div_euclid(DAY_MS));
+                    y * 12 + (m - 1)
+                };
+                let k = (month_index(ts) - month_index(anchor)) / step;
+                // Month starts never overshoot: the k-th boundary is at or
+                // before the first day of ts's month.
+                self.add(anchor, k)
+            }
+        }
+    }
+
+    /// `boundary` advanced by `k` buckets (k may be negative).
+    pub(crate) fn add(&self, boundary: i64, k: i64) -> i64 {
+        let n = self.count.saturating_mul(k);
+        let fixed = |unit_ms: i64| boundary.saturating_add(n.saturating_mul(unit_ms));
+        match self.unit {
+            CalendarUnit::Millis => fixed(1),
+            CalendarUnit::Seconds => fixed(1000),
+            CalendarUnit::Minutes => fixed(60_000),
+            CalendarUnit::Hours => fixed(3_600_000),
+            CalendarUnit::Days => fixed(DAY_MS),
+            CalendarUnit::Weeks => fixed(7 * DAY_MS),
+            CalendarUnit::Months | CalendarUnit::Years => {
+                let months = if self.unit == CalendarUnit::Months {
+                    n
+                } else {
+                    n.saturating_mul(12)
+                };
+                let day = boundary.div_euclid(DAY_MS);
+                let time_of_day = boundary.rem_euclid(DAY_MS);
+                let (y, m, d) = civil_from_days(day);
+                let total = y * 12 + (m - 1) + months;
+                let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+                // Boundaries are always the 1st of a month, so no day clamping.
+                days_from_civil(ny, nm, d) * DAY_MS + time_of_day
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
+mod tests {
+    use super::*;
+
+    fn ds(s: &str) -> DownsampleSpec {
+        DownsampleSpec::parse(s, false).unwrap()
+    }
+
+    fn err(s: &str) -> String {
+        DownsampleSpec::parse(s, false).unwrap_err().message()
+    }
+
+    fn floats(v: &[(i64, Num)]) -> Vec<(i64, f64)> {
+        v.iter().map(|(t, n)| (*t, n.as_f64())).collect()
+    }
+
+    fn same(a: &[(i64, f64)], b: &[(i64, f64)]) {
+        assert_eq!(a.len(), b.len(), "{a:?} vs {b:?}");
+        for (x, y) in a.iter().zip(b) {
+            assert_eq!(x.0, y.0, "{a:?} vs {b:?}");
+            assert!(
+                (x.1.is_nan() && y.1.is_nan()) || x.1 == y.1,
+                "{a:?} vs {b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_valid_specs() {
+        let d = ds("1m-avg");
+        assert_eq!(d.interval, DownsampleInterval::Fixed { ms: 60_000 });
+        assert_eq!(d.aggregator, Aggregator::Avg);
+        assert_eq!(d.fill, FillPolicy::None);
+        assert_eq!(ds("1h-sum-zero").fill, FillPolicy::Zero);
+        assert_eq!(ds("1h-sum-NaN").fill, FillPolicy::Nan);
+        assert_eq!(ds("1h-sum-NULL").fill, FillPolicy::Null);
+        assert_eq!(ds("1h-sum-scalar").fill, FillPolicy::Scalar);
+        assert_eq!(ds("0all-sum").interval, DownsampleInterval::All);
+        assert_eq!(ds("0all-sum").interval_ms(), 0);
+        assert_eq!(
+            ds("1dc-sum").interval,
+            DownsampleInterval::Calendar {
+                ms: 86_400_000,
+                count: 1,
+                unit: CalendarUnit::Days
+            }
+        );
+        assert_eq!(
+            ds("1nc-sum").interval,
+            DownsampleInterval::Calendar {
+                ms: 2_592_000_000,
+                count: 1,
+                unit: CalendarUnit::Months
+            }
+        );
+        assert_eq!(
+            ds("15mc-sum").interval,
+            DownsampleInterval::Calendar {
+                ms: 900_000,
+                count: 15,
+                unit: CalendarUnit::Minutes
+            }
+        );
+        assert_eq!(
+            DownsampleSpec::parse("500ms-avg", true).unwrap().interval,
+            DownsampleInterval::Calendar {
+                ms: 500,
+                count: 500,
+                unit: CalendarUnit::Millis
+            }
+        );
+        // Java split drops the trailing empty part
+        assert_eq!(ds("1m-avg-").fill, FillPolicy::None);
+    }
+
+    #[test]
+    fn parse_errors() {
+        assert_eq!(
+            err("1m"),
+            "Invalid downsampling specifier '1m': must provide at least interval and function"
+        );
+        assert_eq!(
+            err("1m-"),
+            "Invalid downsampling specifier '1m-': must provide at least interval and function"
+        );
+        assert_eq!(
+            err("1m-avg-zero-x"),
+            "Invalid downsampling specifier '1m-avg-zero-x': must consist of interval, function, \
+             and optional fill policy"
+        );
+        assert_eq!(err("1m-foo"), "No such downsampling function: foo");
+        assert_eq!(
+            err("1m-none"),
+            "cannot use the NONE aggregator for downsampling"
+        );
+        assert_eq!(
+            err("10m-avg-badbadbad"),
+            "Unrecognized fill policy: badbadbad"
+        );
+        assert_eq!(err("1x-avg"), "Invalid duration (suffix): 1x");
+        assert_eq!(err("0m-avg"), "Zero or negative duration: 0m");
+    }
+
+    fn bounds(scan_start: i64, scan_end: i64) -> Bounds {
+        Bounds {
+            scan_start,
+            scan_end,
+            query_start: scan_start,
+            query_end: scan_end,
+        }
+    }
+
+    #[test]
+    fn docs_30s_sum_example() {
+        // 10 s data, 30s-sum (user_guide/query/downsampling.rst)
+        let base = 1_356_998_400_000;
+        let a = [5, 5, 10, 15, 20, 5, 1];
+        let b = [10, 5, 20, 15, 10, 0, 5];
+        let mk = |v: &[i64]| -> Vec<(i64, Num)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, x)| (base + i as i64 * 10_000, Num::Int(*x)))
+                .collect()
+        };
+        let w = bounds(base, base + 3_600_000);
+        let ra = downsample(&mk(&a), &ds("30s-sum"), w).unwrap();
+        let rb = downsample(&mk(&b), &ds("30s-sum"), w).unwrap();
+        same(
+            &floats(&ra),
+            &[(base, 20.0), (base + 30_000, 40.0), (base + 60_000, 1.0)],
+        );
+        same(
+            &floats(&rb),
+            &[(base, 35.0), (base + 30_000, 25.0), (base + 60_000, 5.0)],
+        );
+    }
+
+    #[test]
+    fn docs_10s_sum_nan_example() {
+        let base = 1_356_998_400_000;
+        let a: Vec<(i64, Num)> = vec![(base + 30_000, Num::Int(15)), (base + 50_000, Num::Int(5))];
+        let b: Vec<(i64, Num)> = vec![
+            (base, Num::Int(10)),
+            (base + 20_000, Num::Int(20)),
+            (base + 60_000, Num::Int(20)),
+        ];
+        let w = bounds(base, base + 70_000);
+        let nan = f64::NAN;
+        let ra = downsample(&a, &ds("10s-sum-nan"), w).unwrap();
+        let rb = downsample(&b, &ds("10s-sum-nan"), w).unwrap();
+        let t = |i: i64| base + i * 10_000;
+        same(
+            &floats(&ra),
+            &[
+                (t(0), nan),
+                (t(1), nan),
+                (t(2), nan),
+                (t(3), 15.0),
+                (t(4), nan),
+                (t(5), 5.0),
+                (t(6), nan),
+            ],
+        );
+        same(
+            &floats(&rb),
+            &[
+                (t(0), 10.0),
+                (t(1), nan),
+                (t(2), 20.0),
+                (t(3), nan),
+                (t(4), nan),
+                (t(5), nan),
+                (t(6), 20.0),
+            ],
+        );
+    }
+
+    #[test]
+    fn filling_nan_missing_interval() {
+        let ts = [600, 625, 675, 800, 875, 1100, 1125, 1150, 1175];
+        let pts: Vec<(i64, Num)> = ts.iter().map(|t| (*t, Num::Float(1.0))).collect();
+        let nan = f64::NAN;
+        let want = [
+            (500, nan),
+            (600, 3.0),
+            (700, nan),
+            (800, 2.0),
+            (900, nan),
+            (1000, nan),
+            (1100, 4.0),
+            (1200, nan),
+            (1300, nan),
+        ];
+        let got = downsample(&pts, &ds("100ms-sum-nan"), bounds(500, 1400)).unwrap();
+        same(&floats(&got), &want);
+        let zero: Vec<(i64, f64)> = want
+            .iter()
+            .map(|(t, v)| (*t, if v.is_nan() { 0.0 } else { *v }))
+            .collect();
+        let got = downsample(&pts, &ds("100ms-sum-zero"), bounds(500, 1400)).unwrap();
+        same(&floats(&got), &zero);
+        let err = downsample(&pts, &ds("100ms-sum-scalar"), bounds(500, 1400)).unwrap_err();
+        assert_eq!(err.message(), "unhandled fill policy");
+    }
+
+    #[test]
+    fn filling_is_capped() {
+        let pts = vec![(0, Num::Int(1))];
+        let e = downsample(&pts, &ds("1ms-sum-zero"), bounds(0, 7_200_000)).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("Downsampling with a fill policy would produce")
+        );
+        // without a fill policy only real buckets are produced: no cap needed
+        assert_eq!(
+            downsample(&pts, &ds("1ms-sum"), bounds(0, 7_200_000))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn filling_without_missing_intervals() {
+        let pts: Vec<(i64, Num)> = (0..12).map(|i| (1000 + i * 25, Num::Int(12 - i))).collect();
+        let got = downsample(&pts, &ds("100ms-sum-nan"), bounds(1000, 1300)).unwrap();
+        same(&floats(&got), &[(1000, 42.0), (1100, 26.0), (1200, 10.0)]);
+    }
+
+    #[test]
+    fn all_filter_on_query() {
+        let base = 1_356_998_400_000;
+        let pts: Vec<(i64, Num)> = [1, 2, 4, 8, 16, 32]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (base + 5_000 + i as i64 * 10_000, Num::Int(*v)))
+            .collect();
+        let b = Bounds {
+            scan_start: base,
+            scan_end: base + 3_600_000,
+            query_start: base + 15_000,
+            query_end: base + 45_000,
+        };
+        let got = downsample(&pts, &ds("0all-sum-nan"), b).unwrap();
+        same(&floats(&got), &[(base + 15_000, 14.0)]);
+        let got = downsample(&pts, &ds("0all-sum"), b).unwrap();
+        same(&floats(&got), &[(base + 15_000, 14.0)]);
+        let empty = Bounds {
+            query_start: base + 56_000,
+            query_end: base + 60_000,
+            ..b
+        };
+        assert!(downsample(&pts, &ds("0all-sum"), empty).unwrap().is_empty());
+    }
+
+    #[test]
+    fn fixed_buckets_are_epoch_aligned_and_skip_partial_first() {
+        // 1388550980000 with 1h -> 1388548800000
+        let pts = vec![(1_388_550_980_000, Num::Int(1))];
+        let got = downsample(&pts, &ds("1h-sum"), bounds(0, 2_000_000_000_000)).unwrap();
+        assert_eq!(got[0].0, 1_388_548_800_000);
+        // 36 minute buckets start at k * 2160000
+        let pts = vec![(2_160_000 * 7 + 5, Num::Int(1))];
+        let got = downsample(&pts, &ds("36m-sum"), bounds(0, 100_000_000)).unwrap();
+        assert_eq!(got[0].0, 2_160_000 * 7);
+        // seek rounds the scan start up to a boundary: a partial bucket is dropped
+        let pts = vec![
+            (1000, Num::Int(1)),
+            (1500, Num::Int(2)),
+            (2500, Num::Int(3)),
+        ];
+        let got = downsample(&pts, &ds("1s-sum"), bounds(1200, 10_000)).unwrap();
+        same(&floats(&got), &[(2000, 3.0)]);
+    }
+
+    #[test]
+    fn calendar_previous_interval() {
+        // 2013-01-01T00:00:00Z is a Tuesday.
+        let jan1 = 1_356_998_400_000;
+        let cal = |count, unit| Calendar { count, unit };
+        let t = jan1 + 3 * DAY_MS + 5 * 3_600_000 + 17 * 60_000 + 42_123;
+        assert_eq!(
+            cal(1, CalendarUnit::Days).previous_interval(t),
+            jan1 + 3 * DAY_MS
+        );
+        assert_eq!(
+            cal(2, CalendarUnit::Days).previous_interval(t),
+            jan1 + 2 * DAY_MS
+        );
+        assert_eq!(
+            cal(1, CalendarUnit::Hours).previous_interval(t),
+            jan1 + 3 * DAY_MS + 5 * 3_600_000
+        );
+        assert_eq!(
+            cal(15, CalendarUnit::Minutes).previous_interval(t),
+            jan1 + 3 * DAY_MS + 5 * 3_600_000 + 15 * 60_000
+        );
+        // 7 minutes does not divide an hour: anchored at midnight
+        let seven = cal(7, CalendarUnit::Minutes).previous_interval(t);
+        assert_eq!((seven - (jan1 + 3 * DAY_MS)) % 420_000, 0);
+        assert!(seven <= t && t < seven + 420_000);
+        // week starts on Sunday 2012-12-30
+        assert_eq!(
+            cal(1, CalendarUnit::Weeks).previous_interval(t),
+            jan1 - 2 * DAY_MS
+        );
+        assert_eq!(cal(1, CalendarUnit::Months).previous_interval(t), jan1);
+        let june = days_from_civil(2013, 6, 15) * DAY_MS;
+        assert_eq!(
+            cal(3, CalendarUnit::Months).previous_interval(june),
+            days_from_civil(2013, 4, 1) * DAY_MS
+        );
+        assert_eq!(cal(1, CalendarUnit::Years).previous_interval(june), jan1);
+        assert_eq!(
+            cal(1, CalendarUnit::Months).add(jan1, 1),
+            days_from_civil(2013, 2, 1) * DAY_MS
+        );
+        let q = cal(3, CalendarUnit::Months);
+        assert_eq!(
+            q.bucket_start(jan1, june),
+            days_from_civil(2013, 4, 1) * DAY_MS
+        );
+        assert_eq!(
+            q.bucket_start(jan1, days_from_civil(2014, 2, 1) * DAY_MS),
+            days_from_civil(2014, 1, 1) * DAY_MS
+        );
+        assert_eq!(
+            cal(7, CalendarUnit::Minutes).bucket_start(0, 420_000 * 5 + 1),
+            420_000 * 5
+        );
+        assert_eq!(
+            cal(1, CalendarUnit::Months).add(jan1, -1),
+            days_from_civil(2012, 12, 1) * DAY_MS
+        );
+    }
+
+    #[test]
+    fn calendar_month_buckets() {
+        let day = |y, m, d| days_from_civil(y, m, d) * DAY_MS;
+        let pts = vec![
+            (day(2013, 1, 5), Num::Int(1)),
+            (day(2013, 1, 31), Num::Int(2)),
+            (day(2013, 2, 1), Num::Int(4)),
+            (day(2013, 3, 30), Num::Int(8)),
+        ];
+        let got = downsample(
+            &pts,
+            &ds("1nc-sum"),
+            bounds(day(2013, 1, 1), day(2013, 6, 1)),
+        )
+        .unwrap();
+        same(
+            &floats(&got),
+            &[
+                (day(2013, 1, 1), 3.0),
+                (day(2013, 2, 1), 4.0),
+                (day(2013, 3, 1), 8.0),
+            ],
+        );
+        let filled = downsample(
+            &pts,
+            &ds("1nc-sum-zero"),
+            bounds(day(2013, 1, 1), day(2013, 6, 1)),
+        )
+        .unwrap();
+        same(
+            &floats(&filled),
+            &[
+                (day(2013, 1, 1), 3.0),
+                (day(2013, 2, 1), 4.0),
+                (day(2013, 3, 1), 8.0),
+                (day(2013, 4, 1), 0.0),
+                (day(2013, 5, 1), 0.0),
+            ],
+        );
+        // useCalendar turns 1d into a calendar day
+        let d = DownsampleSpec::parse("1d-sum", true).unwrap();
+        let got = downsample(&pts, &d, bounds(day(2013, 1, 1), day(2013, 6, 1))).unwrap();
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[1].0, day(2013, 1, 31));
+    }
+}

@@ -1,0 +1,521 @@
+//! Time strings and durations (spec §5.2), plus the small amount of UTC
+//! calendar arithmetic the rest of the crate needs.
+//!
+//! This module owns:
+//! * [`parse_time`] / [`parse_time_tz`]: `start`/`end` strings → epoch ms
+//!   (`now`, `<n>ms`, `<duration>-ago`, absolute `yyyy/MM/dd[ HH:mm[:ss]]`,
+//!   10-digit seconds, 13-digit ms, the dotted `<seconds>.<ms>` form);
+//! * [`parse_duration`]: `<n><unit>` → ms with OpenTSDB's exact error texts;
+//! * timezone acceptance: only UTC-equivalent zone names are supported, other
+//!   names are reported as invalid (documented deviation);
+//! * proleptic-Gregorian day arithmetic used by absolute dates and calendar
+//!   downsampling.
+//!
+//! Gotcha: OpenTSDB decides seconds vs ms for numeric strings by the *length*
+//! of the original string (≤ 10 characters means seconds), so the dotted form
+//! with fewer than three fraction digits is not scaled (`1355961603.4` is
+//! 13559616034 ms). We copy that on purpose.
+
+use crate::error::QueryError;
+
+/// Parses a time string relative to `now_ms`, absolute dates in UTC.
+///
+/// Returns epoch milliseconds. An empty string is an error here; callers treat
+/// "missing" before calling (a missing `end` means now).
+pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, QueryError> {
+    parse_time_tz(s, now_ms, None)
+}
+
+/// Like [`parse_time`], interpreting absolute dates in `tz`.
+///
+/// Only UTC-equivalent names (see [`is_supported_timezone`]) work; any other
+/// non-empty name fails with `Invalid timezone name: <tz>` when an absolute
+/// date has to be interpreted (OpenTSDB only looks at the zone in that case).
+pub fn parse_time_tz(s: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, QueryError> {
+    if s.is_empty() {
+        return Err(QueryError::bad("Missing time"));
+    }
+    // `<digits>ms`: an explicit millisecond timestamp.
+    if let Some(digits) = s.strip_suffix("ms") {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return digits
+                .parse::<i64>()
+                .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")));
+        }
+    }
+    if s.eq_ignore_ascii_case("now") {
+        return Ok(now_ms);
+    }
+    if let Some(prefix) = strip_suffix_ignore_ascii_case(s, "-ago") {
+        let d = parse_duration(prefix)?;
+        return Ok(now_ms.saturating_sub(d));
+    }
+    if s.contains('/') || s.contains(':') {
+        return parse_absolute(s, tz);
+    }
+    parse_numeric(s)
+}
+
+fn strip_suffix_ignore_ascii_case<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = s.len().checked_sub(suffix.len())?;
+    if !s.is_char_boundary(cut) || !s[cut..].eq_ignore_ascii_case(suffix) {
+        return None;
+    }
+    Some(&s[..cut])
+}
+
+/// Numeric timestamps: seconds (≤ 10 chars), ms, or `<10 digits>.<1-3 digits>`.
+fn parse_numeric(s: &str) -> Result<i64, QueryError> {
+    let cleaned;
+    let text = if s.contains('.') {
+        if !is_dotted_timestamp(s) {
+            return Err(QueryError::bad(format!(
+                "Invalid time: {s}. Millisecond timestamps must be in the format \
+                 <seconds>.<ms> where the milliseconds are limited to 3 digits"
+            )));
+        }
+        cleaned = s.replace('.', "");
+        cleaned.as_str()
+    } else {
+        s
+    };
+    let value = java_parse_long(text)
+        .map_err(|why| QueryError::bad(format!("Invalid time: {s}. {why}")))?;
+    if value < 0 {
+        return Err(QueryError::bad(format!(
+            "Invalid time: {s}. Negative timestamps are not supported."
+        )));
+    }
+    // The "≤ 10 characters means seconds" hack is OpenTSDB's, length of the
+    // original string (dots included).
+    if s.chars().count() <= 10 {
+        Ok(value.saturating_mul(1000))
+    } else {
+        Ok(value)
+    }
+}
+
+/// `^[0-9]{10}\.[0-9]{1,3}$`
+fn is_dotted_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 12 || b.len() > 14 || b[10] != b'.' {
+        return false;
+    }
+    b[..10].iter().all(u8::is_ascii_digit) && b[11..].iter().all(u8::is_ascii_digit)
+}
+
+/// `Tags.parseLong`: a signed decimal long with OpenTSDB's error texts.
+pub(crate) fn java_parse_long(s: &str) -> Result<i64, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len();
+    if n == 0 {
+        return Err("Empty string".to_string());
+    }
+    let mut i = 0;
+    let negative = chars[0] == '-';
+    if chars[0] == '+' || chars[0] == '-' {
+        if n == 1 {
+            return Err(format!("Just a sign, no value: {s}"));
+        } else if n > 20 {
+            return Err(format!("Value too long: {s}"));
+        }
+        i = 1;
+    } else if n > 19 {
+        return Err(format!("Value too long: {s}"));
+    }
+    // Accumulate negatively so that Long.MIN_VALUE parses, like the original.
+    let mut v: i64 = 0;
+    for &c in &chars[i..] {
+        let digit = c
+            .to_digit(10)
+            .filter(|_| c.is_ascii_digit())
+            .ok_or_else(|| format!("Invalid character '{c}' in {s}"))?;
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_sub(i64::from(digit)))
+            .ok_or_else(|| format!("Overflow in {s}"))?;
+    }
+    if negative {
+        Ok(v)
+    } else {
+        v.checked_neg().ok_or_else(|| format!("Overflow in {s}"))
+    }
+}
+
+/// Absolute `yyyy/MM/dd`, `yyyy/MM/dd HH:mm`, `yyyy/MM/dd-HH:mm`,
+/// `yyyy/MM/dd HH:mm:ss`, `yyyy/MM/dd-HH:mm:ss`, chosen by length like
+/// OpenTSDB. Parsing is lenient like `SimpleDateFormat`: out-of-range fields
+/// roll over, trailing text after the pattern is ignored.
+fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
+    let len = s.chars().count();
+    // (separator between date and time, whether seconds are present)
+    let shape: Option<(char, bool)> = match len {
+        10 => None,
+        16 => Some((if s.contains('-') { '-' } else { ' ' }, false)),
+        19 => Some((if s.contains('-') { '-' } else { ' ' }, true)),
+        _ => return Err(QueryError::bad(format!("Invalid absolute date: {s}"))),
+    };
+    if let Some(tz) = tz {
+        if !tz.is_empty() && !is_supported_timezone(tz) {
+            return Err(QueryError::bad(format!("Invalid timezone name: {tz}")));
+        }
+    }
+    let unparseable = || QueryError::bad(format!("Invalid date: {s}. Unparseable date: \"{s}\""));
+    let mut cursor = Cursor {
+        chars: s.chars().collect(),
+        pos: 0,
+    };
+    let year = cursor.number().ok_or_else(unparseable)?;
+    cursor.literal('/').ok_or_else(unparseable)?;
+    let month = cursor.number().ok_or_else(unparseable)?;
+    cursor.literal('/').ok_or_else(unparseable)?;
+    let day = cursor.number().ok_or_else(unparseable)?;
+    let (mut hour, mut minute, mut second) = (0, 0, 0);
+    if let Some((sep, with_seconds)) = shape {
+        cursor.literal(sep).ok_or_else(unparseable)?;
+        hour = cursor.number().ok_or_else(unparseable)?;
+        cursor.literal(':').ok_or_else(unparseable)?;
+        minute = cursor.number().ok_or_else(unparseable)?;
+        if with_seconds {
+            cursor.literal(':').ok_or_else(unparseable)?;
+            second = cursor.number().ok_or_else(unparseable)?;
+        }
+    }
+    // Lenient roll-over: month 13 is January of the next year, day 0 the last
+    // day of the previous month, hour 24 the next day, and so on.
+    let months = year * 12 + (month - 1);
+    let days = days_from_civil(months.div_euclid(12), months.rem_euclid(12) + 1, 1) + (day - 1);
+    // Fields have at most 9 digits, but their combination can still overflow.
+    days.checked_mul(24)
+        .and_then(|v| v.checked_add(hour))
+        .and_then(|v| v.checked_mul(60))
+        .and_then(|v| v.checked_add(minute))
+        .and_then(|v| v.checked_mul(60))
+        .and_then(|v| v.checked_add(second))
+        .and_then(|v| v.checked_mul(1000))
+        .ok_or_else(|| QueryError::bad(format!("Invalid absolute date: {s}")))
+}
+
+/// A tiny scanner for absolute dates.
+struct Cursor {
+    chars: Vec<char>,
+    pos: usize,
+}
+
+impl Cursor {
+    /// A run of 1..=9 ASCII digits (more would be a silly date and could
+    /// overflow the arithmetic).
+    fn number(&mut self) -> Option<i64> {
+        let start = self.pos;
+        while self.pos < self.chars.len() && self.chars[self.pos].is_ascii_digit() {
+            self.pos += 1;
+        }
+        let len = self.pos - start;
+        if len == 0 || len > 9 {
+            return None;
+        }
+        self.chars[start..self.pos]
+            .iter()
+            .collect::<String>()
+            .parse()
+            .ok()
+    }
+
+    fn literal(&mut self, c: char) -> Option<()> {
+        if self.chars.get(self.pos) == Some(&c) {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+}
+
+/// Parses `<positive integer><unit>` into milliseconds (spec §5.2).
+///
+/// The unit is the last character (case-insensitive): `ms` (needs a lower-case
+/// `m` before the final `s`), `s`, `m`, `h`, `d`, `w` (7 d), `n` (30 d),
+/// `y` (365 d). Like OpenTSDB, characters between the digits and the last
+/// character are ignored.
+pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
+    let chars: Vec<char> = s.chars().collect();
+    let invalid = || {
+        QueryError::bad(format!(
+            "Invalid duration, must have an integer and unit: {s}"
+        ))
+    };
+    if chars.is_empty() {
+        return Err(invalid());
+    }
+    let mut unit = 0;
+    while chars[unit].is_ascii_digit() {
+        unit += 1;
+        if unit >= chars.len() {
+            return Err(invalid());
+        }
+    }
+    let digits: String = chars[..unit].iter().collect();
+    let interval: i64 = digits
+        .parse()
+        .map_err(|_| QueryError::bad(format!("Invalid duration (number): {s}")))?;
+    if interval <= 0 {
+        return Err(QueryError::bad(format!("Zero or negative duration: {s}")));
+    }
+    let last = chars[chars.len() - 1].to_ascii_lowercase();
+    let multiplier: i64 = match last {
+        's' => {
+            if chars.len() >= 2 && chars[chars.len() - 2] == 'm' {
+                return Ok(interval);
+            }
+            1
+        }
+        'm' => 60,
+        'h' => 3600,
+        'd' => 3600 * 24,
+        'w' => 3600 * 24 * 7,
+        'n' => 3600 * 24 * 30,
+        'y' => 3600 * 24 * 365,
+        _ => return Err(QueryError::bad(format!("Invalid duration (suffix): {s}"))),
+    } * 1000;
+    // Same test as the original: compare in floating point.
+    if interval as f64 * multiplier as f64 > i64::MAX as f64 {
+        return Err(QueryError::bad(format!(
+            "Duration must be < Long.MAX_VALUE ms: {s}"
+        )));
+    }
+    Ok(interval.wrapping_mul(multiplier))
+}
+
+/// Whether `tz` names a zone we can honour (UTC and its aliases).
+pub fn is_supported_timezone(tz: &str) -> bool {
+    const UTC_ALIASES: &[&str] = &[
+        "UTC",
+        "GMT",
+        "UCT",
+        "Zulu",
+        "Universal",
+        "Greenwich",
+        "GMT0",
+        "GMT+0",
+        "GMT-0",
+        "Etc/UTC",
+        "Etc/GMT",
+        "Etc/UCT",
+        "Etc/Zulu",
+        "Etc/Universal",
+        "Etc/Greenwich",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+    ];
+    UTC_ALIASES.contains(&tz)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Inverse of [`days_from_civil`]: `(year, month 1..=12, day 1..=31)`.
+pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Milliseconds per day.
+pub(crate) const DAY_MS: i64 = 86_400_000;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_357_000_000_000;
+
+    fn msg(r: Result<i64, QueryError>) -> String {
+        match r {
+            Ok(v) => panic!("expected an error, got {v}"),
+            Err(e) => e.message(),
+        }
+    }
+
+    #[test]
+    fn absolute_dates_gmt() {
+        assert_eq!(parse_time("2012/12/20", NOW).unwrap(), 1_355_961_600_000);
+        assert_eq!(
+            parse_time("2012/12/20 12:42", NOW).unwrap(),
+            1_356_007_320_000
+        );
+        assert_eq!(
+            parse_time("2012/12/20-12:42", NOW).unwrap(),
+            1_356_007_320_000
+        );
+        assert_eq!(
+            parse_time("2012/12/20 12:42:42", NOW).unwrap(),
+            1_356_007_362_000
+        );
+        assert_eq!(
+            parse_time("2012/12/20-12:42:42", NOW).unwrap(),
+            1_356_007_362_000
+        );
+        assert_eq!(
+            parse_time_tz("2012/12/20", NOW, Some("GMT")).unwrap(),
+            1_355_961_600_000
+        );
+        // lenient roll-over like SimpleDateFormat
+        assert_eq!(
+            parse_time("2012/13/01", NOW).unwrap(),
+            parse_time("2013/01/01", NOW).unwrap()
+        );
+        assert_eq!(
+            parse_time("2012/12/32", NOW).unwrap(),
+            parse_time("2013/01/01", NOW).unwrap()
+        );
+    }
+
+    #[test]
+    fn absolute_date_errors() {
+        assert_eq!(
+            msg(parse_time("2012/12", NOW)),
+            "Invalid absolute date: 2012/12"
+        );
+        assert_eq!(
+            msg(parse_time("2012/xx/20", NOW)),
+            "Invalid date: 2012/xx/20. Unparseable date: \"2012/xx/20\""
+        );
+        // like SimpleDateFormat.parse, trailing text after the pattern is ignored
+        assert_eq!(parse_time("2012/12/2x", NOW).unwrap(), 1_354_406_400_000);
+        assert_eq!(
+            msg(parse_time_tz("2012/12/20", NOW, Some("America/Denver"))),
+            "Invalid timezone name: America/Denver"
+        );
+        assert_eq!(
+            msg(parse_time("999999999/1/1 1:1:1", NOW)),
+            "Invalid absolute date: 999999999/1/1 1:1:1"
+        );
+        // relative times never look at the zone (like OpenTSDB)
+        assert_eq!(
+            parse_time_tz("1h-ago", NOW, Some("Nowhere")).unwrap(),
+            NOW - 3_600_000
+        );
+    }
+
+    #[test]
+    fn numeric_timestamps() {
+        assert_eq!(parse_time("1355961600", NOW).unwrap(), 1_355_961_600_000);
+        assert_eq!(parse_time("0", NOW).unwrap(), 0);
+        assert_eq!(parse_time("1355961603418", NOW).unwrap(), 1_355_961_603_418);
+        assert_eq!(
+            parse_time("1355961603.418", NOW).unwrap(),
+            1_355_961_603_418
+        );
+        assert_eq!(parse_time("1355961603.41", NOW).unwrap(), 135_596_160_341);
+        assert_eq!(parse_time("1355961603.4", NOW).unwrap(), 13_559_616_034);
+        assert_eq!(parse_time("13559616000", NOW).unwrap(), 13_559_616_000);
+        assert_eq!(parse_time("123123ms", NOW).unwrap(), 123_123);
+    }
+
+    #[test]
+    fn numeric_rejections() {
+        assert_eq!(
+            msg(parse_time("-135596160", NOW)),
+            "Invalid time: -135596160. Negative timestamps are not supported."
+        );
+        let dotted = "Millisecond timestamps must be in the format <seconds>.<ms> where the \
+                      milliseconds are limited to 3 digits";
+        for bad in ["1234567890.2.4", "135596160.418", "1355961603.4180"] {
+            assert_eq!(
+                msg(parse_time(bad, NOW)),
+                format!("Invalid time: {bad}. {dotted}")
+            );
+        }
+        assert_eq!(
+            msg(parse_time("abc", NOW)),
+            "Invalid time: abc. Invalid character 'a' in abc"
+        );
+    }
+
+    #[test]
+    fn relative_times() {
+        assert_eq!(parse_time("now", NOW).unwrap(), NOW);
+        assert_eq!(parse_time("NOW", NOW).unwrap(), NOW);
+        assert_eq!(parse_time("1h-ago", NOW).unwrap(), NOW - 3_600_000);
+        assert_eq!(parse_time("1H-AGO", NOW).unwrap(), NOW - 3_600_000);
+        assert_eq!(parse_time("5m-ago", NOW).unwrap(), NOW - 300_000);
+        assert_eq!(
+            msg(parse_time("1x-ago", NOW)),
+            "Invalid duration (suffix): 1x"
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("60s").unwrap(), 60_000);
+        assert_eq!(parse_duration("60S").unwrap(), 60_000);
+        assert_eq!(parse_duration("1m").unwrap(), 60_000);
+        assert_eq!(parse_duration("60m").unwrap(), 3_600_000);
+        assert_eq!(parse_duration("24h").unwrap(), 86_400_000);
+        assert_eq!(parse_duration("1d").unwrap(), 86_400_000);
+        assert_eq!(parse_duration("1w").unwrap(), 604_800_000);
+        assert_eq!(parse_duration("1n").unwrap(), 2_592_000_000);
+        assert_eq!(parse_duration("2y").unwrap(), 63_072_000_000);
+        assert_eq!(parse_duration("60ms").unwrap(), 60);
+        assert_eq!(parse_duration("1h").unwrap(), 3_600_000);
+    }
+
+    #[test]
+    fn duration_errors() {
+        let d = |s: &str| match parse_duration(s) {
+            Ok(v) => panic!("{s} parsed as {v}"),
+            Err(e) => e.message(),
+        };
+        assert_eq!(
+            d("60"),
+            "Invalid duration, must have an integer and unit: 60"
+        );
+        assert_eq!(d(""), "Invalid duration, must have an integer and unit: ");
+        assert_eq!(d("0s"), "Zero or negative duration: 0s");
+        assert_eq!(d("1x"), "Invalid duration (suffix): 1x");
+        assert_eq!(d("m"), "Invalid duration (number): m");
+        assert_eq!(
+            d("9999999999999999y"),
+            "Duration must be < Long.MAX_VALUE ms: 9999999999999999y"
+        );
+    }
+
+    #[test]
+    fn civil_round_trip() {
+        for days in [-800_000, -1, 0, 1, 15_694, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(civil_from_days(15_694), (2012, 12, 20));
+    }
+
+    #[test]
+    fn java_long_parsing() {
+        assert_eq!(java_parse_long("+0"), Ok(0));
+        assert_eq!(java_parse_long("-0"), Ok(0));
+        assert_eq!(java_parse_long("+4242"), Ok(4242));
+        assert_eq!(java_parse_long("-9223372036854775808"), Ok(i64::MIN));
+        assert_eq!(java_parse_long("9223372036854775807"), Ok(i64::MAX));
+        assert!(java_parse_long("9223372036854775808").is_err());
+        assert!(java_parse_long("+").is_err());
+        assert!(java_parse_long("-").is_err());
+    }
+}

@@ -1,0 +1,266 @@
+//! The read side: fetch the series of one metric in a time window for the
+//! query layer. Issues one scan per salt bucket (`[salt][metric][start
+//! hour]` to `[salt][metric][end hour]`), run on parallel threads, filters
+//! tag pairs on raw key bytes (literal filters pushed down as UID sets),
+//! decodes cells, and merges the rows being flushed and the head on top
+//! (newest point of an instant wins).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
+
+use super::Engine;
+use crate::codec::cell::{decode_cell, merge_points};
+use crate::codec::rowkey::uid_from_bytes;
+use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
+use crate::storage::{Table, family};
+use crate::uid::{UidError, UidKind};
+
+/// Tag constraints checked on raw key bytes.
+#[derive(Debug, Default)]
+struct Prefilter {
+    /// Each tag key that must be present, with the allowed value UIDs
+    /// (`None` = any value).
+    required: Vec<(Vec<u8>, Option<HashSet<Vec<u8>>>)>,
+    /// With explicitTags: the only tag keys a series may have.
+    only: Option<HashSet<Vec<u8>>>,
+}
+
+impl Prefilter {
+    fn matches(&self, layout: &KeyLayout, tags: &[u8]) -> bool {
+        for (k, allowed) in &self.required {
+            let Some((_, v)) = layout.tag_pairs(tags).find(|(tk, _)| *tk == k.as_slice()) else {
+                return false;
+            };
+            if let Some(set) = allowed {
+                if !set.contains(v) {
+                    return false;
+                }
+            }
+        }
+        if let Some(only) = &self.only {
+            if layout.tag_pairs(tags).any(|(k, _)| !only.contains(k)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn source_err(e: UidError) -> SourceError {
+    match e {
+        UidError::NoSuchName { kind, name } => SourceError::NoSuchName { kind: kind.as_str(), name },
+        other => SourceError::Storage(other.to_string()),
+    }
+}
+
+fn to_num(v: StoredValue) -> Num {
+    match v {
+        StoredValue::Int(i) => Num::Int(i),
+        StoredValue::Float(f) => Num::Float(f64::from(f)),
+        StoredValue::Double(d) => Num::Float(d),
+    }
+}
+
+type Points = Vec<(i64, StoredValue)>;
+
+fn push_row(out: &mut Points, base: u32, pts: &[DecodedPoint]) {
+    let base_ms = i64::from(base) * 1000;
+    out.extend(pts.iter().map(|p| (base_ms + i64::from(p.offset_ms), p.value)));
+}
+
+impl Engine {
+    fn prefilter(&self, req: &FetchRequest<'_>) -> Result<Prefilter, SourceError> {
+        let uids = self.uids();
+        let width_k = self.layout().tagk_width;
+        let width_v = self.layout().tagv_width;
+        let bytes = |uid: u64, w: usize| {
+            let mut b = Vec::with_capacity(w);
+            crate::codec::rowkey::uid_bytes(uid, w, &mut b);
+            b
+        };
+        let mut pf = Prefilter::default();
+        let mut keys = HashSet::new();
+        for f in req.filters {
+            let k = uids
+                .lookup(UidKind::TagK, &f.tagk)
+                .map_err(source_err)?
+                .ok_or_else(|| SourceError::NoSuchName { kind: "tagk", name: f.tagk.clone() })?;
+            let kb = bytes(k, width_k);
+            keys.insert(kb.clone());
+            let allowed = match f.literal_values() {
+                Some(values) => {
+                    let mut set = HashSet::new();
+                    for v in values {
+                        let uid = uids
+                            .lookup(UidKind::TagV, v)
+                            .map_err(source_err)?
+                            .ok_or_else(|| SourceError::NoSuchName { kind: "tagv", name: v.clone() })?;
+                        set.insert(bytes(uid, width_v));
+                    }
+                    Some(set)
+                }
+                None => None,
+            };
+            pf.required.push((kb, allowed));
+        }
+        if req.explicit_tags {
+            pf.only = Some(keys);
+        }
+        Ok(pf)
+    }
+
+    /// Points per series key from the store, scanning salt buckets in
+    /// parallel.
+    fn scan_store(&self, metric: u64, lo: u32, hi: u32, pf: &Prefilter) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+        let layout = *self.layout();
+        let buckets = if layout.salt_width == 0 { 1 } else { layout.salt_buckets as usize };
+        let workers = buckets.min(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<HashMap<Vec<u8>, Points>>> = Mutex::new(Vec::new());
+        let first_err: Mutex<Option<SourceError>> = Mutex::new(None);
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| {
+                    let mut local: HashMap<Vec<u8>, Points> = HashMap::new();
+                    let mut pts = Vec::new();
+                    loop {
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        if b >= buckets {
+                            break;
+                        }
+                        let start = layout.scan_key(b as u32, metric, lo);
+                        let end = layout.scan_key(b as u32, metric, hi);
+                        let res = self.store.scan(Table::Data, &start, &end, &mut |row, cells| {
+                            let Some(parts) = layout.parse_row_key(row) else { return Ok(true) };
+                            if !pf.matches(&layout, parts.tags) {
+                                return Ok(true);
+                            }
+                            pts.clear();
+                            for c in &cells {
+                                if c.column.first() != Some(&family::DATA) {
+                                    continue;
+                                }
+                                let before = pts.len();
+                                if let Err(e) = decode_cell(&c.column[1..], &c.value, &mut pts) {
+                                    tracing::error!(error = %e, row = ?row, "skipping an undecodable cell");
+                                    pts.truncate(before);
+                                }
+                            }
+                            let merged = if cells.len() > 1 { merge_points(&pts, &[]) } else { std::mem::take(&mut pts) };
+                            push_row(local.entry(layout.series_of_row(row)).or_default(), parts.base_time, &merged);
+                            Ok(true)
+                        });
+                        if let Err(e) = res {
+                            let mut fe = first_err.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            fe.get_or_insert(SourceError::Storage(e.to_string()));
+                            break;
+                        }
+                    }
+                    results.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(local);
+                });
+            }
+        });
+        if let Some(e) = first_err.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            return Err(e);
+        }
+        let mut all = HashMap::new();
+        for m in results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            all.extend(m);
+        }
+        Ok(all)
+    }
+
+    /// Points per series key held in memory (rows being flushed, then the
+    /// head), in that order so newer points come later.
+    fn scan_memory(&self, metric: u64, lo: u32, hi: u32, pf: &Prefilter) -> HashMap<Vec<u8>, Points> {
+        let layout = *self.layout();
+        let st = self.lock();
+        let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
+        let Some(ids) = st.by_metric.get(&metric) else { return out };
+        for &id in ids {
+            let key = &st.series[id as usize].key;
+            let tags = key.get(layout.prefix_width()..).unwrap_or_default();
+            if !pf.matches(&layout, tags) {
+                continue;
+            }
+            for rows in st.frozen.iter().map(|f| f.get(&id)).chain(std::iter::once(st.head.get(&id))) {
+                let Some((_, by_base)) = rows else { continue };
+                for (&base, pts) in by_base.range(lo..hi) {
+                    push_row(out.entry(key.to_vec()).or_default(), base, pts);
+                }
+            }
+        }
+        out
+    }
+
+    fn resolve_tags(&self, series_key: &[u8]) -> Result<Vec<SeriesTag>, SourceError> {
+        let layout = self.layout();
+        let tags = series_key.get(layout.prefix_width()..).unwrap_or_default();
+        let mut out = Vec::new();
+        for (k, v) in layout.tag_pairs(tags) {
+            let name = |kind, b: &[u8]| -> Result<Arc<str>, SourceError> {
+                let uid = uid_from_bytes(b);
+                Ok(self.uids().name_of(kind, uid).map_err(source_err)?.unwrap_or_else(|| {
+                    tracing::warn!(kind = kind.as_str(), uid, "UID without a name in a row key");
+                    Arc::from(format!("{uid:X}"))
+                }))
+            };
+            out.push(SeriesTag { key: name(UidKind::TagK, k)?, value: name(UidKind::TagV, v)?, key_uid: k.to_vec(), value_uid: v.to_vec() });
+        }
+        Ok(out)
+    }
+}
+
+impl SeriesSource for Engine {
+    fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError> {
+        let metric = self
+            .uids()
+            .lookup(UidKind::Metric, req.metric)
+            .map_err(source_err)?
+            .ok_or_else(|| SourceError::NoSuchName { kind: "metrics", name: req.metric.to_string() })?;
+        let pf = self.prefilter(req)?;
+        let hour = |ms: i64| -> u32 {
+            let s = ms.div_euclid(1000).clamp(0, i64::from(u32::MAX));
+            (s - s % 3600) as u32
+        };
+        let lo = hour(req.scan_start_ms);
+        // Exclusive: the hour after the one holding the last millisecond.
+        let hi = hour(req.scan_end_ms.saturating_sub(1)).saturating_add(3600);
+        let stored = self.scan_store(metric, lo, hi, &pf)?;
+        let mut memory = self.scan_memory(metric, lo, hi, &pf);
+        let prefix = self.layout().salt_width;
+        let mut out = Vec::with_capacity(stored.len() + memory.len());
+        let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {
+            // Stable sort: for equal instants the later (newer) source wins.
+            pts.sort_by_key(|p| p.0);
+            let mut dedup: Vec<(i64, Num)> = Vec::with_capacity(pts.len());
+            for (ts, v) in pts {
+                if ts < req.scan_start_ms || ts >= req.scan_end_ms {
+                    continue;
+                }
+                match dedup.last_mut() {
+                    Some(last) if last.0 == ts => last.1 = to_num(v),
+                    _ => dedup.push((ts, to_num(v))),
+                }
+            }
+            if dedup.is_empty() {
+                return Ok(());
+            }
+            out.push(Series { tsuid: key[prefix..].to_vec(), tags: self.resolve_tags(&key)?, points: dedup });
+            Ok(())
+        };
+        for (key, mut pts) in stored {
+            if let Some(mem) = memory.remove(&key) {
+                pts.extend(mem);
+            }
+            finish(key, pts)?;
+        }
+        for (key, pts) in memory {
+            finish(key, pts)?;
+        }
+        Ok(out)
+    }
+}

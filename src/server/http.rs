@@ -1,0 +1,393 @@
+//! The OpenTSDB HTTP API: `/api/put`, `/api/query`, `/api/suggest`,
+//! `/api/version`, `/api/aggregators`, `/api/config/filters`,
+//! `/api/dropcaches`, `/api/stats`, plus Prometheus `/metrics`.
+//!
+//! Paths are normalised before routing as OpenTSDB does: a trailing slash is
+//! ignored, `/api/v1/...` is the same as `/api/...`, higher API versions get
+//! 501, and the endpoint name is case-insensitive.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use hourglass_ingest::decode_put_body;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tower::util::MapRequest;
+
+use super::Ctx;
+use super::error::ApiError;
+use crate::engine::PointError;
+use crate::uid::{UidError, UidKind};
+
+type Incoming = hyper::Request<hyper::body::Incoming>;
+pub type AppService = MapRequest<Router, fn(Incoming) -> Incoming>;
+
+type Params = Vec<(String, String)>;
+
+pub fn service(ctx: Arc<Ctx>) -> AppService {
+    let limit = ctx.config.server.max_body_bytes;
+    let router = Router::new()
+        .route("/api/put", post(put))
+        .route("/api/query", get(query_get).post(query_post))
+        .route("/api/suggest", get(suggest_get).post(suggest_post))
+        .route("/api/version", get(version))
+        .route("/api/aggregators", get(aggregators))
+        .route("/api/config/filters", get(filters).post(filters))
+        .route("/api/dropcaches", get(dropcaches).delete(dropcaches))
+        .route("/api/stats", get(stats).post(stats))
+        .route("/api/__unsupported_version", axum::routing::any(unsupported_version))
+        .route("/metrics", get(metrics))
+        .route("/", get(home))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(ctx);
+    MapRequest::new(router, normalize::<hyper::body::Incoming> as fn(Incoming) -> Incoming)
+}
+
+/// Serves one HTTP/1.1 connection until it closes or the server stops.
+pub async fn serve(stream: TcpStream, app: AppService, mut stop: watch::Receiver<bool>) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Rewrites the request path to its canonical route.
+fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
+    let uri = req.uri();
+    let path = uri.path();
+    let mut p = path.trim_end_matches('/').to_string();
+    if p.is_empty() {
+        p.push('/');
+    }
+    let lower = p.to_ascii_lowercase();
+    if lower == "/api" || lower.starts_with("/api/") {
+        let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
+        if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v')) {
+            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                if v.parse::<u32>().map_or(true, |n| n > 1) {
+                    segs = vec!["__unsupported_version"];
+                } else {
+                    segs.remove(0);
+                }
+            }
+        }
+        p = format!("/api/{}", segs.join("/"));
+    }
+    if p != path {
+        let pq = match uri.query() {
+            Some(q) => format!("{p}?{q}"),
+            None => p,
+        };
+        if let Ok(new) = pq.parse::<axum::http::uri::PathAndQuery>() {
+            let mut parts = uri.clone().into_parts();
+            parts.path_and_query = Some(new);
+            if let Ok(u) = Uri::from_parts(parts) {
+                *req.uri_mut() = u;
+            }
+        }
+    }
+    req
+}
+
+fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json; charset=UTF-8")], body.into()).into_response()
+}
+
+fn count(ctx: &Ctx, endpoint: &str, status: StatusCode) {
+    ctx.metrics.http_requests.with_label_values(&[endpoint, status.as_str()]).inc();
+}
+
+fn has_flag(params: &Params, name: &str) -> bool {
+    params.iter().any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
+}
+
+fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
+    params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Inflates a gzip or deflate body, bounded by the body limit.
+fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
+    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").trim().to_ascii_lowercase();
+    let mut out = Vec::new();
+    let res = match encoding.as_str() {
+        "" | "identity" => return Ok(body),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1).read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..]).take(limit as u64 + 1).read_to_end(&mut out),
+        other => return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("Unsupported Content-Encoding: {other}"))),
+    };
+    res.map_err(|e| ApiError::bad_request("Unable to decompress the request body").with_details(e.to_string()))?;
+    if out.len() > limit {
+        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("Request body larger than {limit} bytes after decompression")));
+    }
+    Ok(Bytes::from(out))
+}
+
+async fn put(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, headers: HeaderMap, body: Bytes) -> Response {
+    let r = put_inner(&ctx, &params, &headers, body).await;
+    let resp = r.unwrap_or_else(IntoResponse::into_response);
+    count(&ctx, "put", resp.status());
+    resp
+}
+
+async fn put_inner(ctx: &Arc<Ctx>, params: &Params, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let body = decode_body(headers, body, ctx.config.server.max_body_bytes)?;
+    let details = has_flag(params, "details");
+    let summary = details || has_flag(params, "summary");
+    let items = decode_put_body(&body).map_err(|e| {
+        let err = ApiError::bad_request(e.message());
+        match e.details() {
+            Some(d) => err.with_details(d),
+            None => err,
+        }
+    })?;
+    let mut points = Vec::with_capacity(items.len());
+    let mut index = Vec::with_capacity(items.len());
+    let mut errors: Vec<(usize, String)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.to_point(&ctx.limits) {
+            Ok(p) => {
+                points.push(p);
+                index.push(i);
+            }
+            Err(msg) => errors.push((i, msg)),
+        }
+    }
+    if !errors.is_empty() {
+        ctx.metrics.points_rejected.with_label_values(&["invalid"]).inc_by(errors.len() as u64);
+    }
+    let receipt = tokio::task::block_in_place(|| ctx.engine.write(&points))?;
+    for (j, e) in &receipt.errors {
+        let msg = match e {
+            PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
+            PointError::Uid(other) => other.to_string(),
+        };
+        errors.push((index[*j], msg));
+    }
+    if receipt.lsn > 0 {
+        ctx.engine.wal().wait_durable(receipt.lsn).await?;
+    }
+    errors.sort_by_key(|e| e.0);
+    let failed = errors.len();
+    let success = receipt.accepted;
+    if !summary {
+        if failed > 0 {
+            return Err(ApiError::bad_request("One or more data points had errors")
+                .with_details("Please see the TSD logs or append \"details\" to the put request"));
+        }
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let mut out = serde_json::Map::new();
+    if details {
+        let errs: Vec<serde_json::Value> = errors
+            .iter()
+            .map(|(i, msg)| serde_json::json!({"datapoint": items[*i].echo(), "error": msg}))
+            .collect();
+        out.insert("errors".into(), serde_json::Value::Array(errs));
+    }
+    out.insert("failed".into(), failed.into());
+    out.insert("success".into(), success.into());
+    let status = if failed > 0 { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    Ok(json_response(status, serde_json::Value::Object(out).to_string()))
+}
+
+async fn run_query(ctx: Arc<Ctx>, q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>) -> Response {
+    let started = Instant::now();
+    let result: Result<Vec<u8>, ApiError> = async {
+        let q = q?;
+        if q.delete {
+            return Err(ApiError::bad_request("Bad request").with_details("Deleting data is not enabled"));
+        }
+        let engine = Arc::clone(&ctx.engine);
+        let joined = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
+            let results = hourglass_query::exec::execute(&q, &*engine)?;
+            Ok(hourglass_query::render::render_json(&q, &results))
+        })
+        .await;
+        joined.map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("query task failed: {e}")))?
+    }
+    .await;
+    ctx.metrics.query_seconds.observe(started.elapsed().as_secs_f64());
+    let resp = match result {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(e) => e.into_response(),
+    };
+    count(&ctx, "query", resp.status());
+    resp
+}
+
+async fn query_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
+    let q = hourglass_query::parse_query_string(&params, now_ms());
+    run_query(ctx, q).await
+}
+
+async fn query_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, headers: HeaderMap, body: Bytes) -> Response {
+    let body = match decode_body(&headers, body, ctx.config.server.max_body_bytes) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let q = hourglass_query::parse_json_query(&body, &params, now_ms());
+    run_query(ctx, q).await
+}
+
+fn suggest_run(ctx: &Arc<Ctx>, kind: Option<&str>, missing_msg: &str, q: &str, max: Option<&str>) -> Result<Response, ApiError> {
+    let kind = kind.filter(|k| !k.is_empty()).ok_or_else(|| ApiError::bad_request(missing_msg))?;
+    let kind_enum = UidKind::parse(kind).ok_or_else(|| ApiError::bad_request(format!("Invalid 'type' parameter:{kind}")))?;
+    let max = match max {
+        None | Some("") => 25,
+        Some(m) => match m.trim().parse::<i64>() {
+            Ok(n) if n < 1 => 25,
+            Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            Err(_) => return Err(ApiError::bad_request("Unable to parse 'max' as a number")),
+        },
+    };
+    let names = tokio::task::block_in_place(|| ctx.engine.uids().suggest(kind_enum, q, max))?;
+    Ok(json_response(StatusCode::OK, serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())))
+}
+
+async fn suggest_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
+    let r = suggest_run(&ctx, param(&params, "type"), "Missing parameter <code>type</code>", param(&params, "q").unwrap_or(""), param(&params, "max"));
+    let resp = r.unwrap_or_else(IntoResponse::into_response);
+    count(&ctx, "suggest", resp.status());
+    resp
+}
+
+async fn suggest_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, body: Bytes) -> Response {
+    let parsed: Result<serde_json::Value, _> = if body.is_empty() { Ok(serde_json::Value::Null) } else { serde_json::from_slice(&body) };
+    let r = match parsed {
+        Err(e) => Err(ApiError::bad_request("Unable to parse the given JSON").with_details(e.to_string())),
+        Ok(v) => {
+            let s = |k: &str| -> Option<String> {
+                v.get(k).and_then(|x| match x {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+            };
+            // Fall back to the query string, as a GET would.
+            let kind = s("type").or_else(|| param(&params, "type").map(str::to_string));
+            let q = s("q").or_else(|| param(&params, "q").map(str::to_string)).unwrap_or_default();
+            let max = s("max").or_else(|| param(&params, "max").map(str::to_string));
+            suggest_run(&ctx, kind.as_deref(), "Missing 'type' parameter", &q, max.as_deref())
+        }
+    };
+    let resp = r.unwrap_or_else(IntoResponse::into_response);
+    count(&ctx, "suggest", resp.status());
+    resp
+}
+
+async fn version() -> Response {
+    let v = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "short_revision": option_env!("HOURGLASS_GIT_REVISION").unwrap_or(""),
+        "full_revision": option_env!("HOURGLASS_GIT_REVISION").unwrap_or(""),
+        "timestamp": "",
+        "repo_status": "",
+        "user": "",
+        "host": "",
+        "repo": "hourglass",
+        "branch": "",
+        "compatibility": "OpenTSDB 2.4",
+    });
+    json_response(StatusCode::OK, v.to_string())
+}
+
+async fn aggregators() -> Response {
+    json_response(StatusCode::OK, serde_json::to_string(hourglass_query::aggregate::AGGREGATOR_NAMES).unwrap_or_default())
+}
+
+async fn filters() -> Response {
+    json_response(StatusCode::OK, hourglass_query::filter::filter_types().to_string())
+}
+
+async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
+    ctx.engine.uids().drop_caches();
+    Json(serde_json::json!({"status": "200", "message": "Caches dropped"})).into_response()
+}
+
+async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
+    let now = now_ms() / 1000;
+    let entries: Vec<serde_json::Value> = tokio::task::block_in_place(|| ctx.engine.stats())
+        .into_iter()
+        .map(|(name, value, tags)| {
+            let mut t = serde_json::Map::new();
+            for (k, v) in tags {
+                t.insert(k.to_string(), v.into());
+            }
+            t.insert("host".into(), ctx.hostname.clone().into());
+            serde_json::json!({"metric": format!("tsd.{name}"), "timestamp": now, "value": value.to_string(), "tags": t})
+        })
+        .collect();
+    json_response(StatusCode::OK, serde_json::Value::Array(entries).to_string())
+}
+
+async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ctx.metrics.render()).into_response()
+}
+
+async fn home() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; charset=UTF-8")],
+        format!("hourglass {} — OpenTSDB-compatible time-series database. API under /api/, metrics at /metrics.\n", env!("CARGO_PKG_VERSION")),
+    )
+        .into_response()
+}
+
+async fn unsupported_version() -> Response {
+    ApiError::new(StatusCode::NOT_IMPLEMENTED, "Requested API version is greater than the max implemented")
+        .with_details("The maximum API version is 1")
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    ApiError::new(StatusCode::NOT_FOUND, "Endpoint not found").into_response()
+}
+
+async fn method_not_allowed(method: Method) -> Response {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+        .with_details(format!("The HTTP method [{method}] is not permitted for this endpoint"))
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path_of(p: &str) -> String {
+        let req = axum::extract::Request::builder().uri(p).body(Body::empty()).unwrap();
+        normalize(req).uri().to_string()
+    }
+
+    #[test]
+    fn path_normalisation() {
+        assert_eq!(path_of("/api/put/"), "/api/put");
+        assert_eq!(path_of("/api/v1/put?details"), "/api/put?details");
+        assert_eq!(path_of("/API/V1/PUT"), "/api/put");
+        assert_eq!(path_of("/api/v2/query"), "/api/__unsupported_version");
+        assert_eq!(path_of("/api/config/filters/"), "/api/config/filters");
+        assert_eq!(path_of("/"), "/");
+        assert_eq!(path_of("/metrics"), "/metrics");
+    }
+}

@@ -1,0 +1,126 @@
+//! The network front: one TCP listener serving both protocols, as OpenTSDB
+//! does. The first byte of a connection decides: an ASCII capital letter
+//! (`A`–`Z`) is HTTP (axum on hyper) for the life of the connection,
+//! anything else is the line protocol. Connections are capped by a
+//! semaphore taken before the connection is served.
+
+pub mod error;
+pub mod http;
+pub mod telnet;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hourglass_ingest::Limits;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+
+/// Everything a connection handler needs.
+#[derive(Debug)]
+pub struct Ctx {
+    pub engine: Arc<Engine>,
+    pub config: Config,
+    pub limits: Limits,
+    pub metrics: Metrics,
+    pub hostname: String,
+}
+
+impl Ctx {
+    pub fn new(engine: Arc<Engine>, config: Config) -> Arc<Self> {
+        let limits = Limits { max_tags: config.schema.max_tags, max_line_len: config.server.max_line_bytes };
+        let metrics = engine.metrics().clone();
+        Arc::new(Self { engine, config, limits, metrics, hostname: hostname() })
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Version banner for telnet `version` (two lines, like OpenTSDB's).
+pub fn version_lines() -> String {
+    format!(
+        "hourglass {} (OpenTSDB 2.4 compatible) built at revision {}\nBuilt by the hourglass project, https://example.invalid/hourglass\n",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("HOURGLASS_GIT_REVISION").unwrap_or("unknown")
+    )
+}
+
+/// Accepts connections until `shutdown` resolves, then stops accepting,
+/// tells open connections to finish, and waits up to `drain` for them.
+pub async fn run(listener: TcpListener, ctx: Arc<Ctx>, shutdown: impl Future<Output = ()>, drain: Duration) {
+    let max = ctx.config.server.max_connections.max(1);
+    let permits = Arc::new(Semaphore::new(max));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let app = http::service(Arc::clone(&ctx));
+    tokio::pin!(shutdown);
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            res = listener.accept() => {
+                let (stream, peer) = match res {
+                    Ok(x) => { backoff = Duration::from_millis(5); x }
+                    Err(e) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                };
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    ctx.metrics.connections.with_label_values(&["rejected"]).inc();
+                    drop(stream);
+                    continue;
+                };
+                let ctx = Arc::clone(&ctx);
+                let app = app.clone();
+                let stop = stop_rx.clone();
+                tokio::spawn(async move {
+                    ctx.metrics.connections_open.inc();
+                    serve_connection(&ctx, stream, peer, app, stop).await;
+                    ctx.metrics.connections_open.dec();
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    if tokio::time::timeout(drain, permits.acquire_many(all)).await.is_err() {
+        tracing::warn!("some connections were still open at shutdown");
+    }
+}
+
+async fn serve_connection(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, app: http::AppService, stop: watch::Receiver<bool>) {
+    let _ = stream.set_nodelay(true);
+    let mut first = [0u8; 1];
+    let mut stop_peek = stop.clone();
+    let n = tokio::select! {
+        r = stream.peek(&mut first) => match r { Ok(n) => n, Err(_) => return },
+        _ = stop_peek.changed() => return,
+    };
+    if n == 0 {
+        return; // a probe that connected and closed (Telegraf, the Go client)
+    }
+    if first[0].is_ascii_uppercase() {
+        ctx.metrics.connections.with_label_values(&["http"]).inc();
+        http::serve(stream, app, stop).await;
+    } else {
+        ctx.metrics.connections.with_label_values(&["telnet"]).inc();
+        telnet::serve(Arc::clone(ctx), stream, peer, stop).await;
+    }
+}

@@ -1,0 +1,185 @@
+//! The line protocol on a connection: `put`, `version`, `help`, `stats`,
+//! `dropcaches`, `exit`, with OpenTSDB's replies.
+//!
+//! Reading and writing are decoupled: replies go through a small bounded
+//! queue to a writer task, and when the client does not read them (collectd
+//! never does) further error lines are dropped and counted rather than ever
+//! blocking ingest. Points of a read are written as one batch; the next read
+//! waits until the batch is durable, which is the backpressure. A line
+//! longer than the limit closes the connection, as in OpenTSDB.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hourglass_ingest::{Command, LineResult, Point, next_line, parse_line, unknown_command_line};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+use super::Ctx;
+use crate::engine::PointError;
+use crate::uid::UidError;
+
+const READ_CHUNK: usize = 64 << 10;
+const BATCH_POINTS: usize = 8192;
+
+struct Replies {
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    ctx: Arc<Ctx>,
+}
+
+impl Replies {
+    fn send(&self, mut line: String) {
+        if !line.ends_with('\n') {
+            line.push('\n');
+        }
+        let Some(tx) = &self.tx else { return };
+        if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(line.into_bytes()) {
+            self.ctx.metrics.telnet_errors_dropped.inc();
+        }
+    }
+}
+
+/// Writes a batch and waits for it to be durable; failures become reply
+/// lines.
+async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
+    if points.is_empty() {
+        return;
+    }
+    let res = tokio::task::block_in_place(|| ctx.engine.write(points));
+    points.clear();
+    match res {
+        Ok(receipt) => {
+            for (_, e) in &receipt.errors {
+                replies.send(match e {
+                    PointError::Uid(u @ UidError::NoSuchName { .. }) => format!("put: unknown metric: {u}"),
+                    PointError::Uid(u) => format!("put: illegal argument: {u}"),
+                });
+            }
+            if receipt.lsn > 0 {
+                if let Err(e) = ctx.engine.wal().wait_durable(receipt.lsn).await {
+                    replies.send(format!("put: storage error: {e}"));
+                }
+            }
+        }
+        Err(e) => replies.send(format!("put: storage error: {e}")),
+    }
+}
+
+fn stats_lines(ctx: &Ctx) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut out = String::new();
+    for (name, value, tags) in ctx.engine.stats() {
+        out.push_str(&format!("tsd.{name} {now} {value}"));
+        for (k, v) in tags {
+            out.push_str(&format!(" {k}={v}"));
+        }
+        out.push_str(&format!(" host={}\n", ctx.hostname));
+    }
+    out
+}
+
+enum Outcome {
+    Continue(usize),
+    Close,
+}
+
+/// Handles every complete line in `buf`; returns how many bytes it used.
+async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
+    let mut pos = 0;
+    let mut points: Vec<Point<'_>> = Vec::new();
+    loop {
+        match next_line(&buf[pos..], ctx.limits.max_line_len) {
+            LineResult::Incomplete => break,
+            LineResult::TooLong => {
+                flush(ctx, &mut points, replies).await;
+                replies.send(format!(
+                    "put: illegal argument: line longer than {} bytes; closing the connection",
+                    ctx.limits.max_line_len
+                ));
+                return Outcome::Close;
+            }
+            LineResult::Line { line, consumed } => {
+                pos += consumed;
+                ctx.metrics.telnet_lines.inc();
+                match parse_line(line, &ctx.limits) {
+                    Command::Put(Ok(p)) => {
+                        points.push(p);
+                        if points.len() >= BATCH_POINTS {
+                            flush(ctx, &mut points, replies).await;
+                        }
+                    }
+                    Command::Put(Err(e)) => {
+                        ctx.metrics.points_rejected.with_label_values(&["invalid"]).inc();
+                        replies.send(e.telnet_line());
+                    }
+                    Command::Version => {
+                        flush(ctx, &mut points, replies).await;
+                        replies.send(super::version_lines());
+                    }
+                    Command::Help => replies.send("available commands: put stats dropcaches version help exit ".into()),
+                    Command::Stats => {
+                        flush(ctx, &mut points, replies).await;
+                        replies.send(stats_lines(ctx));
+                    }
+                    Command::DropCaches => {
+                        flush(ctx, &mut points, replies).await;
+                        ctx.engine.uids().drop_caches();
+                        replies.send("Caches dropped.".into());
+                    }
+                    Command::Exit => {
+                        flush(ctx, &mut points, replies).await;
+                        return Outcome::Close;
+                    }
+                    Command::Unknown(word) => replies.send(unknown_command_line(&word)),
+                }
+            }
+        }
+    }
+    flush(ctx, &mut points, replies).await;
+    Outcome::Continue(pos)
+}
+
+pub async fn serve(ctx: Arc<Ctx>, stream: TcpStream, peer: SocketAddr, mut stop: watch::Receiver<bool>) {
+    let (mut rd, mut wr) = stream.into_split();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(ctx.config.server.telnet_error_queue.max(1));
+    let writer = tokio::spawn(async move {
+        while let Some(bytes) = rx.recv().await {
+            if wr.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    let mut replies = Replies { tx: Some(tx), ctx: Arc::clone(&ctx) };
+    // Bounded: at most one over-long line plus one read chunk.
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        let n = tokio::select! {
+            r = rd.read(&mut chunk) => match r { Ok(n) => n, Err(_) => break },
+            _ = stop.changed() => break,
+        };
+        if n == 0 {
+            // An unterminated last line is dropped: it may be cut short.
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        match process(&ctx, &buf, &replies).await {
+            Outcome::Continue(used) => {
+                buf.drain(..used);
+            }
+            Outcome::Close => break,
+        }
+    }
+    replies.tx = None;
+    drop(replies);
+    // Give a reading client its last replies; never wait on one that
+    // does not read.
+    let mut writer = writer;
+    if tokio::time::timeout(Duration::from_secs(2), &mut writer).await.is_err() {
+        writer.abort();
+        tracing::debug!(%peer, "dropped unread replies of a closed connection");
+    }
+}

@@ -1,0 +1,275 @@
+//! Test harness: runs the real `hourglass` binary on 127.0.0.1:0 with its
+//! own data directory, and talks raw bytes to it (telnet lines and a small
+//! HTTP/1.1 client), so tests see exactly what clients see.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    extra: String,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// A server on a fresh data directory.
+    pub fn start() -> Self {
+        Self::start_with("")
+    }
+
+    /// A server on a fresh data directory with extra TOML appended to the
+    /// test config.
+    pub fn start_with(extra: &str) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut s = Self::spawn(&dir, extra);
+        s._tmp = Some(tmp);
+        s
+    }
+
+    fn spawn(dir: &Path, extra: &str) -> Self {
+        let cfg = dir.join("test.toml");
+        let text = format!(
+            "[server]\nport = 0\n[storage]\ndata_dir = {:?}\n{extra}\n",
+            dir.join("data").to_string_lossy()
+        );
+        std::fs::write(&cfg, text).expect("write config");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log")).expect("log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn hourglass");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).expect("startup line");
+        let addr = line
+            .split_whitespace()
+            .skip_while(|w| *w != "on")
+            .nth(1)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| {
+                let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+                panic!("no address in startup line {line:?}; log:\n{log}")
+            });
+        Server { child: Some(child), addr, dir: dir.to_path_buf(), extra: extra.to_string(), _tmp: None }
+    }
+
+    /// Stops with SIGTERM (clean shutdown) and waits.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Ok(Some(st)) = c.try_wait() {
+                    assert!(st.success(), "server exited with {st}: {}", self.log());
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = c.kill();
+                    panic!("server did not stop within 30 s");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// `kill -9`.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts again on the same data directory (new port).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop or kill first");
+        let mut fresh = Self::spawn(&self.dir, &self.extra);
+        self.child = fresh.child.take();
+        self.addr = fresh.addr;
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    pub fn telnet(&self) -> Telnet {
+        let s = TcpStream::connect(self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        Telnet { stream: s }
+    }
+
+    pub fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+        http(self.addr, method, path, headers, body)
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.http("GET", path, &[], b"")
+    }
+
+    pub fn post_json(&self, path: &str, body: &str) -> Response {
+        self.http("POST", path, &[("Content-Type", "application/json")], body.as_bytes())
+    }
+
+    /// Runs a query and returns the parsed JSON array (panics on non-200).
+    pub fn query(&self, path: &str) -> serde_json::Value {
+        let r = self.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+        r.json()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub struct Telnet {
+    pub stream: TcpStream,
+}
+
+impl Telnet {
+    pub fn send(&mut self, text: &str) {
+        self.stream.write_all(text.as_bytes()).expect("send");
+    }
+
+    pub fn send_bytes(&mut self, b: &[u8]) {
+        self.stream.write_all(b).expect("send");
+    }
+
+    /// Sends `version` and returns every line received before its reply:
+    /// because a connection is processed in order, everything sent earlier
+    /// has been handled (and is durable) when the reply arrives.
+    pub fn sync(&mut self) -> Vec<String> {
+        self.send("version\n");
+        let mut lines = Vec::new();
+        let mut reader = BufReader::new(self.stream.try_clone().expect("clone"));
+        loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).expect("read reply");
+            assert!(n > 0, "connection closed before the version reply; got {lines:?}");
+            if line.starts_with("hourglass ") {
+                let mut second = String::new();
+                reader.read_line(&mut second).expect("second version line");
+                return lines;
+            }
+            lines.push(line.trim_end_matches('\n').to_string());
+        }
+    }
+
+    /// Reads one reply line.
+    pub fn read_line(&mut self) -> String {
+        let mut reader = BufReader::new(self.stream.try_clone().expect("clone"));
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("read");
+        line
+    }
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", self.text()))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request on its own connection.
+pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    try_http(addr, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// Like [`http`], but a connection failure is an `Err` (the server may be
+/// gone on purpose).
+pub fn try_http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Response> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())?;
+    s.write_all(body)?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "incomplete response"));
+    }
+    Ok(parse_response(&raw))
+}
+
+fn parse_response(raw: &[u8]) -> Response {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).expect("status");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let pos = rest.windows(2).position(|w| w == b"\r\n").expect("chunk size");
+            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..pos]).trim(), 16).expect("hex size");
+            rest = &rest[pos + 2..];
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+        body = out;
+    }
+    Response { status, headers, body }
+}
+
+/// gzip-compresses a body.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(data).expect("gzip");
+    enc.finish().expect("gzip")
+}
+
+/// The `dps` of one result, as (timestamp string, value as f64; NaN for
+/// `"NaN"` or null).
+pub fn dps(result: &serde_json::Value) -> Vec<(String, f64)> {
+    result["dps"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no dps object in {result}"))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(f64::NAN)))
+        .collect()
+}
+
+/// `(ts, value)` pairs for comparisons.
+pub fn pts(v: &[(i64, f64)]) -> Vec<(String, f64)> {
+    v.iter().map(|(t, x)| (t.to_string(), *x)).collect()
+}

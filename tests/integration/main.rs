@@ -1,0 +1,8 @@
+//! Integration tests: the real `hourglass` binary on 127.0.0.1:0.
+
+mod common;
+mod durability;
+mod http_api;
+mod query;
+mod robustness;
+mod telnet;

@@ -1,0 +1,172 @@
+//! The line protocol, byte for byte as clients send it.
+
+use std::io::Read;
+use std::time::Duration;
+
+use crate::common::{Server, dps, pts};
+
+#[test]
+fn puts_in_every_accepted_form_are_stored_exactly() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send("put t.cpu 1356998400 1 host=a\r\n"); // CRLF (collectd)
+    t.send("put  t.cpu 1356998410 2 host=a\n"); // double space after put
+    t.send("put t.cpu 1356998420 3  host=a  \r\n"); // runs of and trailing spaces
+    t.send("put t.cpu 1356998430500 4.5 host=a\n"); // milliseconds
+    t.send("put t.cpu 1356998440.250 5 host=a\n"); // dotted: 1356998440250 ms
+    t.send("put t.cpu 1356998450 -0.1 host=a\n"); // stored as a double
+    t.send("put t.cpu 1356998460 18446744073709551615 host=a\n"); // u64 counter
+    assert_eq!(t.sync(), Vec::<String>::new(), "no error replies expected");
+    let r = s.query("/api/query?start=1356998400&end=1356998500&m=sum:t.cpu{host=a}&ms=true");
+    assert_eq!(r.as_array().unwrap().len(), 1);
+    let got = dps(&r[0]);
+    let want = pts(&[
+        (1356998400000, 1.0),
+        (1356998410000, 2.0),
+        (1356998420000, 3.0),
+        (1356998430500, 4.5),
+        (1356998440250, 5.0),
+        (1356998450000, -0.1),
+        (1356998460000, 1.8446744073709552e19),
+    ]);
+    assert_eq!(got, want);
+    // Integer points next to integers render as JSON integers.
+    let text = s.get("/api/query?start=1356998400&end=1356998405&m=sum:t.cpu{host=a}").text();
+    assert!(text.contains("\"1356998400\":1}"), "{text}");
+    assert_eq!(r[0]["metric"], "t.cpu");
+    assert_eq!(r[0]["tags"]["host"], "a");
+}
+
+#[test]
+fn every_applicable_error_line_of_the_reference() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    let cases: &[(&str, &str)] = &[
+        ("put", "put: illegal argument: not enough arguments (need least 4, got 0)"),
+        ("put t.cpu 1356998400 1", "put: illegal argument: not enough arguments (need least 4, got 3)"),
+        ("put t.cpu notatime 1 host=a", "put: invalid value: Invalid character 'n' in notatime"),
+        ("put t.cpu 0 1 host=a", "put: illegal argument: invalid timestamp: 0"),
+        ("put t.cpu -5 1 host=a", "put: illegal argument: invalid timestamp: -5"),
+        (
+            "put t.cpu 10000000000000 1 host=a",
+            "put: illegal argument: bad timestamp=10000000000000 when trying to add value=[1]/0 to metric=t.cpu, tags={host=a}",
+        ),
+        ("put t.cpu 1356998400 1 hosta", "put: illegal argument: invalid tag: hosta"),
+        ("put t.cpu 1356998400 1 host=", "put: illegal argument: invalid tag: host="),
+        ("put t.cpu 1356998400 1 host=a host=b", "put: illegal argument: duplicate tag: host=b, tags={host=a}"),
+        ("put t.cpu 1356998400 NaN host=a", "put: invalid value: Invalid character 'N' in NaN"),
+        ("put t.cpu 1356998400 -nan host=a", "put: invalid value: Invalid character 'n' in -nan"),
+        ("put t.cpu 1356998400 inf host=a", "put: invalid value: Invalid character 'i' in inf"),
+        (
+            "put t.cpu 1356998400 1e400 host=a",
+            "put: illegal argument: value is NaN or Infinite: Infinity for metric=t.cpu timestamp=1356998400",
+        ),
+        (
+            "put t.cpu 1356998400 1 a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9",
+            "put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}",
+        ),
+        ("put t.c!pu 1356998400 1 host=a", "put: illegal argument: Invalid metric name (\"t.c!pu\"): illegal character: !"),
+        (
+            "put t.cpu 1356998400 1 ho$t=a",
+            "put: illegal argument: Invalid tag name with value [a] (\"ho$t\"): illegal character: $",
+        ),
+        (
+            "put t.cpu 1356998400 1 host=a:b",
+            "put: illegal argument: Invalid tag value with key [host] (\"a:b\"): illegal character: :",
+        ),
+        ("hello", "unknown command: hello.  Try `help'."),
+        ("PUT t.cpu 1 1 a=b", "unknown command: PUT.  Try `help'."),
+        ("", "unknown command: .  Try `help'."),
+    ];
+    for (line, _) in cases {
+        t.send(&format!("{line}\n"));
+    }
+    let got = t.sync();
+    let want: Vec<String> = cases.iter().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(got, want);
+    // The connection stayed open through every error and still accepts data.
+    t.send("put t.cpu 1356998400 7 host=a\n");
+    assert!(t.sync().is_empty());
+    let r = s.query("/api/query?start=1356998400&end=1356998460&m=sum:t.cpu");
+    assert_eq!(dps(&r[0]), pts(&[(1356998400, 7.0)]));
+}
+
+#[test]
+fn unknown_metric_when_auto_create_is_off() {
+    let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
+    let mut t = s.telnet();
+    t.send("put new.metric 1479496160 1.3e3 host=web01\n");
+    assert_eq!(t.sync(), vec!["put: unknown metric: No such name for 'metrics': 'new.metric'".to_string()]);
+}
+
+#[test]
+fn commands() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send("help\n");
+    assert_eq!(t.read_line(), "available commands: put stats dropcaches version help exit \n");
+    t.send("dropcaches\n");
+    assert_eq!(t.read_line(), "Caches dropped.\n");
+    t.send("put t.x 1356998400 1 host=a\nstats\n");
+    let stats = t.sync();
+    assert!(stats.iter().any(|l| l.starts_with("tsd.datapoints.added ") && l.contains(" 1 host=")), "{stats:?}");
+    assert!(stats.iter().all(|l| l.starts_with("tsd.")), "{stats:?}");
+    t.send("exit\n");
+    let mut rest = Vec::new();
+    t.stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = t.stream.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "exit sends nothing: {rest:?}");
+}
+
+#[test]
+fn a_line_over_the_limit_closes_the_connection() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send("put t.ok 1356998400 1 host=a\n");
+    t.send(&format!("put t.long 1356998400 1 host={}", "a".repeat(2000)));
+    let mut rest = String::new();
+    let _ = t.stream.read_to_string(&mut rest);
+    assert!(rest.starts_with("put: illegal argument: line longer than 1024 bytes"), "{rest}");
+    // The line before it was kept; a new connection works.
+    let mut t2 = s.telnet();
+    assert!(t2.sync().is_empty());
+    let r = s.query("/api/query?start=1356998400&end=1356998460&m=sum:t.ok");
+    assert_eq!(dps(&r[0]).len(), 1);
+}
+
+#[test]
+fn a_client_that_never_reads_its_errors_does_not_stall_ingest() {
+    let s = Server::start();
+    // collectd-style: writes a flood of bad lines and never reads.
+    let mut silent = s.telnet();
+    let bad = "put bad.metric notatime 1 host=a\n".repeat(2000);
+    for _ in 0..20 {
+        silent.send(&bad);
+    }
+    silent.send("put t.after 1356998400 42 host=a\n");
+    // Another client is served promptly, and so is the silent one's data.
+    let mut t = s.telnet();
+    t.send("put t.other 1356998400 1 host=a\n");
+    assert!(t.sync().is_empty());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = s.get("/api/query?start=1356998400&end=1356998460&m=sum:t.after");
+        if r.status == 200 && r.json().as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the silent client's point never arrived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let m = s.get("/metrics").text();
+    assert!(m.contains("hourglass_telnet_error_lines_dropped_total"), "{m}");
+}
+
+#[test]
+fn empty_connections_are_harmless() {
+    let s = Server::start();
+    for _ in 0..20 {
+        drop(std::net::TcpStream::connect(s.addr).unwrap());
+    }
+    let mut t = s.telnet();
+    assert!(t.sync().is_empty());
+}
