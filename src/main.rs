@@ -12,7 +12,11 @@ use hourglass::metrics::Metrics;
 use hourglass::server::{self, Ctx};
 
 #[derive(Parser, Debug)]
-#[command(name = "hourglass", version, about = "An OpenTSDB-compatible time-series database")]
+#[command(
+    name = "hourglass",
+    version,
+    about = "An OpenTSDB-compatible time-series database"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,11 +44,18 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Command::Serve { config, data_dir, port, bind } => match serve(config, data_dir, port, bind) {
+        Command::Serve {
+            config,
+            data_dir,
+            port,
+            bind,
+        } => match serve(config, data_dir, port, bind) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("hourglass: {e}");
@@ -54,7 +65,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>, port: Option<u16>, bind: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
+fn serve(
+    config: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
+    port: Option<u16>,
+    bind: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut cfg = Config::load(config.as_deref())?;
     if let Some(d) = data_dir {
         cfg.storage.data_dir = d;
@@ -66,19 +82,31 @@ fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>, port: Option<u16>, 
         cfg.server.bind = b;
     }
     cfg.validate()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("hourglass-io").build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("hourglass-io")
+        .build()?;
     let engine = Engine::open(&cfg, Metrics::new())?;
     let flusher = engine.start_background()?;
-    let listener = runtime.block_on(tokio::net::TcpListener::bind((cfg.server.bind.as_str(), cfg.server.port)))?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind((
+        cfg.server.bind.as_str(),
+        cfg.server.port,
+    )))?;
     let addr = listener.local_addr()?;
-    let data = std::fs::canonicalize(&cfg.storage.data_dir).unwrap_or_else(|_| cfg.storage.data_dir.clone());
+    let data = std::fs::canonicalize(&cfg.storage.data_dir)
+        .unwrap_or_else(|_| cfg.storage.data_dir.clone());
     println!(
         "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {}",
         env!("CARGO_PKG_VERSION"),
         data.display()
     );
     let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg);
-    runtime.block_on(server::run(listener, ctx, shutdown_signal(), Duration::from_secs(5)));
+    runtime.block_on(server::run(
+        listener,
+        ctx,
+        shutdown_signal(),
+        Duration::from_secs(5),
+    ));
     eprintln!("hourglass: shutting down, writing buffered data");
     let res = engine.shutdown();
     let _ = flusher.join();
@@ -90,13 +118,14 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

@@ -1,7 +1,10 @@
 //! Self-monitoring: Prometheus metrics served at `/metrics`, also rendered
 //! as OpenTSDB-style `/api/stats` and telnet `stats` lines.
 
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
 
 #[derive(Debug, Clone)]
 pub struct Metrics {
@@ -28,7 +31,8 @@ fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
 }
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    let c = IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(|_| unreachable_metric(name));
+    let c = IntCounterVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|_| unreachable_metric(name));
     let _ = r.register(Box::new(c.clone()));
     c
 }
@@ -62,18 +66,57 @@ impl Metrics {
         .unwrap_or_else(|_| unreachable_metric("hourglass_query_seconds"));
         let _ = r.register(Box::new(query_seconds.clone()));
         Self {
-            points_written: counter(&r, "hourglass_points_written_total", "Data points accepted into the write-ahead log"),
-            points_rejected: counter_vec(&r, "hourglass_points_rejected_total", "Data points rejected, by reason", &["reason"]),
-            telnet_lines: counter(&r, "hourglass_telnet_lines_total", "Line-protocol lines received"),
-            telnet_errors_dropped: counter(&r, "hourglass_telnet_error_lines_dropped_total", "Error lines dropped because the client did not read them"),
-            connections: counter_vec(&r, "hourglass_connections_total", "Connections accepted, by protocol", &["type"]),
+            points_written: counter(
+                &r,
+                "hourglass_points_written_total",
+                "Data points accepted into the write-ahead log",
+            ),
+            points_rejected: counter_vec(
+                &r,
+                "hourglass_points_rejected_total",
+                "Data points rejected, by reason",
+                &["reason"],
+            ),
+            telnet_lines: counter(
+                &r,
+                "hourglass_telnet_lines_total",
+                "Line-protocol lines received",
+            ),
+            telnet_errors_dropped: counter(
+                &r,
+                "hourglass_telnet_error_lines_dropped_total",
+                "Error lines dropped because the client did not read them",
+            ),
+            connections: counter_vec(
+                &r,
+                "hourglass_connections_total",
+                "Connections accepted, by protocol",
+                &["type"],
+            ),
             connections_open: gauge(&r, "hourglass_connections_open", "Open connections"),
-            http_requests: counter_vec(&r, "hourglass_http_requests_total", "HTTP requests by endpoint and status", &["endpoint", "status"]),
-            head_points: gauge(&r, "hourglass_head_points", "Points held in the in-memory series head"),
+            http_requests: counter_vec(
+                &r,
+                "hourglass_http_requests_total",
+                "HTTP requests by endpoint and status",
+                &["endpoint", "status"],
+            ),
+            head_points: gauge(
+                &r,
+                "hourglass_head_points",
+                "Points held in the in-memory series head",
+            ),
             head_series: gauge(&r, "hourglass_series", "Series known to this process"),
-            wal_bytes: gauge(&r, "hourglass_wal_bytes", "Bytes in live write-ahead log segments"),
+            wal_bytes: gauge(
+                &r,
+                "hourglass_wal_bytes",
+                "Bytes in live write-ahead log segments",
+            ),
             flushes: counter(&r, "hourglass_flushes_total", "Head flushes to storage"),
-            flushed_rows: counter(&r, "hourglass_flushed_rows_total", "Hour rows written to storage"),
+            flushed_rows: counter(
+                &r,
+                "hourglass_flushed_rows_total",
+                "Hour rows written to storage",
+            ),
             query_seconds,
             registry: r,
         }

@@ -219,11 +219,11 @@ impl Uids {
     /// Makes UID assignments durable (fsync) if any happened since the last
     /// call.
     pub fn sync_if_needed(&self) -> Result<(), UidError> {
-        if self.unsynced.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.store.sync() {
-                self.unsynced.store(true, Ordering::Release);
-                return Err(e.into());
-            }
+        if self.unsynced.swap(false, Ordering::AcqRel)
+            && let Err(e) = self.store.sync()
+        {
+            self.unsynced.store(true, Ordering::Release);
+            return Err(e.into());
         }
         Ok(())
     }

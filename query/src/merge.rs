@@ -55,16 +55,16 @@ pub fn aggregate(
             nxt: None,
             pos: 0,
         };
-        if let Some(&first) = pts.first() {
-            if first.0 >= start {
-                slot.nxt = Some(first);
-                slot.pos = 1;
-                if rate {
-                    if pts.len() > 1 {
-                        move_to_next(&mut slot, pts);
-                    } else {
-                        slot.nxt = None;
-                    }
+        if let Some(&first) = pts.first()
+            && first.0 >= start
+        {
+            slot.nxt = Some(first);
+            slot.pos = 1;
+            if rate {
+                if pts.len() > 1 {
+                    move_to_next(&mut slot, pts);
+                } else {
+                    slot.nxt = None;
                 }
             }
         }

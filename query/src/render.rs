@@ -50,11 +50,11 @@ fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &Quer
     out.push_str("},\"aggregateTags\":[");
     push_str_list(out, &r.aggregate_tags);
     out.push(']');
-    if q.show_query {
-        if let Some(sub) = sub {
-            out.push_str(",\"query\":");
-            render_sub_query(out, sub);
-        }
+    if q.show_query
+        && let Some(sub) = sub
+    {
+        out.push_str(",\"query\":");
+        render_sub_query(out, sub);
     }
     if q.show_tsuids {
         out.push_str(",\"tsuids\":[");

@@ -633,14 +633,13 @@ fn validate_sub(
             "Histogram and percentile queries are not supported yet",
         ));
     }
-    if downsample.is_some() {
-        if let Some(tz) = tz {
-            if !is_supported_timezone(tz) {
-                return Err(QueryError::bad(
-                    "The timezone specification could not be found",
-                ));
-            }
-        }
+    if downsample.is_some()
+        && let Some(tz) = tz
+        && !is_supported_timezone(tz)
+    {
+        return Err(QueryError::bad(
+            "The timezone specification could not be found",
+        ));
     }
     Ok(SubQuery {
         index: 0,

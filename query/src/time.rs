@@ -36,12 +36,13 @@ pub fn parse_time_tz(s: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, Quer
         return Err(QueryError::bad("Missing time"));
     }
     // `<digits>ms`: an explicit millisecond timestamp.
-    if let Some(digits) = s.strip_suffix("ms") {
-        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-            return digits
-                .parse::<i64>()
-                .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")));
-        }
+    if let Some(digits) = s.strip_suffix("ms")
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return digits
+            .parse::<i64>()
+            .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")));
     }
     if s.eq_ignore_ascii_case("now") {
         return Ok(now_ms);
@@ -155,10 +156,11 @@ fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
         19 => Some((if s.contains('-') { '-' } else { ' ' }, true)),
         _ => return Err(QueryError::bad(format!("Invalid absolute date: {s}"))),
     };
-    if let Some(tz) = tz {
-        if !tz.is_empty() && !is_supported_timezone(tz) {
-            return Err(QueryError::bad(format!("Invalid timezone name: {tz}")));
-        }
+    if let Some(tz) = tz
+        && !tz.is_empty()
+        && !is_supported_timezone(tz)
+    {
+        return Err(QueryError::bad(format!("Invalid timezone name: {tz}")));
     }
     let unparseable = || QueryError::bad(format!("Invalid date: {s}. Unparseable date: \"{s}\""));
     let mut cursor = Cursor {

@@ -142,7 +142,7 @@ impl KeyLayout {
     /// pairs.
     pub fn parse_row_key<'a>(&self, key: &'a [u8]) -> Option<RowKeyParts<'a>> {
         let p = self.prefix_width();
-        if key.len() < p + 4 || (key.len() - p - 4) % self.tag_pair_width() != 0 {
+        if key.len() < p + 4 || !(key.len() - p - 4).is_multiple_of(self.tag_pair_width()) {
             return None;
         }
         let base = u32::from_be_bytes([key[p], key[p + 1], key[p + 2], key[p + 3]]);

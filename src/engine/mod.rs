@@ -49,10 +49,17 @@ pub enum EngineError {
     Wal(#[from] WalError),
     #[error(transparent)]
     Uid(UidError),
+    #[error(
+        "Please throttle writes: {points} points are waiting to be written to storage (limit {limit})"
+    )]
+    Overloaded { points: usize, limit: usize },
     #[error("data directory {path} is in use by another hourglass process")]
     Locked { path: PathBuf },
     #[error("cannot use data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Why one point of a batch was not written.
@@ -61,6 +68,13 @@ pub enum PointError {
     #[error(transparent)]
     Uid(#[from] UidError),
 }
+
+/// One internal statistic: name (without the `tsd.` prefix), value, tags.
+pub type Stat = (String, i64, Vec<(&'static str, String)>);
+
+/// A series resolved outside the lock: batch index, series text, series
+/// key, metric UID.
+type Resolved = (usize, Box<str>, Arc<[u8]>, u64);
 
 /// Outcome of [`Engine::write`].
 #[derive(Debug, Default)]
@@ -100,7 +114,10 @@ impl State {
             return id;
         }
         let id = self.series.len() as u32;
-        self.series.push(SeriesEntry { key: Arc::clone(&key), wal_epoch: 0 });
+        self.series.push(SeriesEntry {
+            key: Arc::clone(&key),
+            wal_epoch: 0,
+        });
         self.by_key.insert(key, id);
         self.by_metric.entry(metric).or_default().push(id);
         id
@@ -109,8 +126,16 @@ impl State {
     fn insert(&mut self, id: u32, raw_ts: u64, value: StoredValue) {
         let (base, offset_ms, ms) = split_timestamp(raw_ts);
         let key = Arc::clone(&self.series[id as usize].key);
-        let rows = &mut self.head.entry(id).or_insert_with(|| (key, BTreeMap::new())).1;
-        rows.entry(base).or_default().push(DecodedPoint { offset_ms, ms, value });
+        let rows = &mut self
+            .head
+            .entry(id)
+            .or_insert_with(|| (key, BTreeMap::new()))
+            .1;
+        rows.entry(base).or_default().push(DecodedPoint {
+            offset_ms,
+            ms,
+            value,
+        });
         self.head_points += 1;
     }
 }
@@ -124,7 +149,9 @@ fn stored(v: Value) -> StoredValue {
 }
 
 fn now_secs() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Writes the canonical text of a point's series (metric and tags sorted by
@@ -168,13 +195,23 @@ impl Engine {
     /// whose points are replayed into the head.
     pub fn open(cfg: &Config, metrics: Metrics) -> Result<Arc<Self>, EngineError> {
         let data_dir = cfg.storage.data_dir.clone();
-        let dd_err = |source| EngineError::DataDir { path: data_dir.clone(), source };
+        let dd_err = |source| EngineError::DataDir {
+            path: data_dir.clone(),
+            source,
+        };
         std::fs::create_dir_all(&data_dir).map_err(dd_err)?;
         let lock_path = data_dir.join("LOCK");
-        let lock_file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(dd_err)?;
+        let lock_file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(dd_err)?;
         match lock_file.try_lock() {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(EngineError::Locked { path: data_dir }),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(EngineError::Locked { path: data_dir });
+            }
             Err(std::fs::TryLockError::Error(e)) => return Err(dd_err(e)),
         }
         let layout = cfg.layout();
@@ -183,7 +220,15 @@ impl Engine {
             layout,
             memtable_bytes: cfg.storage.memtable_bytes,
         })?);
-        let uids = Uids::new(Arc::clone(&store), &layout, [cfg.uid.auto_create_metrics, cfg.uid.auto_create_tagks, cfg.uid.auto_create_tagvs]);
+        let uids = Uids::new(
+            Arc::clone(&store),
+            &layout,
+            [
+                cfg.uid.auto_create_metrics,
+                cfg.uid.auto_create_tagks,
+                cfg.uid.auto_create_tagvs,
+            ],
+        );
 
         let mut state = State::default();
         let mut replayed = 0usize;
@@ -198,7 +243,9 @@ impl Engine {
                     None => {
                         let metric = layout
                             .parse_row_key(&layout.row_key(p.series_key, 0))
-                            .map_or(0, |parts| crate::codec::rowkey::uid_from_bytes(parts.metric));
+                            .map_or(0, |parts| {
+                                crate::codec::rowkey::uid_from_bytes(parts.metric)
+                            });
                         state.register(Arc::from(p.series_key), metric)
                     }
                 };
@@ -207,7 +254,11 @@ impl Engine {
             },
         )?;
         if replayed > 0 {
-            tracing::info!(points = replayed, series = state.series.len(), "replayed the write-ahead log");
+            tracing::info!(
+                points = replayed,
+                series = state.series.len(),
+                "replayed the write-ahead log"
+            );
         }
         metrics.head_points.set(state.head_points as i64);
         metrics.head_series.set(state.series.len() as i64);
@@ -235,11 +286,15 @@ impl Engine {
     /// Starts the background flush thread.
     pub fn start_background(self: &Arc<Self>) -> std::io::Result<std::thread::JoinHandle<()>> {
         let me = Arc::clone(self);
-        std::thread::Builder::new().name("hourglass-flush".into()).spawn(move || me.flush_loop())
+        std::thread::Builder::new()
+            .name("hourglass-flush".into())
+            .spawn(move || me.flush_loop())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn layout(&self) -> &KeyLayout {
@@ -290,7 +345,7 @@ impl Engine {
             }
         }
         // Phase 2: resolve misses without the lock (may do storage I/O).
-        let mut resolved: Vec<(usize, Box<str>, Arc<[u8]>, u64)> = Vec::new();
+        let mut resolved: Vec<Resolved> = Vec::new();
         for &i in &misses {
             let p = &points[i];
             match self.resolve(p) {
@@ -299,7 +354,10 @@ impl Engine {
                     resolved.push((i, text.clone().into_boxed_str(), key, metric));
                 }
                 Err(e) => {
-                    self.metrics.points_rejected.with_label_values(&["unknown_name"]).inc();
+                    self.metrics
+                        .points_rejected
+                        .with_label_values(&["unknown_name"])
+                        .inc();
                     receipt.errors.push((i, e.into()));
                 }
             }
@@ -310,6 +368,18 @@ impl Engine {
         }
         // Phase 3: register, log, buffer.
         let mut st = self.lock();
+        // Past twice the checkpoint trigger the flush is not keeping up
+        // (or storage is failing): refuse rather than grow without bound.
+        let hard_limit = self.max_points.saturating_mul(2);
+        if st.head_points >= hard_limit {
+            let points = st.head_points;
+            drop(st);
+            self.request_checkpoint();
+            return Err(EngineError::Overloaded {
+                points,
+                limit: hard_limit,
+            });
+        }
         for (i, t, key, metric) in resolved {
             let id = st.register(key, metric);
             st.by_text.insert(t, id);
@@ -352,7 +422,10 @@ impl Engine {
         let metric = self.uids.get_or_create(UidKind::Metric, &p.metric)?;
         let mut tags = Vec::with_capacity(p.tags.len());
         for (k, v) in &p.tags {
-            tags.push((self.uids.get_or_create(UidKind::TagK, k)?, self.uids.get_or_create(UidKind::TagV, v)?));
+            tags.push((
+                self.uids.get_or_create(UidKind::TagK, k)?,
+                self.uids.get_or_create(UidKind::TagV, v)?,
+            ));
         }
         tags.sort_unstable();
         Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
@@ -371,7 +444,10 @@ impl Engine {
                 let (m, cv) = &self.wake;
                 let mut woken = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if !*woken {
-                    woken = cv.wait_timeout(woken, self.flush_interval).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+                    woken = cv
+                        .wait_timeout(woken, self.flush_interval)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
                 }
                 *woken = false;
             }
@@ -390,7 +466,10 @@ impl Engine {
     /// Packs closed rows (or every row, with `all`, which also checkpoints
     /// the WAL) and writes them to the store.
     pub fn flush(&self, all: bool) -> Result<(), EngineError> {
-        let _guard = self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _guard = self
+            .flush_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let cutoff = now_secs() - 3600 - self.flush_grace_secs;
         let (frozen, rotation) = {
             let mut st = self.lock();
@@ -400,7 +479,8 @@ impl Engine {
                 let taken = if all {
                     std::mem::take(rows)
                 } else {
-                    let keep = rows.split_off(&u32::try_from(cutoff.max(-1) + 1).unwrap_or(u32::MAX));
+                    let keep =
+                        rows.split_off(&u32::try_from(cutoff.max(-1) + 1).unwrap_or(u32::MAX));
                     std::mem::replace(rows, keep)
                 };
                 if !taken.is_empty() {
@@ -431,7 +511,10 @@ impl Engine {
             if result.is_err() {
                 // Put the rows back in front of anything newer.
                 for (id, (key, rows)) in frozen.iter() {
-                    let entry = st.head.entry(*id).or_insert_with(|| (Arc::clone(key), BTreeMap::new()));
+                    let entry = st
+                        .head
+                        .entry(*id)
+                        .or_insert_with(|| (Arc::clone(key), BTreeMap::new()));
                     let mut n = 0;
                     for (base, pts) in rows {
                         let slot = entry.1.entry(*base).or_default();
@@ -480,11 +563,23 @@ impl Engine {
                 let (q, v) = encode_packed_cell(&merged);
                 let new_col = column(family::DATA, &q);
                 for c in existing {
-                    if c.column != new_col && c.column.first() == Some(&family::DATA) && !keep_cells.contains(&c.column) {
-                        muts.push(Mutation::Delete { table: Table::Data, row: row_key.clone(), column: c.column });
+                    if c.column != new_col
+                        && c.column.first() == Some(&family::DATA)
+                        && !keep_cells.contains(&c.column)
+                    {
+                        muts.push(Mutation::Delete {
+                            table: Table::Data,
+                            row: row_key.clone(),
+                            column: c.column,
+                        });
                     }
                 }
-                muts.push(Mutation::Put { table: Table::Data, row: row_key, column: new_col, value: v });
+                muts.push(Mutation::Put {
+                    table: Table::Data,
+                    row: row_key,
+                    column: new_col,
+                    value: v,
+                });
                 count += 1;
             }
         }
@@ -508,23 +603,50 @@ impl Engine {
     }
 
     /// Internal counters for `/api/stats` and telnet `stats`.
-    pub fn stats(&self) -> Vec<(String, i64, Vec<(&'static str, String)>)> {
+    pub fn stats(&self) -> Vec<Stat> {
         let st = self.lock();
         let mut out = vec![
-            ("datapoints.added".to_string(), self.metrics.points_written.get() as i64, vec![]),
+            (
+                "datapoints.added".to_string(),
+                self.metrics.points_written.get() as i64,
+                vec![],
+            ),
             ("head.points".to_string(), st.head_points as i64, vec![]),
             ("series".to_string(), st.series.len() as i64, vec![]),
-            ("wal.bytes".to_string(), self.wal.total_bytes() as i64, vec![]),
-            ("flushes".to_string(), self.metrics.flushes.get() as i64, vec![]),
+            (
+                "wal.bytes".to_string(),
+                self.wal.total_bytes() as i64,
+                vec![],
+            ),
+            (
+                "flushes".to_string(),
+                self.metrics.flushes.get() as i64,
+                vec![],
+            ),
         ];
         drop(st);
         for kind in UidKind::ALL {
             let used = self.uids.ids_used(kind).unwrap_or(0) as i64;
             let max = KeyLayout::max_uid(self.uids.width(kind)) as i64;
-            out.push(("uid.ids-used".into(), used, vec![("kind", kind.as_str().into())]));
-            out.push(("uid.ids-available".into(), max.saturating_sub(used), vec![("kind", kind.as_str().into())]));
-            out.push(("uid.cache-size".into(), self.uids.cache_size(kind) as i64, vec![("kind", kind.as_str().into())]));
+            out.push((
+                "uid.ids-used".into(),
+                used,
+                vec![("kind", kind.as_str().into())],
+            ));
+            out.push((
+                "uid.ids-available".into(),
+                max.saturating_sub(used),
+                vec![("kind", kind.as_str().into())],
+            ));
+            out.push((
+                "uid.cache-size".into(),
+                self.uids.cache_size(kind) as i64,
+                vec![("kind", kind.as_str().into())],
+            ));
         }
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -18,12 +18,16 @@ use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
 use crate::storage::{Table, family};
 use crate::uid::{UidError, UidKind};
 
+/// A tag key UID that must be present, with the allowed value UIDs (`None`
+/// = any value).
+type Required = (Vec<u8>, Option<HashSet<Vec<u8>>>);
+
 /// Tag constraints checked on raw key bytes.
 #[derive(Debug, Default)]
 struct Prefilter {
     /// Each tag key that must be present, with the allowed value UIDs
     /// (`None` = any value).
-    required: Vec<(Vec<u8>, Option<HashSet<Vec<u8>>>)>,
+    required: Vec<Required>,
     /// With explicitTags: the only tag keys a series may have.
     only: Option<HashSet<Vec<u8>>>,
 }
@@ -34,16 +38,16 @@ impl Prefilter {
             let Some((_, v)) = layout.tag_pairs(tags).find(|(tk, _)| *tk == k.as_slice()) else {
                 return false;
             };
-            if let Some(set) = allowed {
-                if !set.contains(v) {
-                    return false;
-                }
-            }
-        }
-        if let Some(only) = &self.only {
-            if layout.tag_pairs(tags).any(|(k, _)| !only.contains(k)) {
+            if let Some(set) = allowed
+                && !set.contains(v)
+            {
                 return false;
             }
+        }
+        if let Some(only) = &self.only
+            && layout.tag_pairs(tags).any(|(k, _)| !only.contains(k))
+        {
+            return false;
         }
         true
     }
@@ -51,7 +55,10 @@ impl Prefilter {
 
 fn source_err(e: UidError) -> SourceError {
     match e {
-        UidError::NoSuchName { kind, name } => SourceError::NoSuchName { kind: kind.as_str(), name },
+        UidError::NoSuchName { kind, name } => SourceError::NoSuchName {
+            kind: kind.as_str(),
+            name,
+        },
         other => SourceError::Storage(other.to_string()),
     }
 }
@@ -68,7 +75,10 @@ type Points = Vec<(i64, StoredValue)>;
 
 fn push_row(out: &mut Points, base: u32, pts: &[DecodedPoint]) {
     let base_ms = i64::from(base) * 1000;
-    out.extend(pts.iter().map(|p| (base_ms + i64::from(p.offset_ms), p.value)));
+    out.extend(
+        pts.iter()
+            .map(|p| (base_ms + i64::from(p.offset_ms), p.value)),
+    );
 }
 
 impl Engine {
@@ -87,7 +97,10 @@ impl Engine {
             let k = uids
                 .lookup(UidKind::TagK, &f.tagk)
                 .map_err(source_err)?
-                .ok_or_else(|| SourceError::NoSuchName { kind: "tagk", name: f.tagk.clone() })?;
+                .ok_or_else(|| SourceError::NoSuchName {
+                    kind: "tagk",
+                    name: f.tagk.clone(),
+                })?;
             let kb = bytes(k, width_k);
             keys.insert(kb.clone());
             let allowed = match f.literal_values() {
@@ -97,7 +110,10 @@ impl Engine {
                         let uid = uids
                             .lookup(UidKind::TagV, v)
                             .map_err(source_err)?
-                            .ok_or_else(|| SourceError::NoSuchName { kind: "tagv", name: v.clone() })?;
+                            .ok_or_else(|| SourceError::NoSuchName {
+                                kind: "tagv",
+                                name: v.clone(),
+                            })?;
                         set.insert(bytes(uid, width_v));
                     }
                     Some(set)
@@ -114,9 +130,19 @@ impl Engine {
 
     /// Points per series key from the store, scanning salt buckets in
     /// parallel.
-    fn scan_store(&self, metric: u64, lo: u32, hi: u32, pf: &Prefilter) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+    fn scan_store(
+        &self,
+        metric: u64,
+        lo: u32,
+        hi: u32,
+        pf: &Prefilter,
+    ) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
         let layout = *self.layout();
-        let buckets = if layout.salt_width == 0 { 1 } else { layout.salt_buckets as usize };
+        let buckets = if layout.salt_width == 0 {
+            1
+        } else {
+            layout.salt_buckets as usize
+        };
         let workers = buckets.min(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<HashMap<Vec<u8>, Points>>> = Mutex::new(Vec::new());
@@ -163,11 +189,17 @@ impl Engine {
                 });
             }
         });
-        if let Some(e) = first_err.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        if let Some(e) = first_err
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
             return Err(e);
         }
         let mut all = HashMap::new();
-        for m in results.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        for m in results
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
             all.extend(m);
         }
         Ok(all)
@@ -175,18 +207,31 @@ impl Engine {
 
     /// Points per series key held in memory (rows being flushed, then the
     /// head), in that order so newer points come later.
-    fn scan_memory(&self, metric: u64, lo: u32, hi: u32, pf: &Prefilter) -> HashMap<Vec<u8>, Points> {
+    fn scan_memory(
+        &self,
+        metric: u64,
+        lo: u32,
+        hi: u32,
+        pf: &Prefilter,
+    ) -> HashMap<Vec<u8>, Points> {
         let layout = *self.layout();
         let st = self.lock();
         let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
-        let Some(ids) = st.by_metric.get(&metric) else { return out };
+        let Some(ids) = st.by_metric.get(&metric) else {
+            return out;
+        };
         for &id in ids {
             let key = &st.series[id as usize].key;
             let tags = key.get(layout.prefix_width()..).unwrap_or_default();
             if !pf.matches(&layout, tags) {
                 continue;
             }
-            for rows in st.frozen.iter().map(|f| f.get(&id)).chain(std::iter::once(st.head.get(&id))) {
+            for rows in st
+                .frozen
+                .iter()
+                .map(|f| f.get(&id))
+                .chain(std::iter::once(st.head.get(&id)))
+            {
                 let Some((_, by_base)) = rows else { continue };
                 for (&base, pts) in by_base.range(lo..hi) {
                     push_row(out.entry(key.to_vec()).or_default(), base, pts);
@@ -203,12 +248,25 @@ impl Engine {
         for (k, v) in layout.tag_pairs(tags) {
             let name = |kind, b: &[u8]| -> Result<Arc<str>, SourceError> {
                 let uid = uid_from_bytes(b);
-                Ok(self.uids().name_of(kind, uid).map_err(source_err)?.unwrap_or_else(|| {
-                    tracing::warn!(kind = kind.as_str(), uid, "UID without a name in a row key");
-                    Arc::from(format!("{uid:X}"))
-                }))
+                Ok(self
+                    .uids()
+                    .name_of(kind, uid)
+                    .map_err(source_err)?
+                    .unwrap_or_else(|| {
+                        tracing::warn!(
+                            kind = kind.as_str(),
+                            uid,
+                            "UID without a name in a row key"
+                        );
+                        Arc::from(format!("{uid:X}"))
+                    }))
             };
-            out.push(SeriesTag { key: name(UidKind::TagK, k)?, value: name(UidKind::TagV, v)?, key_uid: k.to_vec(), value_uid: v.to_vec() });
+            out.push(SeriesTag {
+                key: name(UidKind::TagK, k)?,
+                value: name(UidKind::TagV, v)?,
+                key_uid: k.to_vec(),
+                value_uid: v.to_vec(),
+            });
         }
         Ok(out)
     }
@@ -220,7 +278,10 @@ impl SeriesSource for Engine {
             .uids()
             .lookup(UidKind::Metric, req.metric)
             .map_err(source_err)?
-            .ok_or_else(|| SourceError::NoSuchName { kind: "metrics", name: req.metric.to_string() })?;
+            .ok_or_else(|| SourceError::NoSuchName {
+                kind: "metrics",
+                name: req.metric.to_string(),
+            })?;
         let pf = self.prefilter(req)?;
         let hour = |ms: i64| -> u32 {
             let s = ms.div_euclid(1000).clamp(0, i64::from(u32::MAX));
@@ -249,7 +310,11 @@ impl SeriesSource for Engine {
             if dedup.is_empty() {
                 return Ok(());
             }
-            out.push(Series { tsuid: key[prefix..].to_vec(), tags: self.resolve_tags(&key)?, points: dedup });
+            out.push(Series {
+                tsuid: key[prefix..].to_vec(),
+                tags: self.resolve_tags(&key)?,
+                points: dedup,
+            });
             Ok(())
         };
         for (key, mut pts) in stored {

@@ -141,7 +141,10 @@ fn segment_path(dir: &Path, n: u64) -> PathBuf {
 
 /// Live segment numbers in order.
 fn list_segments(dir: &Path) -> Result<Vec<u64>, LogError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| LogError::Io { path: dir.to_path_buf(), source })?;
+    let rd = std::fs::read_dir(dir).map_err(|source| LogError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut v: Vec<u64> = rd
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_suffix(".wal")?.parse().ok())
@@ -150,8 +153,17 @@ fn list_segments(dir: &Path) -> Result<Vec<u64>, LogError> {
     Ok(v)
 }
 
-fn decode_frame(payload: &[u8], path: &Path, visit: &mut dyn FnMut(ReplayedPoint<'_>), defs: &mut Vec<Option<Vec<u8>>>) -> Result<(), LogError> {
-    let bad = |reason| LogError::Corrupt { path: path.to_path_buf(), offset: 0, reason };
+fn decode_frame(
+    payload: &[u8],
+    path: &Path,
+    visit: &mut dyn FnMut(ReplayedPoint<'_>),
+    defs: &mut Vec<Option<Vec<u8>>>,
+) -> Result<(), LogError> {
+    let bad = |reason| LogError::Corrupt {
+        path: path.to_path_buf(),
+        offset: 0,
+        reason,
+    };
     let mut r = varint::Reader::new(payload);
     while !r.is_empty() {
         match r.u8() {
@@ -174,12 +186,27 @@ fn decode_frame(payload: &[u8], path: &Path, visit: &mut dyn FnMut(ReplayedPoint
                         let z = r.varint().ok_or_else(|| bad("bad point value"))?;
                         StoredValue::Int(((z >> 1) as i64) ^ -((z & 1) as i64))
                     }
-                    Some(1) => StoredValue::Float(f32::from_le_bytes(r.take(4).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("bad point value"))?)),
-                    Some(2) => StoredValue::Double(f64::from_le_bytes(r.take(8).and_then(|b| b.try_into().ok()).ok_or_else(|| bad("bad point value"))?)),
+                    Some(1) => StoredValue::Float(f32::from_le_bytes(
+                        r.take(4)
+                            .and_then(|b| b.try_into().ok())
+                            .ok_or_else(|| bad("bad point value"))?,
+                    )),
+                    Some(2) => StoredValue::Double(f64::from_le_bytes(
+                        r.take(8)
+                            .and_then(|b| b.try_into().ok())
+                            .ok_or_else(|| bad("bad point value"))?,
+                    )),
                     _ => return Err(bad("bad point value kind")),
                 };
-                let key = defs.get(id).and_then(Option::as_deref).ok_or_else(|| bad("point of an undefined series"))?;
-                visit(ReplayedPoint { series_key: key, raw_ts, value });
+                let key = defs
+                    .get(id)
+                    .and_then(Option::as_deref)
+                    .ok_or_else(|| bad("point of an undefined series"))?;
+                visit(ReplayedPoint {
+                    series_key: key,
+                    raw_ts,
+                    value,
+                });
             }
             _ => return Err(bad("unknown record type")),
         }
@@ -190,14 +217,25 @@ fn decode_frame(payload: &[u8], path: &Path, visit: &mut dyn FnMut(ReplayedPoint
 impl Wal {
     /// Replays every segment in `dir` through `visit`, then opens a fresh
     /// segment for appending. Old segments stay until [`Wal::remove_before`].
-    pub fn open(dir: &Path, policy: FsyncPolicy, interval: Duration, max_pending: usize, mut visit: impl FnMut(ReplayedPoint<'_>)) -> Result<Arc<Self>, LogError> {
-        std::fs::create_dir_all(dir).map_err(|source| LogError::Io { path: dir.to_path_buf(), source })?;
+    pub fn open(
+        dir: &Path,
+        policy: FsyncPolicy,
+        interval: Duration,
+        max_pending: usize,
+        mut visit: impl FnMut(ReplayedPoint<'_>),
+    ) -> Result<Arc<Self>, LogError> {
+        std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let segments = list_segments(dir)?;
         let mut total = 0u64;
         for (i, &n) in segments.iter().enumerate() {
             let path = segment_path(dir, n);
             let mut defs: Vec<Option<Vec<u8>>> = Vec::new();
-            let rec = logfile::read_log(&path, MAGIC, VERSION, |payload| decode_frame(payload, &path, &mut visit, &mut defs))?;
+            let rec = logfile::read_log(&path, MAGIC, VERSION, |payload| {
+                decode_frame(payload, &path, &mut visit, &mut defs)
+            })?;
             if rec.torn_bytes > 0 {
                 let last = i + 1 == segments.len();
                 tracing::warn!(segment = %path.display(), bytes = rec.torn_bytes, last, "dropped a torn write-ahead log tail (never acknowledged under fsync=always)");
@@ -213,7 +251,16 @@ impl Wal {
             policy,
             interval,
             max_pending,
-            inner: Mutex::new(Inner { pending: Vec::new(), appended: 0, rotate: None, segment: next, epoch: 1, poisoned: None, closed: false, total_bytes: total }),
+            inner: Mutex::new(Inner {
+                pending: Vec::new(),
+                appended: 0,
+                rotate: None,
+                segment: next,
+                epoch: 1,
+                poisoned: None,
+                closed: false,
+                total_bytes: total,
+            }),
             work: Condvar::new(),
             space: Condvar::new(),
             durable_tx,
@@ -223,13 +270,20 @@ impl Wal {
         let handle = std::thread::Builder::new()
             .name("hourglass-wal".into())
             .spawn(move || w.sync_loop(writer))
-            .map_err(|source| LogError::Io { path: dir.to_path_buf(), source })?;
-        *wal.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            .map_err(|source| LogError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        *wal.thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
         Ok(wal)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Current segment epoch: changes at every rotation, when every series
@@ -240,7 +294,9 @@ impl Wal {
 
     /// Appends one frame; returns its LSN. Blocks while the buffer is full.
     pub fn append(&self, frame: FrameBuilder) -> Result<u64, WalError> {
-        let bytes = frame.finish().map_err(|e| WalError::Poisoned(e.to_string()))?;
+        let bytes = frame
+            .finish()
+            .map_err(|e| WalError::Poisoned(e.to_string()))?;
         let mut g = self.lock();
         loop {
             if let Some(p) = &g.poisoned {
@@ -252,7 +308,10 @@ impl Wal {
             if g.pending.is_empty() || g.pending.len() + bytes.len() <= self.max_pending {
                 break;
             }
-            g = self.space.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+            g = self
+                .space
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         g.pending.extend_from_slice(&bytes);
         g.appended += bytes.len() as u64;
@@ -284,7 +343,10 @@ impl Wal {
             if n < segment {
                 let path = segment_path(&self.dir, n);
                 let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                std::fs::remove_file(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+                std::fs::remove_file(&path).map_err(|source| LogError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 let mut g = self.lock();
                 g.total_bytes = g.total_bytes.saturating_sub(len);
             }
@@ -306,7 +368,11 @@ impl Wal {
         let res = rx.wait_for(|d| d.lsn >= lsn || d.failed).await;
         match res {
             Ok(d) if d.lsn >= lsn && !d.failed => Ok(()),
-            _ => Err(self.lock().poisoned.clone().map_or(WalError::Closed, WalError::Poisoned)),
+            _ => Err(self
+                .lock()
+                .poisoned
+                .clone()
+                .map_or(WalError::Closed, WalError::Poisoned)),
         }
     }
 
@@ -316,7 +382,11 @@ impl Wal {
         loop {
             let d = *rx.borrow_and_update();
             if d.failed {
-                return Err(self.lock().poisoned.clone().map_or(WalError::Closed, WalError::Poisoned));
+                return Err(self
+                    .lock()
+                    .poisoned
+                    .clone()
+                    .map_or(WalError::Closed, WalError::Poisoned));
             }
             if d.lsn >= lsn {
                 return Ok(());
@@ -335,7 +405,12 @@ impl Wal {
         self.lock().closed = true;
         self.work.notify_all();
         self.space.notify_all();
-        if let Some(h) = self.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        if let Some(h) = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             let _ = h.join();
         }
     }
@@ -355,12 +430,24 @@ impl Wal {
                         if wait.is_zero() {
                             break;
                         }
-                        g = self.work.wait_timeout(g, wait).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+                        g = self
+                            .work
+                            .wait_timeout(g, wait)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .0;
                     } else {
-                        g = self.work.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+                        g = self
+                            .work
+                            .wait(g)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
                     }
                 }
-                (std::mem::take(&mut g.pending), g.appended, g.rotate.take(), g.closed)
+                (
+                    std::mem::take(&mut g.pending),
+                    g.appended,
+                    g.rotate.take(),
+                    g.closed,
+                )
             };
             self.space.notify_all();
             let res = (|| -> Result<(), LogError> {
@@ -380,7 +467,9 @@ impl Wal {
                 }
                 let must_sync = match self.policy {
                     FsyncPolicy::Always => dirty,
-                    FsyncPolicy::Interval => dirty && (closed || last_sync.elapsed() >= self.interval),
+                    FsyncPolicy::Interval => {
+                        dirty && (closed || last_sync.elapsed() >= self.interval)
+                    }
                     FsyncPolicy::Never => false,
                 };
                 if must_sync {
@@ -392,12 +481,18 @@ impl Wal {
             })();
             match res {
                 Ok(()) => {
-                    self.durable_tx.send_replace(Durable { lsn: end_lsn, failed: false });
+                    self.durable_tx.send_replace(Durable {
+                        lsn: end_lsn,
+                        failed: false,
+                    });
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "write-ahead log write failed; refusing further writes");
                     self.lock().poisoned = Some(e.to_string());
-                    self.durable_tx.send_replace(Durable { lsn: self.durable_tx.borrow().lsn, failed: true });
+                    self.durable_tx.send_replace(Durable {
+                        lsn: self.durable_tx.borrow().lsn,
+                        failed: true,
+                    });
                     self.space.notify_all();
                     return;
                 }
@@ -416,9 +511,18 @@ impl Wal {
 mod tests {
     use super::*;
 
-    fn collect(dir: &Path) -> (Arc<Wal>, Vec<(Vec<u8>, u64, StoredValue)>) {
+    type Replayed = Vec<(Vec<u8>, u64, StoredValue)>;
+
+    fn collect(dir: &Path) -> (Arc<Wal>, Replayed) {
         let mut out = Vec::new();
-        let wal = Wal::open(dir, FsyncPolicy::Always, Duration::from_millis(10), 1 << 20, |p| out.push((p.series_key.to_vec(), p.raw_ts, p.value))).unwrap();
+        let wal = Wal::open(
+            dir,
+            FsyncPolicy::Always,
+            Duration::from_millis(10),
+            1 << 20,
+            |p| out.push((p.series_key.to_vec(), p.raw_ts, p.value)),
+        )
+        .unwrap();
         (wal, out)
     }
 
@@ -448,11 +552,15 @@ mod tests {
             got,
             vec![
                 (b"key-a".to_vec(), 1_356_998_400, StoredValue::Int(-42)),
-                (b"key-a".to_vec(), 1_356_998_401_500, StoredValue::Double(0.1)),
+                (
+                    b"key-a".to_vec(),
+                    1_356_998_401_500,
+                    StoredValue::Double(0.1)
+                ),
                 (b"key-b".to_vec(), 7, StoredValue::Float(1.5)),
             ]
         );
-        wal.remove_before(3).unwrap();
+        wal.remove_before(2).unwrap();
         wal.close();
         let (_wal, got) = collect(dir.path());
         assert_eq!(got, vec![(b"key-b".to_vec(), 7, StoredValue::Float(1.5))]);

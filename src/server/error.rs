@@ -18,7 +18,11 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), details: None }
+        Self {
+            status,
+            message: message.into(),
+            details: None,
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -42,7 +46,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, [(axum::http::header::CONTENT_TYPE, "application/json; charset=UTF-8")], self.body().to_string()).into_response()
+        (
+            self.status,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "application/json; charset=UTF-8",
+            )],
+            self.body().to_string(),
+        )
+            .into_response()
     }
 }
 
@@ -80,7 +92,12 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::Wal(w) => w.into(),
-            EngineError::Storage(crate::storage::StorageError::Poisoned) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            EngineError::Overloaded { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
+            EngineError::Storage(crate::storage::StorageError::Poisoned) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }

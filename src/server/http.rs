@@ -44,19 +44,27 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/config/filters", get(filters).post(filters))
         .route("/api/dropcaches", get(dropcaches).delete(dropcaches))
         .route("/api/stats", get(stats).post(stats))
-        .route("/api/__unsupported_version", axum::routing::any(unsupported_version))
+        .route(
+            "/api/__unsupported_version",
+            axum::routing::any(unsupported_version),
+        )
         .route("/metrics", get(metrics))
         .route("/", get(home))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(ctx);
-    MapRequest::new(router, normalize::<hyper::body::Incoming> as fn(Incoming) -> Incoming)
+    MapRequest::new(
+        router,
+        normalize::<hyper::body::Incoming> as fn(Incoming) -> Incoming,
+    )
 }
 
 /// Serves one HTTP/1.1 connection until it closes or the server stops.
 pub async fn serve(stream: TcpStream, app: AppService, mut stop: watch::Receiver<bool>) {
     let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_secs(30))
         .keep_alive(true)
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
     tokio::pin!(conn);
@@ -80,13 +88,14 @@ fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     let lower = p.to_ascii_lowercase();
     if lower == "/api" || lower.starts_with("/api/") {
         let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
-        if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v')) {
-            if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-                if v.parse::<u32>().map_or(true, |n| n > 1) {
-                    segs = vec!["__unsupported_version"];
-                } else {
-                    segs.remove(0);
-                }
+        if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
+            && !v.is_empty()
+            && v.bytes().all(|b| b.is_ascii_digit())
+        {
+            if v.parse::<u32>().map_or(true, |n| n > 1) {
+                segs = vec!["__unsupported_version"];
+            } else {
+                segs.remove(0);
             }
         }
         p = format!("/api/{}", segs.join("/"));
@@ -108,50 +117,94 @@ fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
 }
 
 fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json; charset=UTF-8")], body.into()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=UTF-8")],
+        body.into(),
+    )
+        .into_response()
 }
 
 fn count(ctx: &Ctx, endpoint: &str, status: StatusCode) {
-    ctx.metrics.http_requests.with_label_values(&[endpoint, status.as_str()]).inc();
+    ctx.metrics
+        .http_requests
+        .with_label_values(&[endpoint, status.as_str()])
+        .inc();
 }
 
 fn has_flag(params: &Params, name: &str) -> bool {
-    params.iter().any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
+    params
+        .iter()
+        .any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
 }
 
 fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
-    params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Inflates a gzip or deflate body, bounded by the body limit.
 fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
-    let encoding = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("").trim().to_ascii_lowercase();
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let mut out = Vec::new();
     let res = match encoding.as_str() {
         "" | "identity" => return Ok(body),
-        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..]).take(limit as u64 + 1).read_to_end(&mut out),
-        "deflate" => flate2::read::ZlibDecoder::new(&body[..]).take(limit as u64 + 1).read_to_end(&mut out),
-        other => return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("Unsupported Content-Encoding: {other}"))),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
+            .take(limit as u64 + 1)
+            .read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+            .take(limit as u64 + 1)
+            .read_to_end(&mut out),
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Unsupported Content-Encoding: {other}"),
+            ));
+        }
     };
-    res.map_err(|e| ApiError::bad_request("Unable to decompress the request body").with_details(e.to_string()))?;
+    res.map_err(|e| {
+        ApiError::bad_request("Unable to decompress the request body").with_details(e.to_string())
+    })?;
     if out.len() > limit {
-        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("Request body larger than {limit} bytes after decompression")));
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Request body larger than {limit} bytes after decompression"),
+        ));
     }
     Ok(Bytes::from(out))
 }
 
-async fn put(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, headers: HeaderMap, body: Bytes) -> Response {
+async fn put(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let r = put_inner(&ctx, &params, &headers, body).await;
     let resp = r.unwrap_or_else(IntoResponse::into_response);
     count(&ctx, "put", resp.status());
     resp
 }
 
-async fn put_inner(ctx: &Arc<Ctx>, params: &Params, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+async fn put_inner(
+    ctx: &Arc<Ctx>,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let body = decode_body(headers, body, ctx.config.server.max_body_bytes)?;
     let details = has_flag(params, "details");
     let summary = details || has_flag(params, "summary");
@@ -175,7 +228,10 @@ async fn put_inner(ctx: &Arc<Ctx>, params: &Params, headers: &HeaderMap, body: B
         }
     }
     if !errors.is_empty() {
-        ctx.metrics.points_rejected.with_label_values(&["invalid"]).inc_by(errors.len() as u64);
+        ctx.metrics
+            .points_rejected
+            .with_label_values(&["invalid"])
+            .inc_by(errors.len() as u64);
     }
     let receipt = tokio::task::block_in_place(|| ctx.engine.write(&points))?;
     for (j, e) in &receipt.errors {
@@ -208,16 +264,28 @@ async fn put_inner(ctx: &Arc<Ctx>, params: &Params, headers: &HeaderMap, body: B
     }
     out.insert("failed".into(), failed.into());
     out.insert("success".into(), success.into());
-    let status = if failed > 0 { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    Ok(json_response(status, serde_json::Value::Object(out).to_string()))
+    let status = if failed > 0 {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    Ok(json_response(
+        status,
+        serde_json::Value::Object(out).to_string(),
+    ))
 }
 
-async fn run_query(ctx: Arc<Ctx>, q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>) -> Response {
+async fn run_query(
+    ctx: Arc<Ctx>,
+    q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
+) -> Response {
     let started = Instant::now();
     let result: Result<Vec<u8>, ApiError> = async {
         let q = q?;
         if q.delete {
-            return Err(ApiError::bad_request("Bad request").with_details("Deleting data is not enabled"));
+            return Err(
+                ApiError::bad_request("Bad request").with_details("Deleting data is not enabled")
+            );
         }
         let engine = Arc::clone(&ctx.engine);
         let joined = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
@@ -225,10 +293,17 @@ async fn run_query(ctx: Arc<Ctx>, q: Result<hourglass_query::TsQuery, hourglass_
             Ok(hourglass_query::render::render_json(&q, &results))
         })
         .await;
-        joined.map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("query task failed: {e}")))?
+        joined.map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("query task failed: {e}"),
+            )
+        })?
     }
     .await;
-    ctx.metrics.query_seconds.observe(started.elapsed().as_secs_f64());
+    ctx.metrics
+        .query_seconds
+        .observe(started.elapsed().as_secs_f64());
     let resp = match result {
         Ok(body) => json_response(StatusCode::OK, body),
         Err(e) => e.into_response(),
@@ -242,7 +317,12 @@ async fn query_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) ->
     run_query(ctx, q).await
 }
 
-async fn query_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, headers: HeaderMap, body: Bytes) -> Response {
+async fn query_post(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body = match decode_body(&headers, body, ctx.config.server.max_body_bytes) {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -251,9 +331,18 @@ async fn query_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, h
     run_query(ctx, q).await
 }
 
-fn suggest_run(ctx: &Arc<Ctx>, kind: Option<&str>, missing_msg: &str, q: &str, max: Option<&str>) -> Result<Response, ApiError> {
-    let kind = kind.filter(|k| !k.is_empty()).ok_or_else(|| ApiError::bad_request(missing_msg))?;
-    let kind_enum = UidKind::parse(kind).ok_or_else(|| ApiError::bad_request(format!("Invalid 'type' parameter:{kind}")))?;
+fn suggest_run(
+    ctx: &Arc<Ctx>,
+    kind: Option<&str>,
+    missing_msg: &str,
+    q: &str,
+    max: Option<&str>,
+) -> Result<Response, ApiError> {
+    let kind = kind
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| ApiError::bad_request(missing_msg))?;
+    let kind_enum = UidKind::parse(kind)
+        .ok_or_else(|| ApiError::bad_request(format!("Invalid 'type' parameter:{kind}")))?;
     let max = match max {
         None | Some("") => 25,
         Some(m) => match m.trim().parse::<i64>() {
@@ -263,20 +352,39 @@ fn suggest_run(ctx: &Arc<Ctx>, kind: Option<&str>, missing_msg: &str, q: &str, m
         },
     };
     let names = tokio::task::block_in_place(|| ctx.engine.uids().suggest(kind_enum, q, max))?;
-    Ok(json_response(StatusCode::OK, serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())))
+    Ok(json_response(
+        StatusCode::OK,
+        serde_json::to_string(&names).unwrap_or_else(|_| "[]".into()),
+    ))
 }
 
 async fn suggest_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
-    let r = suggest_run(&ctx, param(&params, "type"), "Missing parameter <code>type</code>", param(&params, "q").unwrap_or(""), param(&params, "max"));
+    let r = suggest_run(
+        &ctx,
+        param(&params, "type"),
+        "Missing parameter <code>type</code>",
+        param(&params, "q").unwrap_or(""),
+        param(&params, "max"),
+    );
     let resp = r.unwrap_or_else(IntoResponse::into_response);
     count(&ctx, "suggest", resp.status());
     resp
 }
 
-async fn suggest_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>, body: Bytes) -> Response {
-    let parsed: Result<serde_json::Value, _> = if body.is_empty() { Ok(serde_json::Value::Null) } else { serde_json::from_slice(&body) };
+async fn suggest_post(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    body: Bytes,
+) -> Response {
+    let parsed: Result<serde_json::Value, _> = if body.is_empty() {
+        Ok(serde_json::Value::Null)
+    } else {
+        serde_json::from_slice(&body)
+    };
     let r = match parsed {
-        Err(e) => Err(ApiError::bad_request("Unable to parse the given JSON").with_details(e.to_string())),
+        Err(e) => {
+            Err(ApiError::bad_request("Unable to parse the given JSON").with_details(e.to_string()))
+        }
         Ok(v) => {
             let s = |k: &str| -> Option<String> {
                 v.get(k).and_then(|x| match x {
@@ -287,9 +395,17 @@ async fn suggest_post(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>,
             };
             // Fall back to the query string, as a GET would.
             let kind = s("type").or_else(|| param(&params, "type").map(str::to_string));
-            let q = s("q").or_else(|| param(&params, "q").map(str::to_string)).unwrap_or_default();
+            let q = s("q")
+                .or_else(|| param(&params, "q").map(str::to_string))
+                .unwrap_or_default();
             let max = s("max").or_else(|| param(&params, "max").map(str::to_string));
-            suggest_run(&ctx, kind.as_deref(), "Missing 'type' parameter", &q, max.as_deref())
+            suggest_run(
+                &ctx,
+                kind.as_deref(),
+                "Missing 'type' parameter",
+                &q,
+                max.as_deref(),
+            )
         }
     };
     let resp = r.unwrap_or_else(IntoResponse::into_response);
@@ -314,11 +430,17 @@ async fn version() -> Response {
 }
 
 async fn aggregators() -> Response {
-    json_response(StatusCode::OK, serde_json::to_string(hourglass_query::aggregate::AGGREGATOR_NAMES).unwrap_or_default())
+    json_response(
+        StatusCode::OK,
+        serde_json::to_string(hourglass_query::aggregate::AGGREGATOR_NAMES).unwrap_or_default(),
+    )
 }
 
 async fn filters() -> Response {
-    json_response(StatusCode::OK, hourglass_query::filter::filter_types().to_string())
+    json_response(
+        StatusCode::OK,
+        hourglass_query::filter::filter_types().to_string(),
+    )
 }
 
 async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
@@ -339,11 +461,19 @@ async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
             serde_json::json!({"metric": format!("tsd.{name}"), "timestamp": now, "value": value.to_string(), "tags": t})
         })
         .collect();
-    json_response(StatusCode::OK, serde_json::Value::Array(entries).to_string())
+    json_response(
+        StatusCode::OK,
+        serde_json::Value::Array(entries).to_string(),
+    )
 }
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ctx.metrics.render()).into_response()
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        ctx.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn home() -> Response {
@@ -356,9 +486,12 @@ async fn home() -> Response {
 }
 
 async fn unsupported_version() -> Response {
-    ApiError::new(StatusCode::NOT_IMPLEMENTED, "Requested API version is greater than the max implemented")
-        .with_details("The maximum API version is 1")
-        .into_response()
+    ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "Requested API version is greater than the max implemented",
+    )
+    .with_details("The maximum API version is 1")
+    .into_response()
 }
 
 async fn not_found() -> Response {
@@ -367,7 +500,9 @@ async fn not_found() -> Response {
 
 async fn method_not_allowed(method: Method) -> Response {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
-        .with_details(format!("The HTTP method [{method}] is not permitted for this endpoint"))
+        .with_details(format!(
+            "The HTTP method [{method}] is not permitted for this endpoint"
+        ))
         .into_response()
 }
 
@@ -376,7 +511,10 @@ mod tests {
     use super::*;
 
     fn path_of(p: &str) -> String {
-        let req = axum::extract::Request::builder().uri(p).body(Body::empty()).unwrap();
+        let req = axum::extract::Request::builder()
+            .uri(p)
+            .body(Body::empty())
+            .unwrap();
         normalize(req).uri().to_string()
     }
 

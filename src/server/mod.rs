@@ -33,9 +33,18 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(engine: Arc<Engine>, config: Config) -> Arc<Self> {
-        let limits = Limits { max_tags: config.schema.max_tags, max_line_len: config.server.max_line_bytes };
+        let limits = Limits {
+            max_tags: config.schema.max_tags,
+            max_line_len: config.server.max_line_bytes,
+        };
         let metrics = engine.metrics().clone();
-        Arc::new(Self { engine, config, limits, metrics, hostname: hostname() })
+        Arc::new(Self {
+            engine,
+            config,
+            limits,
+            metrics,
+            hostname: hostname(),
+        })
     }
 }
 
@@ -59,7 +68,12 @@ pub fn version_lines() -> String {
 
 /// Accepts connections until `shutdown` resolves, then stops accepting,
 /// tells open connections to finish, and waits up to `drain` for them.
-pub async fn run(listener: TcpListener, ctx: Arc<Ctx>, shutdown: impl Future<Output = ()>, drain: Duration) {
+pub async fn run(
+    listener: TcpListener,
+    ctx: Arc<Ctx>,
+    shutdown: impl Future<Output = ()>,
+    drain: Duration,
+) {
     let max = ctx.config.server.max_connections.max(1);
     let permits = Arc::new(Semaphore::new(max));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -100,12 +114,21 @@ pub async fn run(listener: TcpListener, ctx: Arc<Ctx>, shutdown: impl Future<Out
     drop(listener);
     let _ = stop_tx.send(true);
     let all = u32::try_from(max).unwrap_or(u32::MAX);
-    if tokio::time::timeout(drain, permits.acquire_many(all)).await.is_err() {
+    if tokio::time::timeout(drain, permits.acquire_many(all))
+        .await
+        .is_err()
+    {
         tracing::warn!("some connections were still open at shutdown");
     }
 }
 
-async fn serve_connection(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, app: http::AppService, stop: watch::Receiver<bool>) {
+async fn serve_connection(
+    ctx: &Arc<Ctx>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: http::AppService,
+    stop: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
     let mut first = [0u8; 1];
     let mut stop_peek = stop.clone();

@@ -53,22 +53,27 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
         Ok(receipt) => {
             for (_, e) in &receipt.errors {
                 replies.send(match e {
-                    PointError::Uid(u @ UidError::NoSuchName { .. }) => format!("put: unknown metric: {u}"),
+                    PointError::Uid(u @ UidError::NoSuchName { .. }) => {
+                        format!("put: unknown metric: {u}")
+                    }
                     PointError::Uid(u) => format!("put: illegal argument: {u}"),
                 });
             }
-            if receipt.lsn > 0 {
-                if let Err(e) = ctx.engine.wal().wait_durable(receipt.lsn).await {
-                    replies.send(format!("put: storage error: {e}"));
-                }
+            if receipt.lsn > 0
+                && let Err(e) = ctx.engine.wal().wait_durable(receipt.lsn).await
+            {
+                replies.send(format!("put: storage error: {e}"));
             }
         }
+        Err(e @ crate::engine::EngineError::Overloaded { .. }) => replies.send(format!("put: {e}")),
         Err(e) => replies.send(format!("put: storage error: {e}")),
     }
 }
 
 fn stats_lines(ctx: &Ctx) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let mut out = String::new();
     for (name, value, tags) in ctx.engine.stats() {
         out.push_str(&format!("tsd.{name} {now} {value}"));
@@ -111,14 +116,18 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
                         }
                     }
                     Command::Put(Err(e)) => {
-                        ctx.metrics.points_rejected.with_label_values(&["invalid"]).inc();
+                        ctx.metrics
+                            .points_rejected
+                            .with_label_values(&["invalid"])
+                            .inc();
                         replies.send(e.telnet_line());
                     }
                     Command::Version => {
                         flush(ctx, &mut points, replies).await;
                         replies.send(super::version_lines());
                     }
-                    Command::Help => replies.send("available commands: put stats dropcaches version help exit ".into()),
+                    Command::Help => replies
+                        .send("available commands: put stats dropcaches version help exit ".into()),
                     Command::Stats => {
                         flush(ctx, &mut points, replies).await;
                         replies.send(stats_lines(ctx));
@@ -141,7 +150,12 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
     Outcome::Continue(pos)
 }
 
-pub async fn serve(ctx: Arc<Ctx>, stream: TcpStream, peer: SocketAddr, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    ctx: Arc<Ctx>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+) {
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(ctx.config.server.telnet_error_queue.max(1));
     let writer = tokio::spawn(async move {
@@ -152,7 +166,10 @@ pub async fn serve(ctx: Arc<Ctx>, stream: TcpStream, peer: SocketAddr, mut stop:
         }
         let _ = wr.shutdown().await;
     });
-    let mut replies = Replies { tx: Some(tx), ctx: Arc::clone(&ctx) };
+    let mut replies = Replies {
+        tx: Some(tx),
+        ctx: Arc::clone(&ctx),
+    };
     // Bounded: at most one over-long line plus one read chunk.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
     let mut chunk = vec![0u8; READ_CHUNK];
@@ -178,7 +195,10 @@ pub async fn serve(ctx: Arc<Ctx>, stream: TcpStream, peer: SocketAddr, mut stop:
     // Give a reading client its last replies; never wait on one that
     // does not read.
     let mut writer = writer;
-    if tokio::time::timeout(Duration::from_secs(2), &mut writer).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(2), &mut writer)
+        .await
+        .is_err()
+    {
         writer.abort();
         tracing::debug!(%peer, "dropped unread replies of a closed connection");
     }

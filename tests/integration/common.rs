@@ -39,7 +39,11 @@ impl Server {
             dir.join("data").to_string_lossy()
         );
         std::fs::write(&cfg, text).expect("write config");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log")).expect("log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("server.log"))
+            .expect("log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
             .args(["serve", "--config"])
             .arg(&cfg)
@@ -49,7 +53,9 @@ impl Server {
             .expect("spawn hourglass");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("startup line");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("startup line");
         let addr = line
             .split_whitespace()
             .skip_while(|w| *w != "on")
@@ -59,13 +65,22 @@ impl Server {
                 let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
                 panic!("no address in startup line {line:?}; log:\n{log}")
             });
-        Server { child: Some(child), addr, dir: dir.to_path_buf(), extra: extra.to_string(), _tmp: None }
+        Server {
+            child: Some(child),
+            addr,
+            dir: dir.to_path_buf(),
+            extra: extra.to_string(),
+            _tmp: None,
+        }
     }
 
     /// Stops with SIGTERM (clean shutdown) and waits.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
                 if let Ok(Some(st)) = c.try_wait() {
@@ -103,11 +118,18 @@ impl Server {
 
     pub fn telnet(&self) -> Telnet {
         let s = TcpStream::connect(self.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
         Telnet { stream: s }
     }
 
-    pub fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    pub fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
         http(self.addr, method, path, headers, body)
     }
 
@@ -116,7 +138,12 @@ impl Server {
     }
 
     pub fn post_json(&self, path: &str, body: &str) -> Response {
-        self.http("POST", path, &[("Content-Type", "application/json")], body.as_bytes())
+        self.http(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
     }
 
     /// Runs a query and returns the parsed JSON array (panics on non-200).
@@ -145,10 +172,6 @@ impl Telnet {
         self.stream.write_all(text.as_bytes()).expect("send");
     }
 
-    pub fn send_bytes(&mut self, b: &[u8]) {
-        self.stream.write_all(b).expect("send");
-    }
-
     /// Sends `version` and returns every line received before its reply:
     /// because a connection is processed in order, everything sent earlier
     /// has been handled (and is durable) when the reply arrives.
@@ -159,7 +182,10 @@ impl Telnet {
         loop {
             let mut line = String::new();
             let n = reader.read_line(&mut line).expect("read reply");
-            assert!(n > 0, "connection closed before the version reply; got {lines:?}");
+            assert!(
+                n > 0,
+                "connection closed before the version reply; got {lines:?}"
+            );
             if line.starts_with("hourglass ") {
                 let mut second = String::new();
                 reader.read_line(&mut second).expect("second version line");
@@ -190,24 +216,43 @@ impl Response {
         String::from_utf8_lossy(&self.body).into_owned()
     }
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", self.text()))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", self.text()))
     }
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
 /// One HTTP/1.1 request on its own connection.
-pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
     try_http(addr, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 /// Like [`http`], but a connection failure is an `Err` (the server may be
 /// gone on purpose).
-pub fn try_http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<Response> {
+pub fn try_http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Response> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -217,28 +262,44 @@ pub fn try_http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &s
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "incomplete response"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "incomplete response",
+        ));
     }
     Ok(parse_response(&raw))
 }
 
 fn parse_response(raw: &[u8]) -> Response {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).expect("status");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status");
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
-    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
     if chunked {
         let mut out = Vec::new();
         let mut rest = &body[..];
         loop {
-            let pos = rest.windows(2).position(|w| w == b"\r\n").expect("chunk size");
-            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..pos]).trim(), 16).expect("hex size");
+            let pos = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .expect("chunk size");
+            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..pos]).trim(), 16)
+                .expect("hex size");
             rest = &rest[pos + 2..];
             if size == 0 {
                 break;
@@ -248,7 +309,11 @@ fn parse_response(raw: &[u8]) -> Response {
         }
         body = out;
     }
-    Response { status, headers, body }
+    Response {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// gzip-compresses a body.

@@ -26,7 +26,10 @@ fn write_three_hours(s: &Server) -> Vec<(i64, f64)> {
 
 fn read_back(s: &Server) -> Vec<(i64, f64)> {
     let r = s.query("/api/query?start=1356998400&end=1357020000&m=sum:d.m{host=a}");
-    dps(&r[0]).into_iter().map(|(k, v)| (k.parse().unwrap(), v)).collect()
+    dps(&r[0])
+        .into_iter()
+        .map(|(k, v)| (k.parse().expect("numeric timestamp"), v))
+        .collect()
 }
 
 #[test]
@@ -43,13 +46,20 @@ fn clean_restart_keeps_everything() {
     assert!(t.sync().is_empty());
     let mut want2 = want.clone();
     want2.push((1356998415, 555.0));
-    want2.iter_mut().filter(|p| p.0 == 1356998430).for_each(|p| p.1 = 777.0);
+    want2
+        .iter_mut()
+        .filter(|p| p.0 == 1356998430)
+        .for_each(|p| p.1 = 777.0);
     want2.sort_by_key(|p| p.0);
     assert_eq!(read_back(&s), want2);
     s.stop();
     s.restart();
     assert_eq!(read_back(&s), want2);
-    let tables = std::fs::read_dir(s.dir.join("data/store")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".sst")).count();
+    let tables = std::fs::read_dir(s.dir.join("data/store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .count();
     assert!(tables >= 1, "data was written to table files");
 }
 
@@ -62,10 +72,15 @@ fn background_flush_of_closed_hours_then_kill9() {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         let m = s.get("/metrics").text();
-        if m.lines().any(|l| l.starts_with("hourglass_flushed_rows_total") && !l.ends_with(" 0")) {
+        if m.lines()
+            .any(|l| l.starts_with("hourglass_flushed_rows_total") && !l.ends_with(" 0"))
+        {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "no background flush happened");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no background flush happened"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(read_back(&s), want);
@@ -90,11 +105,19 @@ fn kill9_loses_no_acknowledged_point() {
                 // 50 points per request, distinct timestamps per writer.
                 let base = 1400000000 + (w * 1_000_000 + batch * 50);
                 let body: Vec<String> = (0..50)
-                    .map(|i| format!(r#"{{"metric":"k.m","timestamp":{},"value":{},"tags":{{"w":"{w}"}}}}"#, base + i, base + i))
+                    .map(|i| {
+                        format!(
+                            r#"{{"metric":"k.m","timestamp":{},"value":{},"tags":{{"w":"{w}"}}}}"#,
+                            base + i,
+                            base + i
+                        )
+                    })
                     .collect();
                 let body = format!("[{}]", body.join(","));
                 match try_http(addr, "POST", "/api/put", &[], body.as_bytes()) {
-                    Ok(r) if r.status == 204 => acked.lock().unwrap().extend((0..50).map(|i| base + i)),
+                    Ok(r) if r.status == 204 => {
+                        acked.lock().unwrap().extend((0..50).map(|i| base + i))
+                    }
                     _ => break, // the server is gone
                 }
                 batch += 1;
@@ -108,7 +131,11 @@ fn kill9_loses_no_acknowledged_point() {
         let _ = w.join();
     }
     let acked = acked.lock().unwrap().clone();
-    assert!(acked.len() >= 200, "too few acknowledged points to mean anything: {}", acked.len());
+    assert!(
+        acked.len() >= 200,
+        "too few acknowledged points to mean anything: {}",
+        acked.len()
+    );
     s.restart();
     let r = s.query("/api/query?start=1400000000&end=1404000000&m=none:k.m");
     let mut have = std::collections::HashSet::new();
@@ -120,8 +147,18 @@ fn kill9_loses_no_acknowledged_point() {
         }
     }
     let missing: Vec<&i64> = acked.iter().filter(|t| !have.contains(t)).collect();
-    assert!(missing.is_empty(), "{} of {} acknowledged points lost, e.g. {:?}", missing.len(), acked.len(), &missing[..missing.len().min(5)]);
-    eprintln!("kill -9: {} acknowledged points, all present ({} stored)", acked.len(), have.len());
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged points lost, e.g. {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+    eprintln!(
+        "kill -9: {} acknowledged points, all present ({} stored)",
+        acked.len(),
+        have.len()
+    );
 }
 
 #[test]

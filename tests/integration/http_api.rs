@@ -18,10 +18,27 @@ fn put_single_object_array_gzip_and_trailing_slash() {
     assert_eq!(r.status, 204, "{}", r.text());
     // Telegraf: gzip, newline between elements, always Content-Encoding.
     let body = "[{\"metric\":\"h.cpu\",\"timestamp\":1356998430,\"value\":4,\"tags\":{\"host\":\"web01\"}}\n,{\"metric\":\"h.cpu\",\"timestamp\":1356998440,\"value\":1e-07,\"tags\":{\"host\":\"web01\"}}\n]";
-    let r = s.http("POST", "/api/put", &[("Content-Type", "application/json"), ("Content-Encoding", "gzip")], &gzip(body.as_bytes()));
+    let r = s.http(
+        "POST",
+        "/api/put",
+        &[
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &gzip(body.as_bytes()),
+    );
     assert_eq!(r.status, 204, "{}", r.text());
     let q = s.query("/api/query?start=1356998400&end=1356998500&m=sum:h.cpu");
-    assert_eq!(dps(&q[0]), pts(&[(1356998400, 1.0), (1356998410, 2.0), (1356998420, 3.5), (1356998430, 4.0), (1356998440, 1e-07)]));
+    assert_eq!(
+        dps(&q[0]),
+        pts(&[
+            (1356998400, 1.0),
+            (1356998410, 2.0),
+            (1356998420, 3.5),
+            (1356998430, 4.0),
+            (1356998440, 1e-07)
+        ])
+    );
 }
 
 #[test]
@@ -43,7 +60,12 @@ fn put_summary_and_details() {
     let j = r.json();
     assert_eq!(j["success"], 1);
     assert_eq!(j["failed"], 7);
-    let errors: Vec<&str> = j["errors"].as_array().unwrap().iter().map(|e| e["error"].as_str().unwrap()).collect();
+    let errors: Vec<&str> = j["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["error"].as_str().unwrap())
+        .collect();
     assert_eq!(
         errors,
         [
@@ -61,9 +83,15 @@ fn put_summary_and_details() {
         serde_json::json!({"metric":"sys.cpu.nice","timestamp":1365465600,"value":"NaN","tags":{"host":"web01"}})
     );
     // Without flags: one error object, nothing about the good points.
-    let r = s.post_json("/api/put", r#"[{"metric":"m","timestamp":1,"value":"x","tags":{"a":"b"}}]"#);
+    let r = s.post_json(
+        "/api/put",
+        r#"[{"metric":"m","timestamp":1,"value":"x","tags":{"a":"b"}}]"#,
+    );
     assert_eq!(r.status, 400);
-    assert_eq!(r.json()["error"]["message"], "One or more data points had errors");
+    assert_eq!(
+        r.json()["error"]["message"],
+        "One or more data points had errors"
+    );
     assert_eq!(r.json()["error"]["code"], 400);
 }
 
@@ -71,23 +99,43 @@ fn put_summary_and_details() {
 fn put_body_errors() {
     let s = Server::start();
     let r = s.post_json("/api/put", "");
-    assert_eq!((r.status, r.json()["error"]["message"].as_str().unwrap()), (400, "Missing request content"));
+    assert_eq!(
+        (r.status, r.json()["error"]["message"].as_str().unwrap()),
+        (400, "Missing request content")
+    );
     let r = s.post_json("/api/put", "42");
-    assert_eq!(r.json()["error"]["message"], "The JSON must start as an object or an array");
+    assert_eq!(
+        r.json()["error"]["message"],
+        "The JSON must start as an object or an array"
+    );
     let r = s.post_json("/api/put", "[{\"metric\":");
-    assert_eq!(r.json()["error"]["message"], "Unable to parse the given JSON");
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Unable to parse the given JSON"
+    );
     assert!(r.json()["error"]["details"].is_string());
     let r = s.get("/api/put");
     assert_eq!(r.status, 405);
-    assert_eq!(r.json()["error"]["details"], "The HTTP method [GET] is not permitted for this endpoint");
-    let r = s.http("POST", "/api/put", &[("Content-Encoding", "gzip")], b"not gzip");
+    assert_eq!(
+        r.json()["error"]["details"],
+        "The HTTP method [GET] is not permitted for this endpoint"
+    );
+    let r = s.http(
+        "POST",
+        "/api/put",
+        &[("Content-Encoding", "gzip")],
+        b"not gzip",
+    );
     assert_eq!(r.status, 400);
 }
 
 #[test]
 fn unknown_metric_via_http_when_auto_create_is_off() {
     let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
-    let r = s.post_json("/api/put?details", r#"{"metric":"new.metric","timestamp":1479496160,"value":1,"tags":{"host":"a"}}"#);
+    let r = s.post_json(
+        "/api/put?details",
+        r#"{"metric":"new.metric","timestamp":1479496160,"value":1,"tags":{"host":"a"}}"#,
+    );
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["errors"][0]["error"], "Unknown metric");
 }
@@ -100,22 +148,62 @@ fn small_endpoints() {
                                {"metric":"net.bytes","timestamp":1356998400,"value":1,"tags":{"host":"web01"}}]"#);
     let sug = s.get("/api/suggest?type=metrics&q=sys");
     assert_eq!(sug.status, 200);
-    assert_eq!(sug.json(), serde_json::json!(["sys.cpu.user", "sys.mem.free"]));
-    assert_eq!(s.get("/api/suggest?type=metrics&q=sys&max=1").json(), serde_json::json!(["sys.cpu.user"]));
-    assert_eq!(s.get("/api/suggest?type=metrics&q=").json().as_array().unwrap().len(), 3);
-    assert_eq!(s.get("/api/suggest?type=tagv&q=web").json(), serde_json::json!(["web01", "web02"]));
+    assert_eq!(
+        sug.json(),
+        serde_json::json!(["sys.cpu.user", "sys.mem.free"])
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=metrics&q=sys&max=1").json(),
+        serde_json::json!(["sys.cpu.user"])
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=metrics&q=")
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=tagv&q=web").json(),
+        serde_json::json!(["web01", "web02"])
+    );
     assert_eq!(s.get("/api/suggest?q=cpu&type=metrics").status, 200); // Grafana health check
-    assert_eq!(s.post_json("/api/suggest/", r#"{"type":"tagk","q":"h","max":10}"#).json(), serde_json::json!(["host"]));
-    assert_eq!(s.get("/api/suggest?q=x").json()["error"]["message"], "Missing parameter <code>type</code>");
-    assert_eq!(s.get("/api/suggest?type=foo").json()["error"]["message"], "Invalid 'type' parameter:foo");
-    assert_eq!(s.get("/api/suggest?type=metrics&max=x").json()["error"]["message"], "Unable to parse 'max' as a number");
+    assert_eq!(
+        s.post_json("/api/suggest/", r#"{"type":"tagk","q":"h","max":10}"#)
+            .json(),
+        serde_json::json!(["host"])
+    );
+    assert_eq!(
+        s.get("/api/suggest?q=x").json()["error"]["message"],
+        "Missing parameter <code>type</code>"
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=foo").json()["error"]["message"],
+        "Invalid 'type' parameter:foo"
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=metrics&max=x").json()["error"]["message"],
+        "Unable to parse 'max' as a number"
+    );
 
     let aggs = s.get("/api/aggregators").json();
-    for a in ["sum", "avg", "min", "max", "count", "zimsum", "none", "dev", "p99"] {
-        assert!(aggs.as_array().unwrap().iter().any(|x| x == a), "{a} missing from {aggs}");
+    for a in [
+        "sum", "avg", "min", "max", "count", "zimsum", "none", "dev", "p99",
+    ] {
+        assert!(
+            aggs.as_array().unwrap().iter().any(|x| x == a),
+            "{a} missing from {aggs}"
+        );
     }
     let filters = s.get("/api/config/filters/").json();
-    for f in ["literal_or", "wildcard", "iliteral_or", "not_literal_or", "regexp"] {
+    for f in [
+        "literal_or",
+        "wildcard",
+        "iliteral_or",
+        "not_literal_or",
+        "regexp",
+    ] {
         assert!(filters.get(f).is_some(), "{f} missing from {filters}");
     }
     assert!(s.get("/api/version").json()["version"].is_string());
@@ -123,11 +211,30 @@ fn small_endpoints() {
     assert_eq!(s.get("/API/VERSION").status, 200);
     assert_eq!(s.get("/api/dropcaches").json()["message"], "Caches dropped");
     let stats = s.get("/api/stats").json();
-    assert!(stats.as_array().unwrap().iter().any(|e| e["metric"] == "tsd.datapoints.added" && e["value"] == "3"), "{stats}");
+    assert!(
+        stats
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["metric"] == "tsd.datapoints.added" && e["value"] == "3"),
+        "{stats}"
+    );
     let nf = s.get("/api/nope");
-    assert_eq!((nf.status, nf.json()["error"]["message"].as_str().unwrap()), (404, "Endpoint not found"));
+    assert_eq!(
+        (nf.status, nf.json()["error"]["message"].as_str().unwrap()),
+        (404, "Endpoint not found")
+    );
     let v2 = s.get("/api/v2/version");
     assert_eq!(v2.status, 501);
+    let q = s.get("/api/query?start=1356998400&m=sum:sys.cpu.user");
+    assert_eq!(
+        q.header("content-type"),
+        Some("application/json; charset=UTF-8")
+    );
     let m = s.get("/metrics");
-    assert!(m.text().contains("hourglass_points_written_total 3"), "{}", m.text());
+    assert!(
+        m.text().contains("hourglass_points_written_total 3"),
+        "{}",
+        m.text()
+    );
 }

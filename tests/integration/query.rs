@@ -39,12 +39,30 @@ fn q(s: &Server, m: &str) -> serde_json::Value {
 fn aggregators_with_interpolation() {
     let s = server();
     let cases: &[(&str, &[(i64, f64)])] = &[
-        ("sum", &[(0, 10.0), (30, 16.0), (60, 22.0), (90, 28.0), (120, 30.0)]),
-        ("avg", &[(0, 10.0), (30, 8.0), (60, 11.0), (90, 14.0), (120, 30.0)]),
-        ("min", &[(0, 10.0), (30, 1.0), (60, 2.0), (90, 3.0), (120, 30.0)]),
-        ("max", &[(0, 10.0), (30, 15.0), (60, 20.0), (90, 25.0), (120, 30.0)]),
-        ("zimsum", &[(0, 10.0), (30, 1.0), (60, 20.0), (90, 3.0), (120, 30.0)]),
-        ("count", &[(0, 1.0), (30, 2.0), (60, 2.0), (90, 2.0), (120, 1.0)]),
+        (
+            "sum",
+            &[(0, 10.0), (30, 16.0), (60, 22.0), (90, 28.0), (120, 30.0)],
+        ),
+        (
+            "avg",
+            &[(0, 10.0), (30, 8.0), (60, 11.0), (90, 14.0), (120, 30.0)],
+        ),
+        (
+            "min",
+            &[(0, 10.0), (30, 1.0), (60, 2.0), (90, 3.0), (120, 30.0)],
+        ),
+        (
+            "max",
+            &[(0, 10.0), (30, 15.0), (60, 20.0), (90, 25.0), (120, 30.0)],
+        ),
+        (
+            "zimsum",
+            &[(0, 10.0), (30, 1.0), (60, 20.0), (90, 3.0), (120, 30.0)],
+        ),
+        (
+            "count",
+            &[(0, 1.0), (30, 2.0), (60, 2.0), (90, 2.0), (120, 1.0)],
+        ),
     ];
     for (agg, want) in cases {
         let r = q(&s, &format!("{agg}:q.m"));
@@ -73,12 +91,25 @@ fn downsampling() {
     // Fill with NaN: empty bucket 180 is NaN for both series, so the sum is NaN.
     let r = q(&s, "sum:1m-sum-nan:q.m");
     let got = dps(&r[0]);
-    assert_eq!(&got[..3], &series(&[(0, 11.0), (60, 23.0), (120, 30.0)])[..]);
+    assert_eq!(
+        &got[..3],
+        &series(&[(0, 11.0), (60, 23.0), (120, 30.0)])[..]
+    );
     assert_eq!(got[3].0, (T0 + 180).to_string());
     assert!(got[3].1.is_nan());
-    let raw = s.get(&format!("/api/query?start={T0}&end={}&m=sum:1m-sum-null:q.m", T0 + 180)).text();
+    let raw = s
+        .get(&format!(
+            "/api/query?start={T0}&end={}&m=sum:1m-sum-null:q.m",
+            T0 + 180
+        ))
+        .text();
     assert!(raw.contains(&format!("\"{}\":null", T0 + 180)), "{raw}");
-    let raw = s.get(&format!("/api/query?start={T0}&end={}&m=sum:1m-sum-zero:q.m", T0 + 180)).json();
+    let raw = s
+        .get(&format!(
+            "/api/query?start={T0}&end={}&m=sum:1m-sum-zero:q.m",
+            T0 + 180
+        ))
+        .json();
     assert_eq!(dps(&raw[0])[3], ((T0 + 180).to_string(), 0.0));
 }
 
@@ -136,9 +167,17 @@ fn grafana_requests() {
         r#"{{"start":{T0},"end":{},"queries":[{{"metric":"q.m","aggregator":"sum","downsample":"1m-avg","filters":[{{"type":"literal_or","tagk":"host","filter":"web01|web02","groupBy":true}}]}}]}}"#,
         T0 + 180
     );
-    let r = s.http("POST", "/api/query?arrays=true", &[("Content-Type", "application/json")], body.as_bytes());
+    let r = s.http(
+        "POST",
+        "/api/query?arrays=true",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
     let j = r.json();
-    assert_eq!(j[0]["dps"], serde_json::json!([[T0, 10.0], [T0 + 60, 20.0], [T0 + 120, 30.0]]));
+    assert_eq!(
+        j[0]["dps"],
+        serde_json::json!([[T0, 10.0], [T0 + 60, 20.0], [T0 + 120, 30.0]])
+    );
 }
 
 #[test]
@@ -149,16 +188,45 @@ fn query_errors() {
         assert_eq!(r.status, 400, "{path}: {}", r.text());
         r.json()["error"]["message"].as_str().unwrap().to_string()
     };
-    assert_eq!(err("/api/query?start=1h-ago&m=sum:nope"), "No such name for 'metrics': 'nope'");
-    assert_eq!(err("/api/query?m=sum:q.m"), "Missing parameter <code>start</code>");
-    let r = s.post_json("/api/query", r#"{"queries":[{"aggregator":"sum","metric":"q.m"}]}"#);
-    assert_eq!((r.status, r.json()["error"]["message"].as_str().unwrap().to_string()), (400, "Missing start time".to_string()));
-    assert_eq!(err("/api/query?start=1h-ago&m=foo:q.m"), "No such aggregation function: foo");
-    assert_eq!(err("/api/query?start=1h-ago&m=sum:q.m{nokey=a}"), "No such name for 'tagk': 'nokey'");
-    assert_eq!(err("/api/query?start=1h-ago&m=sum:q.m{host=web09}"), "No such name for 'tagv': 'web09'");
-    assert!(err(&format!("/api/query?start={}&end={T0}&m=sum:q.m", T0 + 10)).starts_with("End time"));
+    assert_eq!(
+        err("/api/query?start=1h-ago&m=sum:nope"),
+        "No such name for 'metrics': 'nope'"
+    );
+    assert_eq!(
+        err("/api/query?m=sum:q.m"),
+        "Missing parameter <code>start</code>"
+    );
+    let r = s.post_json(
+        "/api/query",
+        r#"{"queries":[{"aggregator":"sum","metric":"q.m"}]}"#,
+    );
+    assert_eq!(
+        (
+            r.status,
+            r.json()["error"]["message"].as_str().unwrap().to_string()
+        ),
+        (400, "Missing start time".to_string())
+    );
+    assert_eq!(
+        err("/api/query?start=1h-ago&m=foo:q.m"),
+        "No such aggregation function: foo"
+    );
+    assert_eq!(
+        err("/api/query?start=1h-ago&m=sum:q.m{nokey=a}"),
+        "No such name for 'tagk': 'nokey'"
+    );
+    assert_eq!(
+        err("/api/query?start=1h-ago&m=sum:q.m{host=web09}"),
+        "No such name for 'tagv': 'web09'"
+    );
+    assert!(
+        err(&format!("/api/query?start={}&end={T0}&m=sum:q.m", T0 + 10)).starts_with("End time")
+    );
     let r = s.post_json("/api/query", "{not json");
     assert_eq!(r.status, 400);
     // An empty window is an empty array.
-    assert_eq!(s.query("/api/query?start=1000000000&end=1000000100&m=sum:q.m"), serde_json::json!([]));
+    assert_eq!(
+        s.query("/api/query?start=1000000000&end=1000000100&m=sum:q.m"),
+        serde_json::json!([])
+    );
 }

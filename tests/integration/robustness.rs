@@ -20,15 +20,45 @@ impl Rng {
 }
 
 const PIECES: &[&str] = &[
-    "put", " ", "  ", "sys.cpu", "1356998400", "1356998400000", "1.5", "-", "=", "host=a", "a=b=c", "NaN", "1e999", "\r",
-    "\t", "\u{0}", "\u{ff}", "é", "{", "}", "\"", "99999999999999999999", ".", "version", "help", "stats", "x=", "=y",
+    "put",
+    " ",
+    "  ",
+    "sys.cpu",
+    "1356998400",
+    "1356998400000",
+    "1.5",
+    "-",
+    "=",
+    "host=a",
+    "a=b=c",
+    "NaN",
+    "1e999",
+    "\r",
+    "\t",
+    "\u{0}",
+    "\u{ff}",
+    "é",
+    "{",
+    "}",
+    "\"",
+    "99999999999999999999",
+    ".",
+    "version",
+    "help",
+    "stats",
+    "x=",
+    "=y",
 ];
 
 fn random_line(rng: &mut Rng) -> Vec<u8> {
     let mut line = Vec::new();
     for _ in 0..rng.below(12) {
         if rng.below(10) == 0 {
-            line.extend((0..rng.below(8)).map(|_| rng.next() as u8).filter(|&b| b != b'\n'));
+            line.extend(
+                (0..rng.below(8))
+                    .map(|_| rng.next() as u8)
+                    .filter(|&b| b != b'\n'),
+            );
         } else {
             line.extend_from_slice(PIECES[rng.below(PIECES.len())].as_bytes());
         }
@@ -63,23 +93,61 @@ fn thousands_of_malformed_lines_and_bodies() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // HTTP: 1000 random bodies to /api/put and /api/query, some gzip-claimed.
-    let bodies = [r#"{"metric":"#, "[", "[null,1,\"x\",{}]", r#"{"metric":"m","timestamp":"abc","value":{},"tags":[]}"#, "\u{0}\u{1}", "{}{}{}", "[[[[[[[[[["];
+    let bodies = [
+        r#"{"metric":"#,
+        "[",
+        "[null,1,\"x\",{}]",
+        r#"{"metric":"m","timestamp":"abc","value":{},"tags":[]}"#,
+        "\u{0}\u{1}",
+        "{}{}{}",
+        "[[[[[[[[[[",
+    ];
     for i in 0..1000 {
         let mut body: Vec<u8> = bodies[rng.below(bodies.len())].as_bytes().to_vec();
         body.extend((0..rng.below(40)).map(|_| rng.next() as u8));
-        let path = if i % 2 == 0 { "/api/put?details" } else { "/api/query" };
-        let headers: &[(&str, &str)] = if i % 5 == 0 { &[("Content-Encoding", "gzip")] } else { &[] };
+        let path = if i % 2 == 0 {
+            "/api/put?details"
+        } else {
+            "/api/query"
+        };
+        let headers: &[(&str, &str)] = if i % 5 == 0 {
+            &[("Content-Encoding", "gzip")]
+        } else {
+            &[]
+        };
         let body = if i % 10 == 0 { gzip(&body) } else { body };
         let r = s.http("POST", path, headers, &body);
-        assert!(r.status == 400 || r.status == 200 || r.status == 204, "status {} for {:?}: {}", r.status, body, r.text());
+        assert!(
+            r.status == 400 || r.status == 200 || r.status == 204,
+            "status {} for {:?}: {}",
+            r.status,
+            body,
+            r.text()
+        );
     }
     // Random query strings.
     for _ in 0..300 {
-        let junk: String = (0..rng.below(30)).map(|_| PIECES[rng.below(PIECES.len())]).collect::<String>().replace([' ', '\r', '\t', '"', '\u{0}'], "");
+        let junk: String = (0..rng.below(30))
+            .map(|_| PIECES[rng.below(PIECES.len())])
+            .collect::<String>()
+            .replace([' ', '\r', '\t', '"', '\u{0}'], "");
         let path = format!("/api/query?start=1356998400&m={}", junk.replace('%', ""));
-        let enc: String = path.chars().map(|c| if c.is_ascii_graphic() { c.to_string() } else { format!("%{:02X}", c as u32 & 0xFF) }).collect();
+        let enc: String = path
+            .chars()
+            .map(|c| {
+                if c.is_ascii_graphic() {
+                    c.to_string()
+                } else {
+                    format!("%{:02X}", c as u32 & 0xFF)
+                }
+            })
+            .collect();
         let r = s.get(&enc);
-        assert!(r.status == 400 || r.status == 200, "status {} for {enc}", r.status);
+        assert!(
+            r.status == 400 || r.status == 200,
+            "status {} for {enc}",
+            r.status
+        );
     }
 
     // Still alive, and the earlier data is intact.
@@ -87,5 +155,8 @@ fn thousands_of_malformed_lines_and_bodies() {
     assert!(t.sync().is_empty());
     let after = s.query("/api/query?start=1356998400&end=1356998500&m=sum:keep.me");
     assert_eq!(before, after);
-    assert_eq!(dps(&after[0]), pts(&[(1356998400, 42.0), (1356998460, 43.5)]));
+    assert_eq!(
+        dps(&after[0]),
+        pts(&[(1356998400, 42.0), (1356998460, 43.5)])
+    );
 }

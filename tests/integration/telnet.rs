@@ -31,7 +31,9 @@ fn puts_in_every_accepted_form_are_stored_exactly() {
     ]);
     assert_eq!(got, want);
     // Integer points next to integers render as JSON integers.
-    let text = s.get("/api/query?start=1356998400&end=1356998405&m=sum:t.cpu{host=a}").text();
+    let text = s
+        .get("/api/query?start=1356998400&end=1356998405&m=sum:t.cpu{host=a}")
+        .text();
     assert!(text.contains("\"1356998400\":1}"), "{text}");
     assert_eq!(r[0]["metric"], "t.cpu");
     assert_eq!(r[0]["tags"]["host"], "a");
@@ -42,21 +44,54 @@ fn every_applicable_error_line_of_the_reference() {
     let s = Server::start();
     let mut t = s.telnet();
     let cases: &[(&str, &str)] = &[
-        ("put", "put: illegal argument: not enough arguments (need least 4, got 0)"),
-        ("put t.cpu 1356998400 1", "put: illegal argument: not enough arguments (need least 4, got 3)"),
-        ("put t.cpu notatime 1 host=a", "put: invalid value: Invalid character 'n' in notatime"),
-        ("put t.cpu 0 1 host=a", "put: illegal argument: invalid timestamp: 0"),
-        ("put t.cpu -5 1 host=a", "put: illegal argument: invalid timestamp: -5"),
+        (
+            "put",
+            "put: illegal argument: not enough arguments (need least 4, got 0)",
+        ),
+        (
+            "put t.cpu 1356998400 1",
+            "put: illegal argument: not enough arguments (need least 4, got 3)",
+        ),
+        (
+            "put t.cpu notatime 1 host=a",
+            "put: invalid value: Invalid character 'n' in notatime",
+        ),
+        (
+            "put t.cpu 0 1 host=a",
+            "put: illegal argument: invalid timestamp: 0",
+        ),
+        (
+            "put t.cpu -5 1 host=a",
+            "put: illegal argument: invalid timestamp: -5",
+        ),
         (
             "put t.cpu 10000000000000 1 host=a",
             "put: illegal argument: bad timestamp=10000000000000 when trying to add value=[1]/0 to metric=t.cpu, tags={host=a}",
         ),
-        ("put t.cpu 1356998400 1 hosta", "put: illegal argument: invalid tag: hosta"),
-        ("put t.cpu 1356998400 1 host=", "put: illegal argument: invalid tag: host="),
-        ("put t.cpu 1356998400 1 host=a host=b", "put: illegal argument: duplicate tag: host=b, tags={host=a}"),
-        ("put t.cpu 1356998400 NaN host=a", "put: invalid value: Invalid character 'N' in NaN"),
-        ("put t.cpu 1356998400 -nan host=a", "put: invalid value: Invalid character 'n' in -nan"),
-        ("put t.cpu 1356998400 inf host=a", "put: invalid value: Invalid character 'i' in inf"),
+        (
+            "put t.cpu 1356998400 1 hosta",
+            "put: illegal argument: invalid tag: hosta",
+        ),
+        (
+            "put t.cpu 1356998400 1 host=",
+            "put: illegal argument: invalid tag: host=",
+        ),
+        (
+            "put t.cpu 1356998400 1 host=a host=b",
+            "put: illegal argument: duplicate tag: host=b, tags={host=a}",
+        ),
+        (
+            "put t.cpu 1356998400 NaN host=a",
+            "put: invalid value: Invalid character 'N' in NaN",
+        ),
+        (
+            "put t.cpu 1356998400 -nan host=a",
+            "put: invalid value: Invalid character 'n' in -nan",
+        ),
+        (
+            "put t.cpu 1356998400 inf host=a",
+            "put: invalid value: Invalid character 'i' in inf",
+        ),
         (
             "put t.cpu 1356998400 1e400 host=a",
             "put: illegal argument: value is NaN or Infinite: Infinity for metric=t.cpu timestamp=1356998400",
@@ -65,7 +100,10 @@ fn every_applicable_error_line_of_the_reference() {
             "put t.cpu 1356998400 1 a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9",
             "put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}",
         ),
-        ("put t.c!pu 1356998400 1 host=a", "put: illegal argument: Invalid metric name (\"t.c!pu\"): illegal character: !"),
+        (
+            "put t.c!pu 1356998400 1 host=a",
+            "put: illegal argument: Invalid metric name (\"t.c!pu\"): illegal character: !",
+        ),
         (
             "put t.cpu 1356998400 1 ho$t=a",
             "put: illegal argument: Invalid tag name with value [a] (\"ho$t\"): illegal character: $",
@@ -96,7 +134,10 @@ fn unknown_metric_when_auto_create_is_off() {
     let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
     let mut t = s.telnet();
     t.send("put new.metric 1479496160 1.3e3 host=web01\n");
-    assert_eq!(t.sync(), vec!["put: unknown metric: No such name for 'metrics': 'new.metric'".to_string()]);
+    assert_eq!(
+        t.sync(),
+        vec!["put: unknown metric: No such name for 'metrics': 'new.metric'".to_string()]
+    );
 }
 
 #[test]
@@ -104,16 +145,26 @@ fn commands() {
     let s = Server::start();
     let mut t = s.telnet();
     t.send("help\n");
-    assert_eq!(t.read_line(), "available commands: put stats dropcaches version help exit \n");
+    assert_eq!(
+        t.read_line(),
+        "available commands: put stats dropcaches version help exit \n"
+    );
     t.send("dropcaches\n");
     assert_eq!(t.read_line(), "Caches dropped.\n");
     t.send("put t.x 1356998400 1 host=a\nstats\n");
     let stats = t.sync();
-    assert!(stats.iter().any(|l| l.starts_with("tsd.datapoints.added ") && l.contains(" 1 host=")), "{stats:?}");
+    assert!(
+        stats
+            .iter()
+            .any(|l| l.starts_with("tsd.datapoints.added ") && l.contains(" 1 host=")),
+        "{stats:?}"
+    );
     assert!(stats.iter().all(|l| l.starts_with("tsd.")), "{stats:?}");
     t.send("exit\n");
     let mut rest = Vec::new();
-    t.stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    t.stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let _ = t.stream.read_to_end(&mut rest);
     assert!(rest.is_empty(), "exit sends nothing: {rest:?}");
 }
@@ -123,10 +174,16 @@ fn a_line_over_the_limit_closes_the_connection() {
     let s = Server::start();
     let mut t = s.telnet();
     t.send("put t.ok 1356998400 1 host=a\n");
-    t.send(&format!("put t.long 1356998400 1 host={}", "a".repeat(2000)));
+    t.send(&format!(
+        "put t.long 1356998400 1 host={}",
+        "a".repeat(2000)
+    ));
     let mut rest = String::new();
     let _ = t.stream.read_to_string(&mut rest);
-    assert!(rest.starts_with("put: illegal argument: line longer than 1024 bytes"), "{rest}");
+    assert!(
+        rest.starts_with("put: illegal argument: line longer than 1024 bytes"),
+        "{rest}"
+    );
     // The line before it was kept; a new connection works.
     let mut t2 = s.telnet();
     assert!(t2.sync().is_empty());
@@ -154,11 +211,17 @@ fn a_client_that_never_reads_its_errors_does_not_stall_ingest() {
         if r.status == 200 && r.json().as_array().is_some_and(|a| !a.is_empty()) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the silent client's point never arrived");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the silent client's point never arrived"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let m = s.get("/metrics").text();
-    assert!(m.contains("hourglass_telnet_error_lines_dropped_total"), "{m}");
+    assert!(
+        m.contains("hourglass_telnet_error_lines_dropped_total"),
+        "{m}"
+    );
 }
 
 #[test]

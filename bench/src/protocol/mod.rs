@@ -81,7 +81,7 @@ pub fn write_f64(out: &mut Vec<u8>, v: f64) {
             out.push(b'.');
             let frac = a % 100;
             out.push(b'0' + (frac / 10) as u8);
-            if frac % 10 != 0 {
+            if !frac.is_multiple_of(10) {
                 out.push(b'0' + (frac % 10) as u8);
             }
             return;

@@ -160,7 +160,7 @@ fn write_manifest(dir: &Path, m: &ManifestData) -> Result<()> {
     Ok(())
 }
 
-fn encode_log_batch(seq: u64, batch: &[(Vec<u8>, Vec<u8>, Option<Vec<u8>>)]) -> Result<Vec<u8>> {
+fn encode_log_batch(seq: u64, batch: &[Op]) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     let pos = logfile::begin_frame(&mut buf);
     buf.extend_from_slice(&seq.to_le_bytes());
@@ -429,12 +429,7 @@ impl EmbeddedStore {
     }
 
     /// Merged, newest-wins entries of a range, grouped into rows.
-    fn scan_internal(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        visit: &mut dyn FnMut(&[u8], Vec<Cell>) -> Result<bool>,
-    ) -> Result<()> {
+    fn scan_internal(&self, start: &[u8], end: &[u8], visit: &mut RowVisitor<'_>) -> Result<()> {
         let (mem_entries, tables) = {
             let st = self.lock();
             let lo = (start.to_vec(), Vec::new());
@@ -497,10 +492,10 @@ impl EmbeddedStore {
             }
             last = Some((row, col));
         }
-        if let Some(r) = cur_row {
-            if !cells.is_empty() {
-                visit(&r[1..], cells)?;
-            }
+        if let Some(r) = cur_row
+            && !cells.is_empty()
+        {
+            visit(&r[1..], cells)?;
         }
         Ok(())
     }
