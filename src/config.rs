@@ -32,6 +32,21 @@ pub struct Config {
     pub uid: UidConfig,
     pub wal: WalConfig,
     pub head: HeadConfig,
+    pub query: QueryConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueryConfig {
+    pub max_points: usize,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        Self {
+            max_points: 10_000_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -43,6 +58,8 @@ pub struct ServerConfig {
     pub max_line_bytes: usize,
     pub max_body_bytes: usize,
     pub telnet_error_queue: usize,
+    pub first_byte_timeout_secs: u64,
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +71,8 @@ impl Default for ServerConfig {
             max_line_bytes: 1024,
             max_body_bytes: 64 << 20,
             telnet_error_queue: 64,
+            first_byte_timeout_secs: 30,
+            idle_timeout_secs: 0,
         }
     }
 }
@@ -89,12 +108,13 @@ pub struct SchemaConfig {
 
 impl Default for SchemaConfig {
     fn default() -> Self {
+        let l = KeyLayout::default();
         Self {
-            salt_width: 1,
-            salt_buckets: 20,
-            metric_width: 3,
-            tagk_width: 3,
-            tagv_width: 3,
+            salt_width: l.salt_width,
+            salt_buckets: l.salt_buckets,
+            metric_width: l.metric_width,
+            tagk_width: l.tagk_width,
+            tagv_width: l.tagv_width,
             max_tags: 8,
         }
     }

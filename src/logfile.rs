@@ -5,14 +5,16 @@
 //! ```text
 //! file   := header frame*
 //! header := magic (8 bytes) | format version (u32 LE) | reserved (u32 LE, 0)
-//! frame  := payload length (u32 LE) | xxh3-64 of payload (u64 LE) | payload
+//! frame  := payload length (u32 LE) | xxh3-64 of payload (u64 LE)
+//!           | low 32 bits of xxh3-64 of the previous 12 bytes (u32 LE) | payload
 //! ```
 //!
-//! Recovery reads frames until the end. A frame that is cut short or whose
-//! checksum fails *and reaches the end of the file* is a torn tail — the
-//! write that produced it was never acknowledged — and is truncated away. A
-//! bad frame followed by more bytes is corruption and is reported, never
-//! skipped silently.
+//! Recovery reads frames until the end. A frame that is cut short, a payload
+//! whose checksum fails *and reaches the end of the file*, or a tail of zero
+//! bytes is a torn tail — the write that produced it was never acknowledged —
+//! and is truncated away. A bad frame header (its own checksum guards the
+//! length) or a bad payload followed by more bytes is corruption and is
+//! reported, never skipped silently.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 pub const HEADER_LEN: usize = 16;
-pub const FRAME_HEADER_LEN: usize = 12;
+pub const FRAME_HEADER_LEN: usize = 16;
 /// Frames above this size are refused on write and treated as corruption
 /// on read, so garbage lengths never cause huge allocations.
 pub const MAX_FRAME_LEN: usize = 256 << 20;
@@ -71,6 +73,8 @@ pub fn finish_frame(buf: &mut [u8], pos: usize) -> Result<(), LogError> {
     let checksum = xxh3_64(&buf[pos + FRAME_HEADER_LEN..]);
     buf[pos..pos + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
     buf[pos + 4..pos + 12].copy_from_slice(&checksum.to_le_bytes());
+    let header_check = xxh3_64(&buf[pos..pos + 12]) as u32;
+    buf[pos + 12..pos + 16].copy_from_slice(&header_check.to_le_bytes());
     Ok(())
 }
 
@@ -207,6 +211,18 @@ pub fn read_log<E: From<LogError>>(
         let mut sum = [0u8; 8];
         sum.copy_from_slice(&data[pos + 4..pos + 12]);
         let checksum = u64::from_le_bytes(sum);
+        let header_check = u32::from_le_bytes([
+            data[pos + 12],
+            data[pos + 13],
+            data[pos + 14],
+            data[pos + 15],
+        ]);
+        if xxh3_64(&data[pos..pos + 12]) as u32 != header_check {
+            if data[pos..].iter().all(|&b| b == 0) {
+                break; // zero-filled tail left by a crash during an append
+            }
+            return Err(corrupt("frame header checksum mismatch").into());
+        }
         let body = pos + FRAME_HEADER_LEN;
         if len > MAX_FRAME_LEN {
             return Err(corrupt("frame length out of range").into());
@@ -344,7 +360,17 @@ mod tests {
         bad[n - 1] ^= 1;
         std::fs::write(&path, &bad).unwrap();
         assert_eq!(read_all(&path).unwrap().0.len(), 2);
-        // ... but in the middle it is corruption.
+        // A zero-filled tail is torn too.
+        let mut zeros = full.clone();
+        zeros.extend_from_slice(&[0u8; 40]);
+        std::fs::write(&path, &zeros).unwrap();
+        assert_eq!(read_all(&path).unwrap().0.len(), 3);
+        // A corrupted length in a middle frame is corruption, not a torn tail.
+        let mut bad = full.clone();
+        bad[HEADER_LEN + 1] ^= 0x40;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(matches!(read_all(&path), Err(LogError::Corrupt { .. })));
+        // ... and so is a bad payload in the middle.
         let mut bad = full.clone();
         bad[HEADER_LEN + FRAME_HEADER_LEN] ^= 1;
         std::fs::write(&path, &bad).unwrap();

@@ -75,7 +75,12 @@ pub struct Uids {
     auto_create: [bool; 3],
     caches: [RwLock<Cache>; 3],
     assign: Mutex<()>,
+    /// Set (before the new mapping is cached) by every assignment not yet
+    /// fsynced.
     unsynced: AtomicBool,
+    /// Held across clear-and-fsync, so a caller that finds the flag clear
+    /// waits for an fsync another caller has started.
+    sync_lock: Mutex<()>,
 }
 
 const COUNTER_ROW: &[u8] = &[0];
@@ -89,6 +94,7 @@ impl Uids {
             caches: Default::default(),
             assign: Mutex::new(()),
             unsynced: AtomicBool::new(false),
+            sync_lock: Mutex::new(()),
         }
     }
 
@@ -219,6 +225,10 @@ impl Uids {
     /// Makes UID assignments durable (fsync) if any happened since the last
     /// call.
     pub fn sync_if_needed(&self) -> Result<(), UidError> {
+        let _guard = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.unsynced.swap(false, Ordering::AcqRel)
             && let Err(e) = self.store.sync()
         {

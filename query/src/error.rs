@@ -42,6 +42,9 @@ pub enum QueryError {
     /// OpenTSDB reports these as 400 with the message.
     #[error("{0}")]
     Execution(String),
+    /// The query exceeds a configured limit (points fetched). OpenTSDB: 413.
+    #[error("{0}")]
+    Limit(String),
 }
 
 impl QueryError {

@@ -84,6 +84,14 @@ pub enum SourceError {
     /// Any storage failure.
     #[error("{0}")]
     Storage(String),
+    /// The query would fetch more points than the source allows.
+    #[error(
+        "Sorry, you have attempted to fetch more than our limit of {limit} data points. Please try filtering using more tags or decrease your time range."
+    )]
+    TooManyPoints {
+        /// The configured limit.
+        limit: usize,
+    },
 }
 
 /// Where series come from. Implemented by the root crate over its engine.
@@ -161,6 +169,7 @@ fn run_sub_query(
     let fetched = src.fetch(&req).map_err(|e| match e {
         SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
         SourceError::Storage(msg) => QueryError::Source(msg),
+        too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
     })?;
 
     // Only rows inside the scan window exist for OpenTSDB; a series without

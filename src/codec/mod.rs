@@ -15,3 +15,13 @@ pub use cell::{CellError, DecodedPoint, decode_cell, encode_packed_cell};
 pub use qualifier::{PointQualifier, encode_qualifier};
 pub use rowkey::KeyLayout;
 pub use value::{StoredValue, encode_value};
+
+/// Hex test vectors as written in the reference (`"00 0001 50E2"`).
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}

@@ -41,13 +41,7 @@ pub fn write_salt(bucket: u32, out: &mut [u8]) {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::codec::hex;
 
     /// Keys from reference §1.3 (TestRowKey), salt byte first, width 1,
     /// 20 buckets. The salt hashes metric ‖ bytes after the timestamp.

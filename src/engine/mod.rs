@@ -183,6 +183,7 @@ pub struct Engine {
     flush_interval: Duration,
     checkpoint_bytes: u64,
     max_points: usize,
+    query_max_points: usize,
     wake: (Mutex<bool>, Condvar),
     checkpoint_requested: AtomicBool,
     shutting_down: AtomicBool,
@@ -274,6 +275,7 @@ impl Engine {
             flush_interval: Duration::from_secs(cfg.head.flush_interval_secs),
             checkpoint_bytes: cfg.wal.checkpoint_bytes,
             max_points: cfg.head.max_points,
+            query_max_points: cfg.query.max_points,
             wake: (Mutex::new(false), Condvar::new()),
             checkpoint_requested: AtomicBool::new(replayed > 0),
             shutting_down: AtomicBool::new(false),
@@ -500,8 +502,8 @@ impl Engine {
             (frozen, rotation)
         };
         let result = (|| -> Result<usize, EngineError> {
-            if let Some((_, lsn)) = rotation {
-                self.wal.wait_durable_blocking(lsn)?;
+            if let Some((segment, lsn)) = rotation {
+                self.wal.wait_durable_blocking(lsn, segment)?;
             }
             self.write_rows(&frozen)
         })();

@@ -6,7 +6,7 @@
 //! (newest point of an instant wins).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
@@ -73,6 +73,25 @@ fn to_num(v: StoredValue) -> Num {
 
 type Points = Vec<(i64, StoredValue)>;
 
+/// Points a fetch may still read (shared by the scan threads).
+#[derive(Debug)]
+struct Budget(AtomicI64, usize);
+
+impl Budget {
+    /// Takes `n` points; false once the budget is exhausted.
+    fn take(&self, n: usize) -> bool {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.0.fetch_sub(n, Ordering::Relaxed) >= n
+    }
+
+    fn check(&self) -> Result<(), SourceError> {
+        if self.0.load(Ordering::Relaxed) < 0 {
+            return Err(SourceError::TooManyPoints { limit: self.1 });
+        }
+        Ok(())
+    }
+}
+
 fn push_row(out: &mut Points, base: u32, pts: &[DecodedPoint]) {
     let base_ms = i64::from(base) * 1000;
     out.extend(
@@ -136,6 +155,7 @@ impl Engine {
         lo: u32,
         hi: u32,
         pf: &Prefilter,
+        budget: &Budget,
     ) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
         let layout = *self.layout();
         let buckets = if layout.salt_width == 0 {
@@ -176,6 +196,9 @@ impl Engine {
                                 }
                             }
                             let merged = if cells.len() > 1 { merge_points(&pts, &[]) } else { std::mem::take(&mut pts) };
+                            if !budget.take(merged.len()) {
+                                return Ok(false);
+                            }
                             push_row(local.entry(layout.series_of_row(row)).or_default(), parts.base_time, &merged);
                             Ok(true)
                         });
@@ -195,6 +218,7 @@ impl Engine {
         {
             return Err(e);
         }
+        budget.check()?;
         let mut all = HashMap::new();
         for m in results
             .into_inner()
@@ -213,12 +237,13 @@ impl Engine {
         lo: u32,
         hi: u32,
         pf: &Prefilter,
-    ) -> HashMap<Vec<u8>, Points> {
+        budget: &Budget,
+    ) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
         let layout = *self.layout();
         let st = self.lock();
         let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
         let Some(ids) = st.by_metric.get(&metric) else {
-            return out;
+            return Ok(out);
         };
         for &id in ids {
             let key = &st.series[id as usize].key;
@@ -234,11 +259,14 @@ impl Engine {
             {
                 let Some((_, by_base)) = rows else { continue };
                 for (&base, pts) in by_base.range(lo..hi) {
+                    if !budget.take(pts.len()) {
+                        return budget.check().map(|()| out);
+                    }
                     push_row(out.entry(key.to_vec()).or_default(), base, pts);
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     fn resolve_tags(&self, series_key: &[u8]) -> Result<Vec<SeriesTag>, SourceError> {
@@ -290,8 +318,17 @@ impl SeriesSource for Engine {
         let lo = hour(req.scan_start_ms);
         // Exclusive: the hour after the one holding the last millisecond.
         let hi = hour(req.scan_end_ms.saturating_sub(1)).saturating_add(3600);
-        let stored = self.scan_store(metric, lo, hi, &pf)?;
-        let mut memory = self.scan_memory(metric, lo, hi, &pf);
+        // Memory first: a flush publishes its table file and only then drops
+        // the frozen rows, so rows that finish flushing during this query
+        // are in the memory snapshot or in the later store scan (or both,
+        // deduplicated below), never in neither.
+        let limit = self.query_max_points;
+        let budget = Budget(
+            AtomicI64::new(i64::try_from(limit).unwrap_or(i64::MAX)),
+            limit,
+        );
+        let mut memory = self.scan_memory(metric, lo, hi, &pf, &budget)?;
+        let stored = self.scan_store(metric, lo, hi, &pf, &budget)?;
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {

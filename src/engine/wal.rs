@@ -47,6 +47,9 @@ pub enum WalError {
 pub struct Durable {
     pub lsn: u64,
     pub failed: bool,
+    /// The segment the sync thread is writing to: a rotation has happened
+    /// once this reaches the segment it returned.
+    pub segment: u64,
 }
 
 #[derive(Debug)]
@@ -245,7 +248,11 @@ impl Wal {
         let next = segments.last().map_or(1, |n| n + 1);
         let writer = LogWriter::create(&segment_path(dir, next), MAGIC, VERSION)?;
         total += writer.len();
-        let (durable_tx, _) = watch::channel(Durable::default());
+        let (durable_tx, _) = watch::channel(Durable {
+            lsn: 0,
+            failed: false,
+            segment: next,
+        });
         let wal = Arc::new(Self {
             dir: dir.to_path_buf(),
             policy,
@@ -326,6 +333,14 @@ impl Wal {
     /// new segment number and the LSN at which the old one ends.
     pub fn rotate(&self) -> (u64, u64) {
         let mut g = self.lock();
+        // One rotation at a time: a second request must not overwrite a
+        // first one the sync thread has not taken yet.
+        while g.rotate.is_some() && g.poisoned.is_none() && !g.closed {
+            g = self
+                .space
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
         let next = g.segment + 1;
         let split = g.pending.len();
         g.rotate = Some((split, next));
@@ -377,7 +392,9 @@ impl Wal {
     }
 
     /// Blocking variant of [`Wal::wait_durable`] for background threads.
-    pub fn wait_durable_blocking(&self, lsn: u64) -> Result<(), WalError> {
+    /// Also waits until the sync thread writes to `segment` or a later one,
+    /// so that a checkpoint never deletes the segment still being written.
+    pub fn wait_durable_blocking(&self, lsn: u64, segment: u64) -> Result<(), WalError> {
         let mut rx = self.subscribe();
         loop {
             let d = *rx.borrow_and_update();
@@ -388,7 +405,7 @@ impl Wal {
                     .clone()
                     .map_or(WalError::Closed, WalError::Poisoned));
             }
-            if d.lsn >= lsn {
+            if d.lsn >= lsn && d.segment >= segment {
                 return Ok(());
             }
             let g = self.lock();
@@ -416,6 +433,7 @@ impl Wal {
     }
 
     fn sync_loop(self: Arc<Self>, mut writer: LogWriter) {
+        let mut segment = self.lock().segment;
         let mut last_sync = Instant::now();
         let mut dirty = false;
         loop {
@@ -459,6 +477,7 @@ impl Wal {
                     }
                     rest = &rest[split..];
                     writer = LogWriter::create(&segment_path(&self.dir, next), MAGIC, VERSION)?;
+                    segment = next;
                     self.lock().total_bytes += logfile::HEADER_LEN as u64;
                 }
                 if !rest.is_empty() {
@@ -484,14 +503,16 @@ impl Wal {
                     self.durable_tx.send_replace(Durable {
                         lsn: end_lsn,
                         failed: false,
+                        segment,
                     });
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "write-ahead log write failed; refusing further writes");
                     self.lock().poisoned = Some(e.to_string());
+                    let last = *self.durable_tx.borrow();
                     self.durable_tx.send_replace(Durable {
-                        lsn: self.durable_tx.borrow().lsn,
                         failed: true,
+                        ..last
                     });
                     self.space.notify_all();
                     return;
@@ -537,13 +558,13 @@ mod tests {
             f.point(0, 1_356_998_400, StoredValue::Int(-42));
             f.point(0, 1_356_998_401_500, StoredValue::Double(0.1));
             let lsn = wal.append(f).unwrap();
-            wal.wait_durable_blocking(lsn).unwrap();
+            wal.wait_durable_blocking(lsn, 0).unwrap();
             let (seg, _) = wal.rotate();
             let mut f = FrameBuilder::new();
             f.series(0, b"key-b");
             f.point(0, 7, StoredValue::Float(1.5));
             let lsn = wal.append(f).unwrap();
-            wal.wait_durable_blocking(lsn).unwrap();
+            wal.wait_durable_blocking(lsn, 0).unwrap();
             assert_eq!(seg, 2);
             wal.close();
         }
@@ -564,6 +585,24 @@ mod tests {
         wal.close();
         let (_wal, got) = collect(dir.path());
         assert_eq!(got, vec![(b"key-b".to_vec(), 7, StoredValue::Float(1.5))]);
+    }
+
+    #[test]
+    fn quick_rotations_never_lose_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = collect(dir.path());
+        let (_, _) = wal.rotate();
+        let (seg, lsn) = wal.rotate();
+        wal.wait_durable_blocking(lsn, seg).unwrap();
+        wal.remove_before(seg).unwrap();
+        let mut f = FrameBuilder::new();
+        f.series(0, b"k");
+        f.point(0, 9, StoredValue::Int(9));
+        let lsn = wal.append(f).unwrap();
+        wal.wait_durable_blocking(lsn, seg).unwrap();
+        wal.close();
+        let (_w, got) = collect(dir.path());
+        assert_eq!(got, vec![(b"k".to_vec(), 9, StoredValue::Int(9))]);
     }
 
     #[tokio::test]

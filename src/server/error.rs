@@ -63,6 +63,7 @@ impl From<hourglass_query::error::QueryError> for ApiError {
         use hourglass_query::error::QueryError as Q;
         let status = match &e {
             Q::Source(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Q::Limit(_) => StatusCode::PAYLOAD_TOO_LARGE,
             _ => StatusCode::BAD_REQUEST,
         };
         let mut err = ApiError::new(status, e.message());

@@ -125,11 +125,15 @@ fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
         .into_response()
 }
 
-fn count(ctx: &Ctx, endpoint: &str, status: StatusCode) {
+/// Turns a handler result into the response and counts it by endpoint and
+/// status.
+fn respond(ctx: &Ctx, endpoint: &str, r: Result<Response, ApiError>) -> Response {
+    let resp = r.unwrap_or_else(IntoResponse::into_response);
     ctx.metrics
         .http_requests
-        .with_label_values(&[endpoint, status.as_str()])
+        .with_label_values(&[endpoint, resp.status().as_str()])
         .inc();
+    resp
 }
 
 fn has_flag(params: &Params, name: &str) -> bool {
@@ -194,9 +198,7 @@ async fn put(
     body: Bytes,
 ) -> Response {
     let r = put_inner(&ctx, &params, &headers, body).await;
-    let resp = r.unwrap_or_else(IntoResponse::into_response);
-    count(&ctx, "put", resp.status());
-    resp
+    respond(&ctx, "put", r)
 }
 
 async fn put_inner(
@@ -208,6 +210,15 @@ async fn put_inner(
     let body = decode_body(headers, body, ctx.config.server.max_body_bytes)?;
     let details = has_flag(params, "details");
     let summary = details || has_flag(params, "summary");
+    // Every put waits until its points are durable in the write-ahead log
+    // (which is what `sync` asks for); `sync_timeout` bounds that wait.
+    let sync_timeout_ms = match param(params, "sync_timeout") {
+        Some(v) if has_flag(params, "sync") => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("Unable to parse sync_timeout: {v}")))?,
+        _ => 0,
+    };
     let items = decode_put_body(&body).map_err(|e| {
         let err = ApiError::bad_request(e.message());
         match e.details() {
@@ -241,12 +252,28 @@ async fn put_inner(
         };
         errors.push((index[*j], msg));
     }
+    let mut timeouts = 0usize;
     if receipt.lsn > 0 {
-        ctx.engine.wal().wait_durable(receipt.lsn).await?;
+        let wait = ctx.engine.wal().wait_durable(receipt.lsn);
+        if sync_timeout_ms > 0 {
+            match tokio::time::timeout(std::time::Duration::from_millis(sync_timeout_ms), wait)
+                .await
+            {
+                Ok(r) => r?,
+                Err(_) => timeouts = receipt.accepted,
+            }
+        } else {
+            wait.await?;
+        }
     }
     errors.sort_by_key(|e| e.0);
     let failed = errors.len();
-    let success = receipt.accepted;
+    let success = receipt.accepted - timeouts;
+    if timeouts > 0 && !summary {
+        return Err(ApiError::bad_request(format!(
+            "The put call has timedout with {success} successful writes, {failed} failed writes and {timeouts} timed out writes."
+        )));
+    }
     if !summary {
         if failed > 0 {
             return Err(ApiError::bad_request("One or more data points had errors")
@@ -264,7 +291,10 @@ async fn put_inner(
     }
     out.insert("failed".into(), failed.into());
     out.insert("success".into(), success.into());
-    let status = if failed > 0 {
+    if sync_timeout_ms > 0 {
+        out.insert("timeouts".into(), timeouts.into());
+    }
+    let status = if failed > 0 || timeouts > 0 {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
@@ -304,12 +334,11 @@ async fn run_query(
     ctx.metrics
         .query_seconds
         .observe(started.elapsed().as_secs_f64());
-    let resp = match result {
-        Ok(body) => json_response(StatusCode::OK, body),
-        Err(e) => e.into_response(),
-    };
-    count(&ctx, "query", resp.status());
-    resp
+    respond(
+        &ctx,
+        "query",
+        result.map(|body| json_response(StatusCode::OK, body)),
+    )
 }
 
 async fn query_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
@@ -366,9 +395,7 @@ async fn suggest_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) 
         param(&params, "q").unwrap_or(""),
         param(&params, "max"),
     );
-    let resp = r.unwrap_or_else(IntoResponse::into_response);
-    count(&ctx, "suggest", resp.status());
-    resp
+    respond(&ctx, "suggest", r)
 }
 
 async fn suggest_post(
@@ -408,9 +435,7 @@ async fn suggest_post(
             )
         }
     };
-    let resp = r.unwrap_or_else(IntoResponse::into_response);
-    count(&ctx, "suggest", resp.status());
-    resp
+    respond(&ctx, "suggest", r)
 }
 
 async fn version() -> Response {

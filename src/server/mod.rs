@@ -132,9 +132,11 @@ async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let mut first = [0u8; 1];
     let mut stop_peek = stop.clone();
+    let first_byte = Duration::from_secs(ctx.config.server.first_byte_timeout_secs.max(1));
     let n = tokio::select! {
         r = stream.peek(&mut first) => match r { Ok(n) => n, Err(_) => return },
         _ = stop_peek.changed() => return,
+        () = tokio::time::sleep(first_byte) => return,
     };
     if n == 0 {
         return; // a probe that connected and closed (Telegraf, the Go client)

@@ -47,7 +47,18 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
     if points.is_empty() {
         return;
     }
-    let res = tokio::task::block_in_place(|| ctx.engine.write(points));
+    // The line protocol has no way to say "retry later": while storage is
+    // behind, hold the batch and stop reading, so TCP slows the client down.
+    let mut backoff = Duration::from_millis(10);
+    let res = loop {
+        match tokio::task::block_in_place(|| ctx.engine.write(points)) {
+            Err(crate::engine::EngineError::Overloaded { .. }) => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(500));
+            }
+            other => break other,
+        }
+    };
     points.clear();
     match res {
         Ok(receipt) => {
@@ -65,7 +76,6 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
                 replies.send(format!("put: storage error: {e}"));
             }
         }
-        Err(e @ crate::engine::EngineError::Overloaded { .. }) => replies.send(format!("put: {e}")),
         Err(e) => replies.send(format!("put: storage error: {e}")),
     }
 }
@@ -173,10 +183,21 @@ pub async fn serve(
     // Bounded: at most one over-long line plus one read chunk.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
     let mut chunk = vec![0u8; READ_CHUNK];
+    let idle_timeout = match ctx.config.server.idle_timeout_secs {
+        0 => None,
+        s => Some(Duration::from_secs(s)),
+    };
     loop {
+        let idle = async {
+            match idle_timeout {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
         let n = tokio::select! {
             r = rd.read(&mut chunk) => match r { Ok(n) => n, Err(_) => break },
             _ = stop.changed() => break,
+            () = idle => break,
         };
         if n == 0 {
             // An unterminated last line is dropped: it may be cut short.

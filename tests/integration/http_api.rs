@@ -82,6 +82,17 @@ fn put_summary_and_details() {
         j["errors"][0]["datapoint"],
         serde_json::json!({"metric":"sys.cpu.nice","timestamp":1365465600,"value":"NaN","tags":{"host":"web01"}})
     );
+    // sync with a timeout reports the timeouts count (0: the WAL is fast).
+    let r = s.post_json("/api/put?summary&sync&sync_timeout=60000", P1);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            200,
+            serde_json::json!({"failed": 0, "success": 1, "timeouts": 0})
+        )
+    );
+    let r = s.post_json("/api/put?sync&sync_timeout=abc", P1);
+    assert_eq!(r.status, 400);
     // Without flags: one error object, nothing about the good points.
     let r = s.post_json(
         "/api/put",

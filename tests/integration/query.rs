@@ -230,3 +230,22 @@ fn query_errors() {
         serde_json::json!([])
     );
 }
+
+#[test]
+fn query_point_limit_answers_413() {
+    let s = Server::start_with("[query]\nmax_points = 3\n");
+    let mut t = s.telnet();
+    t.send("put big.m 1356998400 1 host=a\nput big.m 1356998401 2 host=a\nput big.m 1356998402 3 host=b\nput big.m 1356998403 4 host=b\n");
+    assert!(t.sync().is_empty());
+    let r = s.get("/api/query?start=1356998400&end=1356998500&m=sum:big.m");
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Sorry, you have attempted to fetch more than our limit of 3 data points")
+    );
+    // A narrower query is within the limit.
+    let r = s.query("/api/query?start=1356998400&end=1356998500&m=sum:big.m{host=a}");
+    assert_eq!(dps(&r[0]).len(), 2);
+}

@@ -200,6 +200,16 @@ fn decode_log_batch(payload: &[u8], path: &Path) -> Result<(u64, Vec<Op>)> {
     Ok((seq, ops))
 }
 
+/// A memtable item as a table-file entry.
+fn mem_entry(((row, col), (seq, value)): (&(Vec<u8>, Vec<u8>), &(u64, Option<Vec<u8>>))) -> Entry {
+    Entry {
+        row: row.clone(),
+        col: col.clone(),
+        seq: *seq,
+        value: value.clone(),
+    }
+}
+
 impl EmbeddedStore {
     /// Opens (or creates) the store in `opts.dir`.
     pub fn open(opts: EmbeddedOptions) -> Result<Self> {
@@ -317,14 +327,31 @@ impl EmbeddedStore {
 
     /// Writes entries (sorted, unique) to a new table file and publishes it.
     /// Called with the state lock held; `State::seq` must already cover them.
+    ///
+    /// Everything before the manifest write only creates files the manifest
+    /// does not name (removed on the next open), so a failure there leaves
+    /// the store consistent. A failure writing the manifest leaves its state
+    /// unknown: the store is poisoned.
     fn publish_table(&self, st: &mut State, entries: &[Entry], new_log: Option<u64>) -> Result<()> {
         let number = st.manifest.next_file_number;
-        let mut manifest = st.manifest.clone();
-        manifest.next_file_number += 1;
+        // Burn the number even if this fails: a number is never reused.
+        st.manifest.next_file_number += 1;
         let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
-        let meta = sst::write_table(&tmp, entries)?;
         let path = table_path(&self.dir, number);
-        std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        let written = sst::write_table(&tmp, entries).and_then(|meta| {
+            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+            // Open before publishing, so a published file is always readable.
+            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
+        });
+        let (meta, reader) = match written {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        let mut manifest = st.manifest.clone();
         manifest.files.push(SstFileData {
             number,
             seq: meta.seq,
@@ -339,8 +366,10 @@ impl EmbeddedStore {
         }
         // The rename is made durable by the directory fsync in
         // write_manifest; until the manifest names the file it is an orphan.
-        write_manifest(&self.dir, &manifest)?;
-        let reader = Arc::new(TableReader::open(&path, number)?);
+        if let Err(e) = write_manifest(&self.dir, &manifest) {
+            st.poisoned = true;
+            return Err(e);
+        }
         let mut tables: Vec<Arc<TableReader>> = st.tables.iter().cloned().collect();
         tables.push(reader);
         tables.sort_by_key(|t| Reverse(t.meta.seq));
@@ -357,18 +386,18 @@ impl EmbeddedStore {
         let new_log_number = st.manifest.next_file_number;
         st.manifest.next_file_number += 1;
         let new_log_path = log_path(&self.dir, new_log_number);
-        let new_log = LogWriter::create(&new_log_path, LOG_MAGIC, LOG_VERSION)?;
-        let entries: Vec<Entry> = st
-            .mem
-            .iter()
-            .map(|((row, col), (seq, value))| Entry {
-                row: row.clone(),
-                col: col.clone(),
-                seq: *seq,
-                value: value.clone(),
-            })
-            .collect();
-        self.publish_table(st, &entries, Some(new_log_number))?;
+        let new_log = match LogWriter::create(&new_log_path, LOG_MAGIC, LOG_VERSION) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = std::fs::remove_file(&new_log_path);
+                return Err(e.into());
+            }
+        };
+        let entries: Vec<Entry> = st.mem.iter().map(mem_entry).collect();
+        if let Err(e) = self.publish_table(st, &entries, Some(new_log_number)) {
+            let _ = std::fs::remove_file(&new_log_path);
+            return Err(e);
+        }
         let old = std::mem::replace(&mut st.log, new_log);
         let _ = std::fs::remove_file(old.path());
         st.mem.clear();
@@ -399,10 +428,23 @@ impl EmbeddedStore {
             st.mem.insert((row, col), (seq, value));
         }
         if st.mem_bytes > self.memtable_bytes {
-            st.log.sync()?;
+            Self::sync_log(st)?;
             self.flush_memtable(st)?;
         }
         Ok(())
+    }
+
+    /// fsyncs the store log; a failure poisons the store (no retry after a
+    /// failed fsync).
+    fn sync_log(st: &mut State) -> Result<()> {
+        if st.poisoned {
+            return Err(StorageError::Poisoned);
+        }
+        let r = st.log.sync();
+        if r.is_err() {
+            st.poisoned = true;
+        }
+        Ok(r?)
     }
 
     /// Current value of one cell (state lock held).
@@ -437,12 +479,7 @@ impl EmbeddedStore {
                 .mem
                 .range(lo..)
                 .take_while(|((row, _), _)| end.is_empty() || row.as_slice() < end)
-                .map(|((row, col), (seq, value))| Entry {
-                    row: row.clone(),
-                    col: col.clone(),
-                    seq: *seq,
-                    value: value.clone(),
-                })
+                .map(mem_entry)
                 .collect();
             (mem_entries, Arc::clone(&st.tables))
         };
@@ -643,20 +680,12 @@ impl Store for EmbeddedStore {
     }
 
     fn sync(&self) -> Result<()> {
-        let mut st = self.lock();
-        if st.poisoned {
-            return Err(StorageError::Poisoned);
-        }
-        let r = st.log.sync();
-        if r.is_err() {
-            st.poisoned = true;
-        }
-        Ok(r?)
+        Self::sync_log(&mut self.lock())
     }
 
     fn checkpoint(&self) -> Result<()> {
         let mut st = self.lock();
-        st.log.sync()?;
+        Self::sync_log(&mut st)?;
         self.flush_memtable(&mut st)
     }
 }

@@ -57,6 +57,9 @@ fn corrupt(path: &Path, reason: impl Into<String>) -> StorageError {
 struct BlockHandle {
     offset: u64,
     len: u32,
+    /// Uncompressed length: decompression allocates exactly this, so one
+    /// huge entry (a dense packed row) never overflows a fixed guess.
+    raw_len: u32,
     checksum: u64,
     last_row: Vec<u8>,
     last_col: Vec<u8>,
@@ -78,11 +81,13 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
                            out: &mut BufWriter<File>,
                            offset: &mut u64|
      -> Result<()> {
+        let raw_len = u32::try_from(block.len()).map_err(|_| corrupt(path, "block over 4 GiB"))?;
         let compressed = zstd::bulk::compress(block, ZSTD_LEVEL).map_err(io_err(path))?;
         out.write_all(&compressed).map_err(io_err(path))?;
         index.push(BlockHandle {
             offset: *offset,
-            len: compressed.len() as u32,
+            len: u32::try_from(compressed.len()).map_err(|_| corrupt(path, "block over 4 GiB"))?,
+            raw_len,
             checksum: xxh3_64(&compressed),
             last_row: last.row.clone(),
             last_col: last.col.clone(),
@@ -92,21 +97,36 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
         Ok(())
     };
 
-    for (i, e) in entries.iter().enumerate() {
-        varint::put_bytes(&mut block, &e.row);
-        varint::put_bytes(&mut block, &e.col);
-        varint::put(&mut block, e.seq);
+    let mut enc = Vec::new();
+    let mut prev: Option<&Entry> = None;
+    for e in entries {
+        enc.clear();
+        varint::put_bytes(&mut enc, &e.row);
+        varint::put_bytes(&mut enc, &e.col);
+        varint::put(&mut enc, e.seq);
         match &e.value {
             Some(v) => {
-                block.push(0);
-                varint::put_bytes(&mut block, v);
+                enc.push(0);
+                varint::put_bytes(&mut enc, v);
             }
-            None => block.push(1),
+            None => enc.push(1),
         }
+        // Close the block before an entry would take it past the target; an
+        // entry larger than the target gets a block of its own.
+        if let Some(p) = prev
+            && !block.is_empty()
+            && block.len() + enc.len() > BLOCK_TARGET
+        {
+            flush_block(&mut block, p, &mut out, &mut offset)?;
+        }
+        block.extend_from_slice(&enc);
         max_seq = max_seq.max(e.seq);
-        if block.len() >= BLOCK_TARGET || i + 1 == entries.len() {
-            flush_block(&mut block, e, &mut out, &mut offset)?;
-        }
+        prev = Some(e);
+    }
+    if let Some(p) = prev
+        && !block.is_empty()
+    {
+        flush_block(&mut block, p, &mut out, &mut offset)?;
     }
 
     let mut idx = Vec::with_capacity(index.len() * 48);
@@ -114,6 +134,7 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
     for h in &index {
         idx.extend_from_slice(&h.offset.to_le_bytes());
         idx.extend_from_slice(&h.len.to_le_bytes());
+        idx.extend_from_slice(&h.raw_len.to_le_bytes());
         idx.extend_from_slice(&h.checksum.to_le_bytes());
         varint::put_bytes(&mut idx, &h.last_row);
         varint::put_bytes(&mut idx, &h.last_col);
@@ -220,6 +241,8 @@ impl TableReader {
         for _ in 0..count {
             let offset = r.u64_le().ok_or_else(bad)?;
             let len = u32::from_le_bytes(r.take(4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+            let raw_len =
+                u32::from_le_bytes(r.take(4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
             let checksum = r.u64_le().ok_or_else(bad)?;
             let last_row = r.bytes().ok_or_else(bad)?.to_vec();
             let last_col = r.bytes().ok_or_else(bad)?.to_vec();
@@ -229,6 +252,7 @@ impl TableReader {
             index.push(BlockHandle {
                 offset,
                 len,
+                raw_len,
                 checksum,
                 last_row,
                 last_col,
@@ -265,8 +289,12 @@ impl TableReader {
         if xxh3_64(&buf) != h.checksum {
             return Err(corrupt(&self.path, format!("block {i} checksum mismatch")));
         }
-        zstd::bulk::decompress(&buf, 4 * BLOCK_TARGET + (1 << 20))
-            .map_err(|e| corrupt(&self.path, format!("block {i}: {e}")))
+        let raw = zstd::bulk::decompress(&buf, h.raw_len as usize)
+            .map_err(|e| corrupt(&self.path, format!("block {i}: {e}")))?;
+        if raw.len() != h.raw_len as usize {
+            return Err(corrupt(&self.path, format!("block {i}: length mismatch")));
+        }
+        Ok(raw)
     }
 
     /// Entries with `start <= row < end` (`end` empty = unbounded), in order.
@@ -401,6 +429,26 @@ mod tests {
         assert_eq!(part, entries[5000..5010]);
         assert!(t.overlaps(&[0, 0], &[0, 1]));
         assert!(!t.overlaps(&[0, 1, 0, 0], &[]));
+    }
+
+    #[test]
+    fn an_entry_larger_than_a_block_reads_back() {
+        // A dense packed row (a 100 Hz series for an hour) is one entry of
+        // several MiB.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("3.sst");
+        let big = vec![7u8; 3 << 20];
+        let entries = vec![
+            entry(b"a", b"t", 1, Some(b"small")),
+            entry(b"b", b"t", 1, Some(&big)),
+            entry(b"c", b"t", 1, Some(b"small")),
+        ];
+        write_table(&path, &entries).unwrap();
+        let t = TableReader::open(&path, 3).unwrap();
+        let all: Vec<Entry> = t.range(&[], &[]).collect::<Result<_>>().unwrap();
+        assert_eq!(all, entries);
+        let one: Vec<Entry> = t.range(b"b", b"c").collect::<Result<_>>().unwrap();
+        assert_eq!(one[0].value.as_ref().map(Vec::len), Some(3 << 20));
     }
 
     #[test]
