@@ -200,8 +200,11 @@ fn decode_log_batch(payload: &[u8], path: &Path) -> Result<(u64, Vec<Op>)> {
     Ok((seq, ops))
 }
 
+/// A memtable key and its versioned value, as iterated.
+type MemItem<'a> = (&'a (Vec<u8>, Vec<u8>), &'a (u64, Option<Vec<u8>>));
+
 /// A memtable item as a table-file entry.
-fn mem_entry(((row, col), (seq, value)): (&(Vec<u8>, Vec<u8>), &(u64, Option<Vec<u8>>))) -> Entry {
+fn mem_entry(((row, col), (seq, value)): MemItem<'_>) -> Entry {
     Entry {
         row: row.clone(),
         col: col.clone(),
