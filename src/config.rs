@@ -83,6 +83,7 @@ pub struct StorageConfig {
     pub data_dir: PathBuf,
     pub backend: String,
     pub memtable_bytes: usize,
+    pub max_tables: usize,
 }
 
 impl Default for StorageConfig {
@@ -91,6 +92,7 @@ impl Default for StorageConfig {
             data_dir: PathBuf::from("./data"),
             backend: "embedded".into(),
             memtable_bytes: 8 << 20,
+            max_tables: 8,
         }
     }
 }

@@ -332,6 +332,7 @@ mod tests {
             dir: dir.to_path_buf(),
             layout: KeyLayout::default(),
             memtable_bytes: 1 << 20,
+            max_tables: 8,
         })
         .unwrap();
         Uids::new(Arc::new(store), &KeyLayout::default(), [auto; 3])
@@ -437,6 +438,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             layout: KeyLayout::default(),
             memtable_bytes: 1 << 20,
+            max_tables: 8,
         })
         .unwrap();
         let layout = KeyLayout {

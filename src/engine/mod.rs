@@ -220,6 +220,7 @@ impl Engine {
             dir: data_dir.join("store"),
             layout,
             memtable_bytes: cfg.storage.memtable_bytes,
+            max_tables: cfg.storage.max_tables,
         })?);
         let uids = Uids::new(
             Arc::clone(&store),
@@ -461,6 +462,9 @@ impl Engine {
                 || self.lock().head_points > self.max_points;
             if let Err(e) = self.flush(all) {
                 tracing::error!(error = %e, "head flush failed; the points stay in memory and in the log and will be retried");
+            }
+            if let Err(e) = self.store.maintain() {
+                tracing::error!(error = %e, "merging table files failed");
             }
         }
     }

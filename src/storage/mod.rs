@@ -162,4 +162,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Persists in-memory state so the next open is fast. The store stays
     /// usable.
     fn checkpoint(&self) -> Result<()>;
+
+    /// Background upkeep (merging table files); called by the engine's
+    /// flush thread after each flush.
+    fn maintain(&self) -> Result<()> {
+        Ok(())
+    }
 }

@@ -14,15 +14,17 @@
 //!
 //! Compaction and retention come later; formats are in `docs/format/`.
 
+mod merge;
 pub mod sst;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use self::merge::MergeIter;
 use self::sst::{Entry, TableReader};
 use super::{Cell, Durability, Mutation, Result, RowVisitor, StorageError, Store, Table};
 use crate::codec::KeyLayout;
@@ -44,6 +46,23 @@ pub struct EmbeddedOptions {
     pub layout: KeyLayout,
     /// The memtable is written to a table file past this many bytes.
     pub memtable_bytes: usize,
+    /// Table files are merged when there are more than this many.
+    pub max_tables: usize,
+}
+
+/// Size-tiered merge policy: with more than `max_tables` files, merge the
+/// smallest ones — at least four, and enough to get back under the limit.
+/// Merging files of similar size keeps the number of files logarithmic in
+/// the data and the times each byte is rewritten small. Pure, so it is
+/// tested on its own. `tables` = (file number, size).
+pub fn choose_merge(tables: &[(u64, u64)], max_tables: usize) -> Option<Vec<u64>> {
+    if tables.len() <= max_tables.max(2) {
+        return None;
+    }
+    let mut by_size: Vec<(u64, u64)> = tables.to_vec();
+    by_size.sort_by_key(|&(n, size)| (size, n));
+    let take = (tables.len() - max_tables + 1).max(4).min(tables.len());
+    Some(by_size[..take].iter().map(|&(n, _)| n).collect())
 }
 
 #[derive(Debug)]
@@ -62,6 +81,7 @@ struct State {
 pub struct EmbeddedStore {
     dir: PathBuf,
     memtable_bytes: usize,
+    max_tables: usize,
     state: Mutex<State>,
 }
 
@@ -284,6 +304,7 @@ impl EmbeddedStore {
         Ok(Self {
             dir,
             memtable_bytes: opts.memtable_bytes,
+            max_tables: opts.max_tables,
             state: Mutex::new(State {
                 mem,
                 mem_bytes,
@@ -358,7 +379,7 @@ impl EmbeddedStore {
         manifest.files.push(SstFileData {
             number,
             seq: meta.seq,
-            size: 0,
+            size: reader.size,
             min_key: meta.min_key.clone(),
             max_key: meta.max_key.clone(),
         });
@@ -486,51 +507,30 @@ impl EmbeddedStore {
                 .collect();
             (mem_entries, Arc::clone(&st.tables))
         };
-        let mut sources: Vec<Box<dyn Iterator<Item = Result<Entry>> + '_>> = Vec::new();
+        let mut sources: Vec<merge::Source<'_>> = Vec::new();
         sources.push(Box::new(mem_entries.into_iter().map(Ok)));
         for t in tables.iter().filter(|t| t.overlaps(start, end)) {
             sources.push(Box::new(t.range(start, end)));
         }
-        // Heap of (row, col, newest seq first, source index).
-        type HeapItem = Reverse<(Vec<u8>, Vec<u8>, Reverse<u64>, usize, Option<Vec<u8>>)>;
-        let mut heap: BinaryHeap<HeapItem> = BinaryHeap::new();
-        let push = |heap: &mut BinaryHeap<HeapItem>,
-                    i: usize,
-                    src: &mut Box<dyn Iterator<Item = Result<Entry>> + '_>|
-         -> Result<()> {
-            if let Some(e) = src.next() {
-                let e = e?;
-                heap.push(Reverse((e.row, e.col, Reverse(e.seq), i, e.value)));
-            }
-            Ok(())
-        };
-        for (i, src) in sources.iter_mut().enumerate() {
-            push(&mut heap, i, src)?;
-        }
         let mut cur_row: Option<Vec<u8>> = None;
         let mut cells: Vec<Cell> = Vec::new();
-        let mut last: Option<(Vec<u8>, Vec<u8>)> = None;
-        while let Some(Reverse((row, col, _, i, value))) = heap.pop() {
-            push(&mut heap, i, &mut sources[i])?;
-            if last.as_ref().is_some_and(|(r, c)| *r == row && *c == col) {
-                continue; // an older version of a cell already decided
-            }
-            if cur_row.as_ref().is_some_and(|r| *r != row) {
+        for e in MergeIter::new(sources) {
+            let e = e?;
+            if cur_row.as_ref().is_some_and(|r| *r != e.row) {
                 let r = cur_row.take().unwrap_or_default();
                 if !cells.is_empty() && !visit(&r[1..], std::mem::take(&mut cells))? {
                     return Ok(());
                 }
             }
             if cur_row.is_none() {
-                cur_row = Some(row.clone());
+                cur_row = Some(e.row);
             }
-            if let Some(v) = value {
+            if let Some(v) = e.value {
                 cells.push(Cell {
-                    column: col.clone(),
+                    column: e.col,
                     value: v,
                 });
             }
-            last = Some((row, col));
         }
         if let Some(r) = cur_row
             && !cells.is_empty()
@@ -538,6 +538,107 @@ impl EmbeddedStore {
             visit(&r[1..], cells)?;
         }
         Ok(())
+    }
+
+    /// Merges table files when there are too many (see [`choose_merge`]).
+    /// Every entry keeps its sequence number, so any subset of files can be
+    /// merged: reads pick the newest version of a cell wherever it lives.
+    /// Tombstones are dropped only when every file is merged and the
+    /// memtable holds no older version of the cell. Returns whether it
+    /// merged.
+    pub fn compact(&self) -> Result<bool> {
+        let (inputs, all, mem_keys) = {
+            let st = self.lock();
+            if st.poisoned {
+                return Err(StorageError::Poisoned);
+            }
+            let sizes: Vec<(u64, u64)> = st.tables.iter().map(|t| (t.number, t.size)).collect();
+            let Some(chosen) = choose_merge(&sizes, self.max_tables) else {
+                return Ok(false);
+            };
+            let inputs: Vec<Arc<TableReader>> = st
+                .tables
+                .iter()
+                .filter(|t| chosen.contains(&t.number))
+                .cloned()
+                .collect();
+            let all = inputs.len() == st.tables.len();
+            let mem_keys: HashSet<(Vec<u8>, Vec<u8>)> = if all {
+                st.mem.keys().cloned().collect()
+            } else {
+                HashSet::new()
+            };
+            (inputs, all, mem_keys)
+        };
+        let number = {
+            let mut st = self.lock();
+            let n = st.manifest.next_file_number;
+            st.manifest.next_file_number += 1;
+            n
+        };
+        let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
+        let path = table_path(&self.dir, number);
+        let sources: Vec<merge::Source<'_>> = inputs
+            .iter()
+            .map(|t| Box::new(t.range(&[], &[])) as merge::Source<'_>)
+            .collect();
+        let merged = MergeIter::new(sources).filter(|e| match e {
+            Ok(e) if e.value.is_none() && all => mem_keys.contains(&(e.row.clone(), e.col.clone())),
+            _ => true,
+        });
+        let written = sst::write_table_from(&tmp, merged).and_then(|meta| {
+            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
+        });
+        let (meta, reader) = match written {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        let gone: HashSet<u64> = inputs.iter().map(|t| t.number).collect();
+        {
+            let mut st = self.lock();
+            let mut manifest = st.manifest.clone();
+            manifest.files.retain(|f| !gone.contains(&f.number));
+            if meta.entry_count > 0 {
+                manifest.files.push(SstFileData {
+                    number,
+                    seq: meta.seq,
+                    size: reader.size,
+                    min_key: meta.min_key,
+                    max_key: meta.max_key,
+                });
+            }
+            manifest.generation += 1;
+            if let Err(e) = write_manifest(&self.dir, &manifest) {
+                st.poisoned = true;
+                return Err(e);
+            }
+            let mut tables: Vec<Arc<TableReader>> = st
+                .tables
+                .iter()
+                .filter(|t| !gone.contains(&t.number))
+                .cloned()
+                .collect();
+            if meta.entry_count > 0 {
+                tables.push(reader);
+            }
+            tables.sort_by_key(|t| Reverse(t.meta.seq));
+            st.tables = Arc::new(tables);
+            st.manifest = manifest;
+        }
+        // Readers still holding the old files keep them open; unlinking is
+        // safe.
+        for t in &inputs {
+            let _ = std::fs::remove_file(t.path());
+        }
+        if meta.entry_count == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(true)
     }
 
     /// Number of live table files (for stats and tests).
@@ -690,6 +791,16 @@ impl Store for EmbeddedStore {
         let mut st = self.lock();
         Self::sync_log(&mut st)?;
         self.flush_memtable(&mut st)
+    }
+
+    fn maintain(&self) -> Result<()> {
+        // A few rounds at most per call: the flush thread comes back soon.
+        for _ in 0..4 {
+            if !self.compact()? {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -69,6 +69,15 @@ struct BlockHandle {
 /// duplicates, then publishes nothing: the caller renames the finished file
 /// into place and records it in the manifest.
 pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
+    write_table_from(path, entries.iter().cloned().map(Ok))
+}
+
+/// Streaming form of [`write_table`]: entries are written as they come, so a
+/// merge of large files needs only a block of memory.
+pub fn write_table_from(
+    path: &Path,
+    entries: impl Iterator<Item = Result<Entry>>,
+) -> Result<SstMetaData> {
     let file = File::create(path).map_err(io_err(path))?;
     let mut out = BufWriter::with_capacity(256 << 10, file);
     let mut offset = 0u64;
@@ -98,8 +107,15 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
     };
 
     let mut enc = Vec::new();
-    let mut prev: Option<&Entry> = None;
+    let mut prev: Option<Entry> = None;
+    let mut first_row: Option<Vec<u8>> = None;
+    let mut count = 0u64;
     for e in entries {
+        let e = e?;
+        count += 1;
+        if first_row.is_none() {
+            first_row = Some(e.row.clone());
+        }
         enc.clear();
         varint::put_bytes(&mut enc, &e.row);
         varint::put_bytes(&mut enc, &e.col);
@@ -113,7 +129,7 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
         }
         // Close the block before an entry would take it past the target; an
         // entry larger than the target gets a block of its own.
-        if let Some(p) = prev
+        if let Some(p) = &prev
             && !block.is_empty()
             && block.len() + enc.len() > BLOCK_TARGET
         {
@@ -123,7 +139,7 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
         max_seq = max_seq.max(e.seq);
         prev = Some(e);
     }
-    if let Some(p) = prev
+    if let Some(p) = &prev
         && !block.is_empty()
     {
         flush_block(&mut block, p, &mut out, &mut offset)?;
@@ -143,10 +159,10 @@ pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
     let meta = SstMetaData {
         format_version: FORMAT_VERSION,
         seq: max_seq,
-        entry_count: entries.len() as u64,
+        entry_count: count,
         block_count: index.len() as u32,
-        min_key: entries.first().map(|e| e.row.clone()).unwrap_or_default(),
-        max_key: entries.last().map(|e| e.row.clone()).unwrap_or_default(),
+        min_key: first_row.unwrap_or_default(),
+        max_key: prev.map(|e| e.row).unwrap_or_default(),
         index_offset: offset,
         index_len: idx.len() as u64,
         index_checksum: xxh3_64(&idx),

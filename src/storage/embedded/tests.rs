@@ -13,6 +13,7 @@ fn opts(dir: &Path) -> EmbeddedOptions {
         dir: dir.to_path_buf(),
         layout: KeyLayout::default(),
         memtable_bytes: 1 << 20,
+        max_tables: 8,
     }
 }
 
@@ -205,6 +206,7 @@ enum Op {
     Write(Vec<(u8, u8, Option<u8>)>),
     Bulk(Vec<(u8, u8, Option<u8>)>),
     Checkpoint,
+    Compact,
     Reopen,
     Scan(u8, u8),
 }
@@ -219,6 +221,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => proptest::collection::vec(cell.clone(), 1..5).prop_map(Op::Write),
         3 => proptest::collection::vec(cell, 1..20).prop_map(Op::Bulk),
         1 => Just(Op::Checkpoint),
+        2 => Just(Op::Compact),
         1 => Just(Op::Reopen),
         2 => (0u8..13, 0u8..13).prop_map(|(a, b)| Op::Scan(a.min(b), a.max(b))),
     ]
@@ -247,6 +250,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut o = opts(dir.path());
         o.memtable_bytes = 600; // force memtable flushes too
+        o.max_tables = 2; // and merges, often of every file
         let mut store = EmbeddedStore::open(o.clone()).unwrap();
         let mut model: BTreeMap<(u8, u8), u8> = BTreeMap::new();
         for op in ops {
@@ -261,6 +265,7 @@ proptest! {
                     for (r, c, v) in cells { match v { Some(v) => { model.insert((r, c), v); } None => { model.remove(&(r, c)); } } }
                 }
                 Op::Checkpoint => store.checkpoint().unwrap(),
+                Op::Compact => { store.compact().unwrap(); }
                 Op::Reopen => { store.sync().unwrap(); drop(store); store = EmbeddedStore::open(o.clone()).unwrap(); }
                 Op::Scan(a, b) => {
                     let mut got = Vec::new();
@@ -278,4 +283,59 @@ proptest! {
         let want: Vec<(u8, u8, u8)> = model.iter().map(|(&(r, c), &v)| (r, c, v)).collect();
         prop_assert_eq!(got, want);
     }
+}
+
+#[test]
+fn merge_policy() {
+    assert_eq!(choose_merge(&[(1, 10), (2, 20)], 8), None);
+    let eight: Vec<(u64, u64)> = (1..=8).map(|n| (n, n * 100)).collect();
+    assert_eq!(choose_merge(&eight, 8), None);
+    // Nine files: merge the four smallest.
+    let mut nine = eight.clone();
+    nine.push((9, 5));
+    assert_eq!(choose_merge(&nine, 8), Some(vec![9, 1, 2, 3]));
+    // Far over the limit: enough to get back under it.
+    let many: Vec<(u64, u64)> = (1..=20).map(|n| (n, 1000 - n)).collect();
+    assert_eq!(choose_merge(&many, 8).map(|v| v.len()), Some(13));
+}
+
+#[test]
+fn compaction_bounds_files_and_keeps_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(dir.path());
+    o.max_tables = 4;
+    let s = EmbeddedStore::open(o.clone()).unwrap();
+    for i in 0u8..30 {
+        s.bulk_write(vec![
+            put(Table::Data, &[i], b"t", &[i]),
+            Mutation::Delete {
+                table: Table::Data,
+                row: vec![i.wrapping_sub(1)],
+                column: b"t".to_vec(),
+            },
+        ])
+        .unwrap();
+        s.maintain().unwrap();
+        assert!(s.table_count() <= 4, "{} files", s.table_count());
+    }
+    // Only the last put survives the deletes.
+    assert_eq!(
+        rows(&s, Table::Data),
+        vec![(
+            vec![29u8],
+            vec![Cell {
+                column: b"t".to_vec(),
+                value: vec![29]
+            }]
+        )]
+    );
+    drop(s);
+    let s = EmbeddedStore::open(o).unwrap();
+    assert_eq!(rows(&s, Table::Data).len(), 1);
+    let files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    assert_eq!(files, s.table_count(), "no leftover files");
 }
