@@ -19,6 +19,7 @@
 //! Series ids are local to a segment: every segment defines the series it
 //! uses before their points, so any suffix of segments replays on its own.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -160,7 +161,7 @@ fn decode_frame(
     payload: &[u8],
     path: &Path,
     visit: &mut dyn FnMut(ReplayedPoint<'_>),
-    defs: &mut Vec<Option<Vec<u8>>>,
+    defs: &mut HashMap<u64, Vec<u8>>,
 ) -> Result<(), LogError> {
     let bad = |reason| LogError::Corrupt {
         path: path.to_path_buf(),
@@ -171,18 +172,12 @@ fn decode_frame(
     while !r.is_empty() {
         match r.u8() {
             Some(REC_SERIES) => {
-                let id = r.varint().ok_or_else(|| bad("bad series record"))? as usize;
+                let id = r.varint().ok_or_else(|| bad("bad series record"))?;
                 let key = r.bytes().ok_or_else(|| bad("bad series record"))?;
-                if id > 1 << 26 {
-                    return Err(bad("series id out of range"));
-                }
-                if defs.len() <= id {
-                    defs.resize(id + 1, None);
-                }
-                defs[id] = Some(key.to_vec());
+                defs.insert(id, key.to_vec());
             }
             Some(REC_POINT) => {
-                let id = r.varint().ok_or_else(|| bad("bad point record"))? as usize;
+                let id = r.varint().ok_or_else(|| bad("bad point record"))?;
                 let raw_ts = r.varint().ok_or_else(|| bad("bad point record"))?;
                 let value = match r.u8() {
                     Some(0) => {
@@ -202,8 +197,7 @@ fn decode_frame(
                     _ => return Err(bad("bad point value kind")),
                 };
                 let key = defs
-                    .get(id)
-                    .and_then(Option::as_deref)
+                    .get(&id)
                     .ok_or_else(|| bad("point of an undefined series"))?;
                 visit(ReplayedPoint {
                     series_key: key,
@@ -235,7 +229,7 @@ impl Wal {
         let mut total = 0u64;
         for (i, &n) in segments.iter().enumerate() {
             let path = segment_path(dir, n);
-            let mut defs: Vec<Option<Vec<u8>>> = Vec::new();
+            let mut defs: HashMap<u64, Vec<u8>> = HashMap::new();
             let rec = logfile::read_log(&path, MAGIC, VERSION, |payload| {
                 decode_frame(payload, &path, &mut visit, &mut defs)
             })?;
