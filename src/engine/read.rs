@@ -73,6 +73,17 @@ fn to_num(v: StoredValue) -> Num {
 
 type Points = Vec<(i64, StoredValue)>;
 
+/// What one fetch reads: a metric's rows with base hours in `[lo, hi)`
+/// that pass the prefilter, within the point budget.
+#[derive(Debug, Clone, Copy)]
+struct Scan<'a> {
+    metric: u64,
+    lo: u32,
+    hi: u32,
+    pf: &'a Prefilter,
+    budget: &'a Budget,
+}
+
 /// Points a fetch may still read (shared by the scan threads).
 #[derive(Debug)]
 struct Budget(AtomicI64, usize);
@@ -149,14 +160,14 @@ impl Engine {
 
     /// Points per series key from the store, scanning salt buckets in
     /// parallel.
-    fn scan_store(
-        &self,
-        metric: u64,
-        lo: u32,
-        hi: u32,
-        pf: &Prefilter,
-        budget: &Budget,
-    ) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+    fn scan_store(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+        let Scan {
+            metric,
+            lo,
+            hi,
+            pf,
+            budget,
+        } = *scan;
         let layout = *self.layout();
         let buckets = if layout.salt_width == 0 {
             1
@@ -231,14 +242,14 @@ impl Engine {
 
     /// Points per series key held in memory (rows being flushed, then the
     /// head), in that order so newer points come later.
-    fn scan_memory(
-        &self,
-        metric: u64,
-        lo: u32,
-        hi: u32,
-        pf: &Prefilter,
-        budget: &Budget,
-    ) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+    fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+        let Scan {
+            metric,
+            lo,
+            hi,
+            pf,
+            budget,
+        } = *scan;
         let layout = *self.layout();
         let st = self.lock();
         let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
@@ -327,8 +338,15 @@ impl SeriesSource for Engine {
             AtomicI64::new(i64::try_from(limit).unwrap_or(i64::MAX)),
             limit,
         );
-        let mut memory = self.scan_memory(metric, lo, hi, &pf, &budget)?;
-        let stored = self.scan_store(metric, lo, hi, &pf, &budget)?;
+        let scan = Scan {
+            metric,
+            lo,
+            hi,
+            pf: &pf,
+            budget: &budget,
+        };
+        let mut memory = self.scan_memory(&scan)?;
+        let stored = self.scan_store(&scan)?;
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {

@@ -360,21 +360,7 @@ impl EmbeddedStore {
         let number = st.manifest.next_file_number;
         // Burn the number even if this fails: a number is never reused.
         st.manifest.next_file_number += 1;
-        let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
-        let path = table_path(&self.dir, number);
-        let written = sst::write_table(&tmp, entries).and_then(|meta| {
-            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
-            // Open before publishing, so a published file is always readable.
-            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
-        });
-        let (meta, reader) = match written {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+        let (meta, reader) = self.write_new_table(number, entries.iter().cloned().map(Ok))?;
         let mut manifest = st.manifest.clone();
         manifest.files.push(SstFileData {
             number,
@@ -400,6 +386,28 @@ impl EmbeddedStore {
         st.tables = Arc::new(tables);
         st.manifest = manifest;
         Ok(())
+    }
+
+    /// Writes a table file under its final name (via a temp file) and opens
+    /// it, so a file that gets published is always readable. On failure
+    /// nothing is left behind; on success the file is not live until a
+    /// manifest names it.
+    fn write_new_table(
+        &self,
+        number: u64,
+        entries: impl Iterator<Item = Result<Entry>>,
+    ) -> Result<(fb::SstMetaData, Arc<TableReader>)> {
+        let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
+        let path = table_path(&self.dir, number);
+        let written = sst::write_table_from(&tmp, entries).and_then(|meta| {
+            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
+        });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(&path);
+        }
+        written
     }
 
     /// Writes the memtable to a table file and starts a new log.
@@ -576,8 +584,6 @@ impl EmbeddedStore {
             st.manifest.next_file_number += 1;
             n
         };
-        let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
-        let path = table_path(&self.dir, number);
         let sources: Vec<merge::Source<'_>> = inputs
             .iter()
             .map(|t| Box::new(t.range(&[], &[])) as merge::Source<'_>)
@@ -586,18 +592,8 @@ impl EmbeddedStore {
             Ok(e) if e.value.is_none() && all => mem_keys.contains(&(e.row.clone(), e.col.clone())),
             _ => true,
         });
-        let written = sst::write_table_from(&tmp, merged).and_then(|meta| {
-            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
-            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
-        });
-        let (meta, reader) = match written {
-            Ok(x) => x,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+        let (meta, reader) = self.write_new_table(number, merged)?;
+        let path = reader.path().to_path_buf();
         let gone: HashSet<u64> = inputs.iter().map(|t| t.number).collect();
         {
             let mut st = self.lock();

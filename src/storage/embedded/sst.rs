@@ -68,6 +68,7 @@ struct BlockHandle {
 /// Writes entries, which must arrive sorted by `(row, col)` with no
 /// duplicates, then publishes nothing: the caller renames the finished file
 /// into place and records it in the manifest.
+#[cfg(test)]
 pub fn write_table(path: &Path, entries: &[Entry]) -> Result<SstMetaData> {
     write_table_from(path, entries.iter().cloned().map(Ok))
 }
