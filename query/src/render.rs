@@ -6,7 +6,8 @@
 //! `arrays`), second vs millisecond keys, and value formatting: integers as
 //! JSON integers, doubles exactly like Java's `Double.toString` (which is what
 //! Jackson writes), NaN as the string `"NaN"` — or `null` when the sub query's
-//! fill policy is `null`.
+//! fill policy is `null`, and always in the array form (`arrays`), which
+//! Grafana's backend cannot decode otherwise.
 //!
 //! Written by hand rather than through serde so that number formatting and
 //! duplicate `dps` keys (several ms points in one second without `ms`) come
@@ -61,9 +62,13 @@ fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &Quer
         push_str_list(out, &r.tsuids);
         out.push(']');
     }
-    let nan_as_null = sub
-        .and_then(|s| s.downsample.as_ref())
-        .is_some_and(|d| d.fill == FillPolicy::Null);
+    // The array form is what Grafana's backend asks for (`?arrays=true`),
+    // and its decoder fails on the string "NaN": write null there (a
+    // deliberate difference from OpenTSDB).
+    let nan_as_null = q.arrays
+        || sub
+            .and_then(|s| s.downsample.as_ref())
+            .is_some_and(|d| d.fill == FillPolicy::Null);
     out.push_str(",\"dps\":");
     if q.arrays {
         out.push('[');

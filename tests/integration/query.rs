@@ -111,6 +111,14 @@ fn downsampling() {
         ))
         .json();
     assert_eq!(dps(&raw[0])[3], ((T0 + 180).to_string(), 0.0));
+    // Array form (Grafana's backend): NaN is null, which its decoder accepts.
+    let raw = s
+        .get(&format!(
+            "/api/query?start={T0}&end={}&m=sum:1m-sum-nan:q.m&arrays=true",
+            T0 + 180
+        ))
+        .json();
+    assert_eq!(raw[0]["dps"][3], serde_json::json!([T0 + 180, null]));
 }
 
 #[test]
