@@ -34,19 +34,19 @@ impl Server {
 
     fn spawn(dir: &Path, extra: &str) -> Self {
         let cfg = dir.join("test.toml");
-        let text = format!(
-            "[server]\nport = 0\n[storage]\ndata_dir = {:?}\n{extra}\n",
-            dir.join("data").to_string_lossy()
-        );
-        std::fs::write(&cfg, text).expect("write config");
+        // Port and data directory come from the command line (as an
+        // operator overrides them), so `extra` may use any table.
+        std::fs::write(&cfg, extra).expect("write config");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join("server.log"))
             .expect("log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
-            .args(["serve", "--config"])
+            .args(["serve", "--port", "0", "--config"])
             .arg(&cfg)
+            .arg("--data-dir")
+            .arg(dir.join("data"))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()

@@ -89,6 +89,126 @@ fn background_flush_of_closed_hours_then_kill9() {
     assert_eq!(read_back(&s), want);
 }
 
+/// Writes from 4 threads until the server dies; returns the acknowledged
+/// timestamps. Each writer uses its own timestamp range, offset by `round`.
+fn write_until_killed(s: &mut Server, round: i64, run_for: Duration) -> (Vec<i64>, u64) {
+    let addr = s.addr;
+    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4i64 {
+        let acked = Arc::clone(&acked);
+        let stop = Arc::clone(&stop);
+        writers.push(std::thread::spawn(move || {
+            let mut batch = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                let base = 1400000000 + round * 10_000_000 + w * 1_000_000 + batch * 50;
+                let body: Vec<String> = (0..50)
+                    .map(|i| {
+                        format!(
+                            r#"{{"metric":"k.m","timestamp":{},"value":{},"tags":{{"w":"{w}"}}}}"#,
+                            base + i,
+                            base + i
+                        )
+                    })
+                    .collect();
+                match try_http(
+                    addr,
+                    "POST",
+                    "/api/put",
+                    &[],
+                    format!("[{}]", body.join(",")).as_bytes(),
+                ) {
+                    Ok(r) if r.status == 204 => {
+                        acked.lock().unwrap().extend((0..50).map(|i| base + i))
+                    }
+                    _ => break,
+                }
+                batch += 1;
+            }
+        }));
+    }
+    std::thread::sleep(run_for);
+    // How many flushes (checkpoints included) ran while writing.
+    let flushes = try_http(addr, "GET", "/metrics", &[], b"")
+        .ok()
+        .and_then(|r| {
+            r.text().lines().find_map(|l| {
+                l.strip_prefix("hourglass_flushes_total ")
+                    .and_then(|v| v.trim().parse().ok())
+            })
+        })
+        .unwrap_or(0);
+    s.kill9();
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        let _ = w.join();
+    }
+    let acked = acked.lock().unwrap().clone();
+    (acked, flushes)
+}
+
+fn stored_timestamps(s: &Server) -> std::collections::HashSet<i64> {
+    let r = s.query("/api/query?start=1400000000&end=1500000000&m=none:k.m");
+    let mut have = std::collections::HashSet::new();
+    for series in r.as_array().unwrap() {
+        for (k, v) in dps(series) {
+            let ts: i64 = k.parse().unwrap();
+            assert_eq!(v, ts as f64, "value of {ts}");
+            have.insert(ts);
+        }
+    }
+    have
+}
+
+#[test]
+fn kill9_during_checkpoints_and_merges() {
+    // Tiny bounds: the WAL is checkpointed (every row written to table
+    // files) every few hundred requests, files are merged constantly, and
+    // closed hours are flushed every second.
+    let mut s = Server::start_with(
+        "[wal]\ncheckpoint_bytes = 200000\n[storage]\nmax_tables = 3\n[head]\nflush_interval_secs = 1\n",
+    );
+    let mut all_acked = Vec::new();
+    let mut flushes = 0;
+    for round in 0..3 {
+        let (acked, f) = write_until_killed(&mut s, round, Duration::from_millis(1500));
+        all_acked.extend(acked);
+        flushes += f;
+        s.restart();
+        let have = stored_timestamps(&s);
+        let missing = all_acked.iter().filter(|t| !have.contains(t)).count();
+        assert_eq!(
+            missing,
+            0,
+            "round {round}: {missing} of {} acknowledged points lost",
+            all_acked.len()
+        );
+    }
+    assert!(
+        all_acked.len() >= 600,
+        "too few acknowledged points: {}",
+        all_acked.len()
+    );
+    assert!(
+        flushes >= 3,
+        "expected checkpoints while writing, saw {flushes} flushes"
+    );
+    let tables = std::fs::read_dir(s.dir.join("data/store"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    assert!(
+        (1..=4).contains(&tables),
+        "{tables} table files with max_tables = 3"
+    );
+    eprintln!(
+        "kill -9 x3 under checkpoints: {} acknowledged points, all present; {flushes} flushes",
+        all_acked.len()
+    );
+}
+
 #[test]
 fn kill9_loses_no_acknowledged_point() {
     let mut s = Server::start();
