@@ -119,9 +119,10 @@ fn write_until_killed(s: &mut Server, round: i64, run_for: Duration) -> (Vec<i64
                     &[],
                     format!("[{}]", body.join(",")).as_bytes(),
                 ) {
-                    Ok(r) if r.status == 204 => {
-                        acked.lock().unwrap().extend((0..50).map(|i| base + i))
-                    }
+                    Ok(r) if r.status == 204 => acked
+                        .lock()
+                        .expect("lock")
+                        .extend((0..50).map(|i| base + i)),
                     _ => break,
                 }
                 batch += 1;
@@ -144,16 +145,16 @@ fn write_until_killed(s: &mut Server, round: i64, run_for: Duration) -> (Vec<i64
     for w in writers {
         let _ = w.join();
     }
-    let acked = acked.lock().unwrap().clone();
+    let acked = acked.lock().expect("lock").clone();
     (acked, flushes)
 }
 
 fn stored_timestamps(s: &Server) -> std::collections::HashSet<i64> {
     let r = s.query("/api/query?start=1400000000&end=1500000000&m=none:k.m");
     let mut have = std::collections::HashSet::new();
-    for series in r.as_array().unwrap() {
+    for series in r.as_array().expect("array") {
         for (k, v) in dps(series) {
-            let ts: i64 = k.parse().unwrap();
+            let ts: i64 = k.parse().expect("numeric timestamp");
             assert_eq!(v, ts as f64, "value of {ts}");
             have.insert(ts);
         }
@@ -212,60 +213,14 @@ fn kill9_during_checkpoints_and_merges() {
 #[test]
 fn kill9_loses_no_acknowledged_point() {
     let mut s = Server::start();
-    let addr = s.addr;
-    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..4i64 {
-        let acked = Arc::clone(&acked);
-        let stop = Arc::clone(&stop);
-        writers.push(std::thread::spawn(move || {
-            let mut batch = 0i64;
-            while !stop.load(Ordering::Relaxed) {
-                // 50 points per request, distinct timestamps per writer.
-                let base = 1400000000 + (w * 1_000_000 + batch * 50);
-                let body: Vec<String> = (0..50)
-                    .map(|i| {
-                        format!(
-                            r#"{{"metric":"k.m","timestamp":{},"value":{},"tags":{{"w":"{w}"}}}}"#,
-                            base + i,
-                            base + i
-                        )
-                    })
-                    .collect();
-                let body = format!("[{}]", body.join(","));
-                match try_http(addr, "POST", "/api/put", &[], body.as_bytes()) {
-                    Ok(r) if r.status == 204 => {
-                        acked.lock().unwrap().extend((0..50).map(|i| base + i))
-                    }
-                    _ => break, // the server is gone
-                }
-                batch += 1;
-            }
-        }));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
-    s.kill9();
-    stop.store(true, Ordering::Relaxed);
-    for w in writers {
-        let _ = w.join();
-    }
-    let acked = acked.lock().unwrap().clone();
+    let (acked, _) = write_until_killed(&mut s, 0, Duration::from_millis(1500));
     assert!(
         acked.len() >= 200,
         "too few acknowledged points to mean anything: {}",
         acked.len()
     );
     s.restart();
-    let r = s.query("/api/query?start=1400000000&end=1404000000&m=none:k.m");
-    let mut have = std::collections::HashSet::new();
-    for series in r.as_array().unwrap() {
-        for (k, v) in dps(series) {
-            let ts: i64 = k.parse().unwrap();
-            assert_eq!(v, ts as f64, "value of {ts}");
-            have.insert(ts);
-        }
-    }
+    let have = stored_timestamps(&s);
     let missing: Vec<&i64> = acked.iter().filter(|t| !have.contains(t)).collect();
     assert!(
         missing.is_empty(),
