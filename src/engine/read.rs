@@ -161,13 +161,6 @@ impl Engine {
     /// Points per series key from the store, scanning salt buckets in
     /// parallel.
     fn scan_store(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
-        let Scan {
-            metric,
-            lo,
-            hi,
-            pf,
-            budget,
-        } = *scan;
         let layout = *self.layout();
         let buckets = if layout.salt_width == 0 {
             1
@@ -188,11 +181,11 @@ impl Engine {
                         if b >= buckets {
                             break;
                         }
-                        let start = layout.scan_key(b as u32, metric, lo);
-                        let end = layout.scan_key(b as u32, metric, hi);
+                        let start = layout.scan_key(b as u32, scan.metric, scan.lo);
+                        let end = layout.scan_key(b as u32, scan.metric, scan.hi);
                         let res = self.store.scan(Table::Data, &start, &end, &mut |row, cells| {
                             let Some(parts) = layout.parse_row_key(row) else { return Ok(true) };
-                            if !pf.matches(&layout, parts.tags) {
+                            if !scan.pf.matches(&layout, parts.tags) {
                                 return Ok(true);
                             }
                             pts.clear();
@@ -207,7 +200,7 @@ impl Engine {
                                 }
                             }
                             let merged = if cells.len() > 1 { merge_points(&pts, &[]) } else { std::mem::take(&mut pts) };
-                            if !budget.take(merged.len()) {
+                            if !scan.budget.take(merged.len()) {
                                 return Ok(false);
                             }
                             push_row(local.entry(layout.series_of_row(row)).or_default(), parts.base_time, &merged);
@@ -229,7 +222,7 @@ impl Engine {
         {
             return Err(e);
         }
-        budget.check()?;
+        scan.budget.check()?;
         let mut all = HashMap::new();
         for m in results
             .into_inner()
@@ -243,23 +236,16 @@ impl Engine {
     /// Points per series key held in memory (rows being flushed, then the
     /// head), in that order so newer points come later.
     fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
-        let Scan {
-            metric,
-            lo,
-            hi,
-            pf,
-            budget,
-        } = *scan;
         let layout = *self.layout();
         let st = self.lock();
         let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
-        let Some(ids) = st.by_metric.get(&metric) else {
+        let Some(ids) = st.by_metric.get(&scan.metric) else {
             return Ok(out);
         };
         for &id in ids {
             let key = &st.series[id as usize].key;
             let tags = key.get(layout.prefix_width()..).unwrap_or_default();
-            if !pf.matches(&layout, tags) {
+            if !scan.pf.matches(&layout, tags) {
                 continue;
             }
             for rows in st
@@ -269,9 +255,9 @@ impl Engine {
                 .chain(std::iter::once(st.head.get(&id)))
             {
                 let Some((_, by_base)) = rows else { continue };
-                for (&base, pts) in by_base.range(lo..hi) {
-                    if !budget.take(pts.len()) {
-                        return budget.check().map(|()| out);
+                for (&base, pts) in by_base.range(scan.lo..scan.hi) {
+                    if !scan.budget.take(pts.len()) {
+                        return scan.budget.check().map(|()| out);
                     }
                     push_row(out.entry(key.to_vec()).or_default(), base, pts);
                 }

@@ -196,7 +196,20 @@ fn encode_log_batch(seq: u64, batch: &[Op]) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// One cell change: internal row, column, value (`None` = delete).
 type Op = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+
+fn into_op(m: Mutation) -> Op {
+    match m {
+        Mutation::Put {
+            table,
+            row,
+            column,
+            value,
+        } => (internal_row(table, &row), column, Some(value)),
+        Mutation::Delete { table, row, column } => (internal_row(table, &row), column, None),
+    }
+}
 
 fn decode_log_batch(payload: &[u8], path: &Path) -> Result<(u64, Vec<Op>)> {
     let bad = || StorageError::Corrupt {
@@ -668,20 +681,7 @@ impl Store for EmbeddedStore {
     }
 
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()> {
-        let ops: Vec<Op> = batch
-            .into_iter()
-            .map(|m| match m {
-                Mutation::Put {
-                    table,
-                    row,
-                    column,
-                    value,
-                } => (internal_row(table, &row), column, Some(value)),
-                Mutation::Delete { table, row, column } => {
-                    (internal_row(table, &row), column, None)
-                }
-            })
-            .collect();
+        let ops: Vec<Op> = batch.into_iter().map(into_op).collect();
         let mut st = self.lock();
         self.apply_logged(&mut st, ops, durability)
     }
@@ -698,35 +698,23 @@ impl Store for EmbeddedStore {
         let seq = st.seq;
         let mut entries: Vec<Entry> = batch
             .into_iter()
-            .map(|m| match m {
-                Mutation::Put {
-                    table,
+            .map(|m| {
+                let (row, col, value) = into_op(m);
+                Entry {
                     row,
-                    column,
+                    col,
+                    seq,
                     value,
-                } => Entry {
-                    row: internal_row(table, &row),
-                    col: column,
-                    seq,
-                    value: Some(value),
-                },
-                Mutation::Delete { table, row, column } => Entry {
-                    row: internal_row(table, &row),
-                    col: column,
-                    seq,
-                    value: None,
-                },
+                }
             })
             .collect();
         // Sort by cell, keeping the last mutation of a cell in the batch.
         entries.reverse();
         entries.sort_by(|a, b| (&a.row, &a.col).cmp(&(&b.row, &b.col)));
         entries.dedup_by(|a, b| a.row == b.row && a.col == b.col);
-        let res = self.publish_table(&mut st, &entries, None);
-        if res.is_err() {
-            st.poisoned = true;
-        }
-        res
+        // A failure before the manifest write leaves the store as it was
+        // (the caller may retry); publish_table poisons when it does not.
+        self.publish_table(&mut st, &entries, None)
     }
 
     fn increment(
