@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod config;
 pub mod engine;
+pub mod failpoint;
 pub mod fb;
 pub mod logfile;
 pub mod metrics;

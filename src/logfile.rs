@@ -9,12 +9,14 @@
 //!           | low 32 bits of xxh3-64 of the previous 12 bytes (u32 LE) | payload
 //! ```
 //!
-//! Recovery reads frames until the end. A frame that is cut short, a payload
-//! whose checksum fails *and reaches the end of the file*, or a tail of zero
-//! bytes is a torn tail — the write that produced it was never acknowledged —
-//! and is truncated away. A bad frame header (its own checksum guards the
-//! length) or a bad payload followed by more bytes is corruption and is
-//! reported, never skipped silently.
+//! Recovery reads frames until the end. A frame that is cut short (its
+//! header or payload runs past the end of the file) or a tail of zero bytes
+//! is a torn tail — the write that produced it was never acknowledged — and
+//! is truncated away. A *complete* frame whose checksum fails, or a bad
+//! frame header (its own checksum guards the length), is corruption and is
+//! reported with the file and offset, never skipped silently: acknowledged
+//! data may sit in or after it. [`cut_and_move_aside`] is the documented
+//! repair.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -47,6 +49,10 @@ pub enum LogError {
     },
     #[error("frame of {0} bytes exceeds the {MAX_FRAME_LEN}-byte limit")]
     FrameTooLarge(usize),
+    #[error(
+        "{path}: a record inside a checksummed frame is malformed (written by another version?)"
+    )]
+    BadRecord { path: PathBuf },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
@@ -231,10 +237,10 @@ pub fn read_log<E: From<LogError>>(
             break; // torn payload
         }
         if xxh3_64(&data[body..body + len]) != checksum {
-            if body + len == end {
-                break; // last frame, partially written
+            if data[pos..].iter().all(|&b| b == 0) {
+                break; // zero-filled tail
             }
-            return Err(corrupt("checksum mismatch").into());
+            return Err(corrupt("checksum mismatch in a complete frame").into());
         }
         visit(&data[body..body + len])?;
         pos = body + len;
@@ -243,6 +249,41 @@ pub fn read_log<E: From<LogError>>(
         valid_len: pos as u64,
         torn_bytes: (end - pos) as u64,
     })
+}
+
+/// The documented repair of a damaged log: truncates `path` at `offset`
+/// (the start of the first bad frame) after copying every byte from there on
+/// into `lost_dir`, so nothing is destroyed. Returns the copy's path.
+pub fn cut_and_move_aside(path: &Path, offset: u64, lost_dir: &Path) -> Result<PathBuf, LogError> {
+    std::fs::create_dir_all(lost_dir).map_err(io(lost_dir))?;
+    let mut data = Vec::new();
+    File::open(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(offset))?;
+            f.read_to_end(&mut data)
+        })
+        .map_err(io(path))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "log".into());
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let dst = lost_dir.join(format!("{name}.from-{offset}.{stamp}"));
+    {
+        let mut f = File::create(&dst).map_err(io(&dst))?;
+        f.write_all(&data).map_err(io(&dst))?;
+        f.sync_all().map_err(io(&dst))?;
+    }
+    sync_dir(lost_dir)?;
+    let f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io(path))?;
+    f.set_len(offset).map_err(io(path))?;
+    f.sync_all().map_err(io(path))?;
+    Ok(dst)
 }
 
 /// Little helpers for the varint-based payload encodings of the logs and
@@ -304,6 +345,12 @@ pub mod varint {
         pub fn u64_le(&mut self) -> Option<u64> {
             Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
         }
+        pub fn u32_le(&mut self) -> Option<u32> {
+            Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+        }
+        pub fn position(&self) -> usize {
+            self.pos
+        }
     }
 }
 
@@ -354,11 +401,20 @@ mod tests {
             assert_eq!(frames.len(), 2, "cut at {cut}");
             assert_eq!(r.valid_len, last_start as u64);
         }
-        // A flipped bit in the last frame's payload is a torn tail too.
+        // A flipped bit in the last, complete frame is corruption, not a
+        // torn tail: that frame may have been acknowledged.
         let mut bad = full.clone();
         let n = bad.len();
         bad[n - 1] ^= 1;
         std::fs::write(&path, &bad).unwrap();
+        match read_all(&path) {
+            Err(LogError::Corrupt { offset, .. }) => assert_eq!(offset, last_start as u64),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // The repair keeps the frames before it and moves the rest aside.
+        let lost = dir.path().join("lost");
+        let moved = cut_and_move_aside(&path, last_start as u64, &lost).unwrap();
+        assert_eq!(std::fs::read(&moved).unwrap(), bad[last_start..]);
         assert_eq!(read_all(&path).unwrap().0.len(), 2);
         // A zero-filled tail is torn too.
         let mut zeros = full.clone();

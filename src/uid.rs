@@ -289,7 +289,7 @@ impl Uids {
         Ok(cells
             .into_iter()
             .find(|c| c.column == col)
-            .and_then(|c| <[u8; 8]>::try_from(c.value.as_slice()).ok())
+            .and_then(|c| <[u8; 8]>::try_from(c.value.as_ref()).ok())
             .map_or(0, |b| u64::try_from(i64::from_be_bytes(b)).unwrap_or(0)))
     }
 
@@ -328,12 +328,10 @@ mod tests {
     use crate::storage::embedded::{EmbeddedOptions, EmbeddedStore};
 
     fn uids(dir: &std::path::Path, auto: bool) -> Uids {
-        let store = EmbeddedStore::open(EmbeddedOptions {
-            dir: dir.to_path_buf(),
-            layout: KeyLayout::default(),
-            memtable_bytes: 1 << 20,
-            max_tables: 8,
-        })
+        let store = EmbeddedStore::open(EmbeddedOptions::new(
+            dir.to_path_buf(),
+            KeyLayout::default(),
+        ))
         .unwrap();
         Uids::new(Arc::new(store), &KeyLayout::default(), [auto; 3])
     }
@@ -387,7 +385,7 @@ mod tests {
             fwd,
             vec![crate::storage::Cell {
                 column: b"itagv".to_vec(),
-                value: vec![0, 0, 1]
+                value: bytes::Bytes::from_static(&[0, 0, 1])
             }]
         );
         let rev = u.store.get_row(Table::Uid, &[0, 0, 1]).unwrap();
@@ -395,11 +393,11 @@ mod tests {
             rev,
             vec![crate::storage::Cell {
                 column: b"ntagv".to_vec(),
-                value: b"web01".to_vec()
+                value: bytes::Bytes::from_static(b"web01")
             }]
         );
         let ctr = u.store.get_row(Table::Uid, &[0]).unwrap();
-        assert_eq!(ctr[0].value, 1i64.to_be_bytes());
+        assert_eq!(ctr[0].value, &1i64.to_be_bytes()[..]);
     }
 
     #[test]
@@ -434,12 +432,10 @@ mod tests {
     #[test]
     fn exhaustion_on_one_byte_width() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(EmbeddedOptions {
-            dir: dir.path().to_path_buf(),
-            layout: KeyLayout::default(),
-            memtable_bytes: 1 << 20,
-            max_tables: 8,
-        })
+        let store = EmbeddedStore::open(EmbeddedOptions::new(
+            dir.path().to_path_buf(),
+            KeyLayout::default(),
+        ))
         .unwrap();
         let layout = KeyLayout {
             metric_width: 1,

@@ -216,12 +216,10 @@ impl Engine {
             Err(std::fs::TryLockError::Error(e)) => return Err(dd_err(e)),
         }
         let layout = cfg.layout();
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(EmbeddedOptions {
-            dir: data_dir.join("store"),
-            layout,
-            memtable_bytes: cfg.storage.memtable_bytes,
-            max_tables: cfg.storage.max_tables,
-        })?);
+        let mut eopts = EmbeddedOptions::new(data_dir.join("store"), layout);
+        eopts.memtable_bytes = cfg.storage.memtable_bytes;
+        eopts.max_meta_files = cfg.storage.max_tables;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(eopts)?);
         let uids = Uids::new(
             Arc::clone(&store),
             &layout,
@@ -463,7 +461,7 @@ impl Engine {
             if let Err(e) = self.flush(all) {
                 tracing::error!(error = %e, "head flush failed; the points stay in memory and in the log and will be retried");
             }
-            if let Err(e) = self.store.maintain() {
+            if let Err(e) = self.store.maintain(now_secs() as u64, false) {
                 tracing::error!(error = %e, "merging table files failed");
             }
         }
@@ -589,7 +587,9 @@ impl Engine {
                 count += 1;
             }
         }
-        self.store.bulk_write(muts)?;
+        let mut muts = Some(muts);
+        self.store
+            .write_data(&mut |_seq| Ok(muts.take().unwrap_or_default()))?;
         Ok(count)
     }
 

@@ -207,16 +207,17 @@ pub mod hourglass {
                 ds.finish()
             }
         }
-        pub enum SstFileOffset {}
+        pub enum TableFileOffset {}
         #[derive(Copy, Clone, PartialEq)]
 
-        /// One live table file, as listed in the manifest.
-        pub struct SstFile<'a> {
+        /// One live table file, as listed in the manifest (a copy of the fields of
+        /// its own metadata that the compaction policy needs without opening it).
+        pub struct TableFile<'a> {
             pub _tab: ::flatbuffers::Table<'a>,
         }
 
-        impl<'a> ::flatbuffers::Follow<'a> for SstFile<'a> {
-            type Inner = SstFile<'a>;
+        impl<'a> ::flatbuffers::Follow<'a> for TableFile<'a> {
+            type Inner = TableFile<'a>;
             #[inline]
             unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
                 Self {
@@ -225,16 +226,19 @@ pub mod hourglass {
             }
         }
 
-        impl<'a> SstFile<'a> {
+        impl<'a> TableFile<'a> {
             pub const VT_NUMBER: ::flatbuffers::VOffsetT = 4;
-            pub const VT_SEQ: ::flatbuffers::VOffsetT = 6;
-            pub const VT_SIZE: ::flatbuffers::VOffsetT = 8;
-            pub const VT_MIN_KEY: ::flatbuffers::VOffsetT = 10;
-            pub const VT_MAX_KEY: ::flatbuffers::VOffsetT = 12;
+            pub const VT_KIND: ::flatbuffers::VOffsetT = 6;
+            pub const VT_MIN_SEQ: ::flatbuffers::VOffsetT = 8;
+            pub const VT_MAX_SEQ: ::flatbuffers::VOffsetT = 10;
+            pub const VT_SIZE: ::flatbuffers::VOffsetT = 12;
+            pub const VT_WINDOW_START: ::flatbuffers::VOffsetT = 14;
+            pub const VT_WINDOW_END: ::flatbuffers::VOffsetT = 16;
+            pub const VT_POINT_COUNT: ::flatbuffers::VOffsetT = 18;
 
             #[inline]
             pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-                SstFile { _tab: table }
+                TableFile { _tab: table }
             }
             #[allow(unused_mut)]
             pub fn create<
@@ -244,18 +248,17 @@ pub mod hourglass {
                 A: ::flatbuffers::Allocator + 'bldr,
             >(
                 _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-                args: &'args SstFileArgs<'args>,
-            ) -> ::flatbuffers::WIPOffset<SstFile<'bldr>> {
-                let mut builder = SstFileBuilder::new(_fbb);
+                args: &'args TableFileArgs,
+            ) -> ::flatbuffers::WIPOffset<TableFile<'bldr>> {
+                let mut builder = TableFileBuilder::new(_fbb);
+                builder.add_point_count(args.point_count);
+                builder.add_window_end(args.window_end);
+                builder.add_window_start(args.window_start);
                 builder.add_size(args.size);
-                builder.add_seq(args.seq);
+                builder.add_max_seq(args.max_seq);
+                builder.add_min_seq(args.min_seq);
                 builder.add_number(args.number);
-                if let Some(x) = args.max_key {
-                    builder.add_max_key(x);
-                }
-                if let Some(x) = args.min_key {
-                    builder.add_min_key(x);
-                }
+                builder.add_kind(args.kind);
                 builder.finish()
             }
 
@@ -264,53 +267,84 @@ pub mod hourglass {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
-                unsafe { self._tab.get::<u64>(SstFile::VT_NUMBER, Some(0)).unwrap() }
+                unsafe { self._tab.get::<u64>(TableFile::VT_NUMBER, Some(0)).unwrap() }
             }
-            /// Sequence number of the newest entry in the file.
+            /// 0 = meta tables (UIDs, series index), 1 = data table.
             #[inline]
-            pub fn seq(&self) -> u64 {
+            pub fn kind(&self) -> u8 {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
-                unsafe { self._tab.get::<u64>(SstFile::VT_SEQ, Some(0)).unwrap() }
+                unsafe { self._tab.get::<u8>(TableFile::VT_KIND, Some(0)).unwrap() }
+            }
+            /// Sequence numbers of the entries in the file.
+            #[inline]
+            pub fn min_seq(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableFile::VT_MIN_SEQ, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn max_seq(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableFile::VT_MAX_SEQ, Some(0))
+                        .unwrap()
+                }
             }
             #[inline]
             pub fn size(&self) -> u64 {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
-                unsafe { self._tab.get::<u64>(SstFile::VT_SIZE, Some(0)).unwrap() }
+                unsafe { self._tab.get::<u64>(TableFile::VT_SIZE, Some(0)).unwrap() }
             }
-            /// Smallest and largest internal key (table byte ‖ row).
+            /// Data files: the window of base hours they cover, [start, end) in
+            /// seconds since the epoch. 0/0 for meta files.
             #[inline]
-            pub fn min_key(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
+            pub fn window_start(&self) -> u64 {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(
-                            SstFile::VT_MIN_KEY,
-                            None,
-                        )
+                        .get::<u64>(TableFile::VT_WINDOW_START, Some(0))
+                        .unwrap()
                 }
             }
             #[inline]
-            pub fn max_key(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
+            pub fn window_end(&self) -> u64 {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(
-                            SstFile::VT_MAX_KEY,
-                            None,
-                        )
+                        .get::<u64>(TableFile::VT_WINDOW_END, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn point_count(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableFile::VT_POINT_COUNT, Some(0))
+                        .unwrap()
                 }
             }
         }
 
-        impl ::flatbuffers::Verifiable for SstFile<'_> {
+        impl ::flatbuffers::Verifiable for TableFile<'_> {
             #[inline]
             fn run_verifier(
                 v: &mut ::flatbuffers::Verifier,
@@ -318,100 +352,113 @@ pub mod hourglass {
             ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
                 v.visit_table(pos)?
                     .visit_field::<u64>("number", Self::VT_NUMBER, false)?
-                    .visit_field::<u64>("seq", Self::VT_SEQ, false)?
+                    .visit_field::<u8>("kind", Self::VT_KIND, false)?
+                    .visit_field::<u64>("min_seq", Self::VT_MIN_SEQ, false)?
+                    .visit_field::<u64>("max_seq", Self::VT_MAX_SEQ, false)?
                     .visit_field::<u64>("size", Self::VT_SIZE, false)?
-                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>(
-                        "min_key",
-                        Self::VT_MIN_KEY,
-                        false,
-                    )?
-                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>(
-                        "max_key",
-                        Self::VT_MAX_KEY,
-                        false,
-                    )?
+                    .visit_field::<u64>("window_start", Self::VT_WINDOW_START, false)?
+                    .visit_field::<u64>("window_end", Self::VT_WINDOW_END, false)?
+                    .visit_field::<u64>("point_count", Self::VT_POINT_COUNT, false)?
                     .finish();
                 Ok(())
             }
         }
-        pub struct SstFileArgs<'a> {
+        pub struct TableFileArgs {
             pub number: u64,
-            pub seq: u64,
+            pub kind: u8,
+            pub min_seq: u64,
+            pub max_seq: u64,
             pub size: u64,
-            pub min_key: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
-            pub max_key: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
+            pub window_start: u64,
+            pub window_end: u64,
+            pub point_count: u64,
         }
-        impl<'a> Default for SstFileArgs<'a> {
+        impl<'a> Default for TableFileArgs {
             #[inline]
             fn default() -> Self {
-                SstFileArgs {
+                TableFileArgs {
                     number: 0,
-                    seq: 0,
+                    kind: 0,
+                    min_seq: 0,
+                    max_seq: 0,
                     size: 0,
-                    min_key: None,
-                    max_key: None,
+                    window_start: 0,
+                    window_end: 0,
+                    point_count: 0,
                 }
             }
         }
 
-        pub struct SstFileBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        pub struct TableFileBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
             fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
             start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
         }
-        impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SstFileBuilder<'a, 'b, A> {
+        impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> TableFileBuilder<'a, 'b, A> {
             #[inline]
             pub fn add_number(&mut self, number: u64) {
-                self.fbb_.push_slot::<u64>(SstFile::VT_NUMBER, number, 0);
+                self.fbb_.push_slot::<u64>(TableFile::VT_NUMBER, number, 0);
             }
             #[inline]
-            pub fn add_seq(&mut self, seq: u64) {
-                self.fbb_.push_slot::<u64>(SstFile::VT_SEQ, seq, 0);
+            pub fn add_kind(&mut self, kind: u8) {
+                self.fbb_.push_slot::<u8>(TableFile::VT_KIND, kind, 0);
+            }
+            #[inline]
+            pub fn add_min_seq(&mut self, min_seq: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableFile::VT_MIN_SEQ, min_seq, 0);
+            }
+            #[inline]
+            pub fn add_max_seq(&mut self, max_seq: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableFile::VT_MAX_SEQ, max_seq, 0);
             }
             #[inline]
             pub fn add_size(&mut self, size: u64) {
-                self.fbb_.push_slot::<u64>(SstFile::VT_SIZE, size, 0);
+                self.fbb_.push_slot::<u64>(TableFile::VT_SIZE, size, 0);
             }
             #[inline]
-            pub fn add_min_key(
-                &mut self,
-                min_key: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u8>>,
-            ) {
+            pub fn add_window_start(&mut self, window_start: u64) {
                 self.fbb_
-                    .push_slot_always::<::flatbuffers::WIPOffset<_>>(SstFile::VT_MIN_KEY, min_key);
+                    .push_slot::<u64>(TableFile::VT_WINDOW_START, window_start, 0);
             }
             #[inline]
-            pub fn add_max_key(
-                &mut self,
-                max_key: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u8>>,
-            ) {
+            pub fn add_window_end(&mut self, window_end: u64) {
                 self.fbb_
-                    .push_slot_always::<::flatbuffers::WIPOffset<_>>(SstFile::VT_MAX_KEY, max_key);
+                    .push_slot::<u64>(TableFile::VT_WINDOW_END, window_end, 0);
+            }
+            #[inline]
+            pub fn add_point_count(&mut self, point_count: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableFile::VT_POINT_COUNT, point_count, 0);
             }
             #[inline]
             pub fn new(
                 _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-            ) -> SstFileBuilder<'a, 'b, A> {
+            ) -> TableFileBuilder<'a, 'b, A> {
                 let start = _fbb.start_table();
-                SstFileBuilder {
+                TableFileBuilder {
                     fbb_: _fbb,
                     start_: start,
                 }
             }
             #[inline]
-            pub fn finish(self) -> ::flatbuffers::WIPOffset<SstFile<'a>> {
+            pub fn finish(self) -> ::flatbuffers::WIPOffset<TableFile<'a>> {
                 let o = self.fbb_.end_table(self.start_);
                 ::flatbuffers::WIPOffset::new(o.value())
             }
         }
 
-        impl ::core::fmt::Debug for SstFile<'_> {
+        impl ::core::fmt::Debug for TableFile<'_> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                let mut ds = f.debug_struct("SstFile");
+                let mut ds = f.debug_struct("TableFile");
                 ds.field("number", &self.number());
-                ds.field("seq", &self.seq());
+                ds.field("kind", &self.kind());
+                ds.field("min_seq", &self.min_seq());
+                ds.field("max_seq", &self.max_seq());
                 ds.field("size", &self.size());
-                ds.field("min_key", &self.min_key());
-                ds.field("max_key", &self.max_key());
+                ds.field("window_start", &self.window_start());
+                ds.field("window_end", &self.window_end());
+                ds.field("point_count", &self.point_count());
                 ds.finish()
             }
         }
@@ -441,6 +488,7 @@ pub mod hourglass {
             pub const VT_LOG_NUMBER: ::flatbuffers::VOffsetT = 12;
             pub const VT_SCHEMA: ::flatbuffers::VOffsetT = 14;
             pub const VT_FILES: ::flatbuffers::VOffsetT = 16;
+            pub const VT_OBSOLETE: ::flatbuffers::VOffsetT = 18;
 
             #[inline]
             pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -461,6 +509,9 @@ pub mod hourglass {
                 builder.add_next_file_number(args.next_file_number);
                 builder.add_last_seq(args.last_seq);
                 builder.add_generation(args.generation);
+                if let Some(x) = args.obsolete {
+                    builder.add_obsolete(x);
+                }
                 if let Some(x) = args.files {
                     builder.add_files(x);
                 }
@@ -541,15 +592,30 @@ pub mod hourglass {
             #[inline]
             pub fn files(
                 &self,
-            ) -> Option<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<SstFile<'a>>>>
+            ) -> Option<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<TableFile<'a>>>>
             {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab.get::<::flatbuffers::ForwardsUOffset<
-                        ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<SstFile>>,
+                        ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<TableFile>>,
                     >>(Manifest::VT_FILES, None)
+                }
+            }
+            /// Files a compaction replaced: no longer live, deleted on the next open
+            /// if the unlink after the compaction did not happen.
+            #[inline]
+            pub fn obsolete(&self) -> Option<::flatbuffers::Vector<'a, u64>> {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u64>>>(
+                            Manifest::VT_OBSOLETE,
+                            None,
+                        )
                 }
             }
         }
@@ -572,8 +638,13 @@ pub mod hourglass {
                         false,
                     )?
                     .visit_field::<::flatbuffers::ForwardsUOffset<
-                        ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<SstFile>>,
+                        ::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<TableFile>>,
                     >>("files", Self::VT_FILES, false)?
+                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u64>>>(
+                        "obsolete",
+                        Self::VT_OBSOLETE,
+                        false,
+                    )?
                     .finish();
                 Ok(())
             }
@@ -587,9 +658,10 @@ pub mod hourglass {
             pub schema: Option<::flatbuffers::WIPOffset<Schema<'a>>>,
             pub files: Option<
                 ::flatbuffers::WIPOffset<
-                    ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<SstFile<'a>>>,
+                    ::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<TableFile<'a>>>,
                 >,
             >,
+            pub obsolete: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u64>>>,
         }
         impl<'a> Default for ManifestArgs<'a> {
             #[inline]
@@ -602,6 +674,7 @@ pub mod hourglass {
                     log_number: 0,
                     schema: None,
                     files: None,
+                    obsolete: None,
                 }
             }
         }
@@ -648,11 +721,21 @@ pub mod hourglass {
             pub fn add_files(
                 &mut self,
                 files: ::flatbuffers::WIPOffset<
-                    ::flatbuffers::Vector<'b, ::flatbuffers::ForwardsUOffset<SstFile<'b>>>,
+                    ::flatbuffers::Vector<'b, ::flatbuffers::ForwardsUOffset<TableFile<'b>>>,
                 >,
             ) {
                 self.fbb_
                     .push_slot_always::<::flatbuffers::WIPOffset<_>>(Manifest::VT_FILES, files);
+            }
+            #[inline]
+            pub fn add_obsolete(
+                &mut self,
+                obsolete: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u64>>,
+            ) {
+                self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                    Manifest::VT_OBSOLETE,
+                    obsolete,
+                );
             }
             #[inline]
             pub fn new(
@@ -681,19 +764,22 @@ pub mod hourglass {
                 ds.field("log_number", &self.log_number());
                 ds.field("schema", &self.schema());
                 ds.field("files", &self.files());
+                ds.field("obsolete", &self.obsolete());
                 ds.finish()
             }
         }
-        pub enum SstMetaOffset {}
+        pub enum TableMetaOffset {}
         #[derive(Copy, Clone, PartialEq)]
 
-        /// Metadata block of a table file, located by the fixed footer.
-        pub struct SstMeta<'a> {
+        /// Metadata block of a table file, located by the fixed footer. A table
+        /// file describes itself completely: a lost manifest can be rebuilt from
+        /// the files alone.
+        pub struct TableMeta<'a> {
             pub _tab: ::flatbuffers::Table<'a>,
         }
 
-        impl<'a> ::flatbuffers::Follow<'a> for SstMeta<'a> {
-            type Inner = SstMeta<'a>;
+        impl<'a> ::flatbuffers::Follow<'a> for TableMeta<'a> {
+            type Inner = TableMeta<'a>;
             #[inline]
             unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
                 Self {
@@ -702,21 +788,36 @@ pub mod hourglass {
             }
         }
 
-        impl<'a> SstMeta<'a> {
+        impl<'a> TableMeta<'a> {
             pub const VT_FORMAT_VERSION: ::flatbuffers::VOffsetT = 4;
-            pub const VT_SEQ: ::flatbuffers::VOffsetT = 6;
-            pub const VT_ENTRY_COUNT: ::flatbuffers::VOffsetT = 8;
-            pub const VT_BLOCK_COUNT: ::flatbuffers::VOffsetT = 10;
-            pub const VT_MIN_KEY: ::flatbuffers::VOffsetT = 12;
-            pub const VT_MAX_KEY: ::flatbuffers::VOffsetT = 14;
-            pub const VT_INDEX_OFFSET: ::flatbuffers::VOffsetT = 16;
-            pub const VT_INDEX_LEN: ::flatbuffers::VOffsetT = 18;
-            pub const VT_INDEX_CHECKSUM: ::flatbuffers::VOffsetT = 20;
-            pub const VT_CREATED_UNIX_MS: ::flatbuffers::VOffsetT = 22;
+            pub const VT_KIND: ::flatbuffers::VOffsetT = 6;
+            pub const VT_MIN_SEQ: ::flatbuffers::VOffsetT = 8;
+            pub const VT_MAX_SEQ: ::flatbuffers::VOffsetT = 10;
+            pub const VT_ENTRY_COUNT: ::flatbuffers::VOffsetT = 12;
+            pub const VT_ROW_COUNT: ::flatbuffers::VOffsetT = 14;
+            pub const VT_BLOCK_COUNT: ::flatbuffers::VOffsetT = 16;
+            pub const VT_MIN_KEY: ::flatbuffers::VOffsetT = 18;
+            pub const VT_MAX_KEY: ::flatbuffers::VOffsetT = 20;
+            pub const VT_INDEX_OFFSET: ::flatbuffers::VOffsetT = 22;
+            pub const VT_INDEX_LEN: ::flatbuffers::VOffsetT = 24;
+            pub const VT_INDEX_CHECKSUM: ::flatbuffers::VOffsetT = 26;
+            pub const VT_BLOOM_OFFSET: ::flatbuffers::VOffsetT = 28;
+            pub const VT_BLOOM_LEN: ::flatbuffers::VOffsetT = 30;
+            pub const VT_BLOOM_CHECKSUM: ::flatbuffers::VOffsetT = 32;
+            pub const VT_PREFIX_LEN: ::flatbuffers::VOffsetT = 34;
+            pub const VT_WINDOW_START: ::flatbuffers::VOffsetT = 36;
+            pub const VT_WINDOW_END: ::flatbuffers::VOffsetT = 38;
+            pub const VT_MIN_HOUR: ::flatbuffers::VOffsetT = 40;
+            pub const VT_MAX_HOUR: ::flatbuffers::VOffsetT = 42;
+            pub const VT_POINT_COUNT: ::flatbuffers::VOffsetT = 44;
+            pub const VT_CODECS: ::flatbuffers::VOffsetT = 46;
+            pub const VT_MAX_UIDS: ::flatbuffers::VOffsetT = 48;
+            pub const VT_RETENTION_APPLIED: ::flatbuffers::VOffsetT = 50;
+            pub const VT_CREATED_UNIX_MS: ::flatbuffers::VOffsetT = 52;
 
             #[inline]
             pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
-                SstMeta { _tab: table }
+                TableMeta { _tab: table }
             }
             #[allow(unused_mut)]
             pub fn create<
@@ -726,15 +827,35 @@ pub mod hourglass {
                 A: ::flatbuffers::Allocator + 'bldr,
             >(
                 _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
-                args: &'args SstMetaArgs<'args>,
-            ) -> ::flatbuffers::WIPOffset<SstMeta<'bldr>> {
-                let mut builder = SstMetaBuilder::new(_fbb);
+                args: &'args TableMetaArgs<'args>,
+            ) -> ::flatbuffers::WIPOffset<TableMeta<'bldr>> {
+                let mut builder = TableMetaBuilder::new(_fbb);
                 builder.add_created_unix_ms(args.created_unix_ms);
+                builder.add_point_count(args.point_count);
+                builder.add_max_hour(args.max_hour);
+                builder.add_min_hour(args.min_hour);
+                builder.add_window_end(args.window_end);
+                builder.add_window_start(args.window_start);
+                builder.add_bloom_checksum(args.bloom_checksum);
+                builder.add_bloom_len(args.bloom_len);
+                builder.add_bloom_offset(args.bloom_offset);
                 builder.add_index_checksum(args.index_checksum);
                 builder.add_index_len(args.index_len);
                 builder.add_index_offset(args.index_offset);
+                builder.add_row_count(args.row_count);
                 builder.add_entry_count(args.entry_count);
-                builder.add_seq(args.seq);
+                builder.add_max_seq(args.max_seq);
+                builder.add_min_seq(args.min_seq);
+                if let Some(x) = args.retention_applied {
+                    builder.add_retention_applied(x);
+                }
+                if let Some(x) = args.max_uids {
+                    builder.add_max_uids(x);
+                }
+                if let Some(x) = args.codecs {
+                    builder.add_codecs(x);
+                }
+                builder.add_prefix_len(args.prefix_len);
                 if let Some(x) = args.max_key {
                     builder.add_max_key(x);
                 }
@@ -743,6 +864,7 @@ pub mod hourglass {
                 }
                 builder.add_block_count(args.block_count);
                 builder.add_format_version(args.format_version);
+                builder.add_kind(args.kind);
                 builder.finish()
             }
 
@@ -753,16 +875,38 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u32>(SstMeta::VT_FORMAT_VERSION, Some(0))
+                        .get::<u32>(TableMeta::VT_FORMAT_VERSION, Some(0))
                         .unwrap()
                 }
             }
             #[inline]
-            pub fn seq(&self) -> u64 {
+            pub fn kind(&self) -> u8 {
                 // Safety:
                 // Created from valid Table for this object
                 // which contains a valid value in this slot
-                unsafe { self._tab.get::<u64>(SstMeta::VT_SEQ, Some(0)).unwrap() }
+                unsafe { self._tab.get::<u8>(TableMeta::VT_KIND, Some(0)).unwrap() }
+            }
+            #[inline]
+            pub fn min_seq(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_MIN_SEQ, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn max_seq(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_MAX_SEQ, Some(0))
+                        .unwrap()
+                }
             }
             #[inline]
             pub fn entry_count(&self) -> u64 {
@@ -771,7 +915,18 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u64>(SstMeta::VT_ENTRY_COUNT, Some(0))
+                        .get::<u64>(TableMeta::VT_ENTRY_COUNT, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn row_count(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_ROW_COUNT, Some(0))
                         .unwrap()
                 }
             }
@@ -782,10 +937,11 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u32>(SstMeta::VT_BLOCK_COUNT, Some(0))
+                        .get::<u32>(TableMeta::VT_BLOCK_COUNT, Some(0))
                         .unwrap()
                 }
             }
+            /// Smallest and largest internal row key (table byte ‖ row).
             #[inline]
             pub fn min_key(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
                 // Safety:
@@ -794,7 +950,7 @@ pub mod hourglass {
                 unsafe {
                     self._tab
                         .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(
-                            SstMeta::VT_MIN_KEY,
+                            TableMeta::VT_MIN_KEY,
                             None,
                         )
                 }
@@ -807,7 +963,7 @@ pub mod hourglass {
                 unsafe {
                     self._tab
                         .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(
-                            SstMeta::VT_MAX_KEY,
+                            TableMeta::VT_MAX_KEY,
                             None,
                         )
                 }
@@ -819,7 +975,7 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u64>(SstMeta::VT_INDEX_OFFSET, Some(0))
+                        .get::<u64>(TableMeta::VT_INDEX_OFFSET, Some(0))
                         .unwrap()
                 }
             }
@@ -830,7 +986,7 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u64>(SstMeta::VT_INDEX_LEN, Some(0))
+                        .get::<u64>(TableMeta::VT_INDEX_LEN, Some(0))
                         .unwrap()
                 }
             }
@@ -841,8 +997,155 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u64>(SstMeta::VT_INDEX_CHECKSUM, Some(0))
+                        .get::<u64>(TableMeta::VT_INDEX_CHECKSUM, Some(0))
                         .unwrap()
+                }
+            }
+            /// Bloom filters over whole rows and over row prefixes
+            /// (`prefix_len` bytes: table byte, salt and metric UID for data files).
+            #[inline]
+            pub fn bloom_offset(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_BLOOM_OFFSET, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn bloom_len(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_BLOOM_LEN, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn bloom_checksum(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_BLOOM_CHECKSUM, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn prefix_len(&self) -> u32 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u32>(TableMeta::VT_PREFIX_LEN, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn window_start(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_WINDOW_START, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn window_end(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_WINDOW_END, Some(0))
+                        .unwrap()
+                }
+            }
+            /// Smallest and largest base hour present (data files).
+            #[inline]
+            pub fn min_hour(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_MIN_HOUR, Some(0))
+                        .unwrap()
+                }
+            }
+            #[inline]
+            pub fn max_hour(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_MAX_HOUR, Some(0))
+                        .unwrap()
+                }
+            }
+            /// Data points in the file's cells (as counted by the writer).
+            #[inline]
+            pub fn point_count(&self) -> u64 {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<u64>(TableMeta::VT_POINT_COUNT, Some(0))
+                        .unwrap()
+                }
+            }
+            /// Cell codec ids used by the file's data cells.
+            #[inline]
+            pub fn codecs(&self) -> Option<::flatbuffers::Vector<'a, u8>> {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u8>>>(
+                            TableMeta::VT_CODECS,
+                            None,
+                        )
+                }
+            }
+            /// Highest UID referenced by any row key, per kind (metric, tagk, tagv):
+            /// on open, the UID counters must be at least these.
+            #[inline]
+            pub fn max_uids(&self) -> Option<::flatbuffers::Vector<'a, u64>> {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u64>>>(
+                            TableMeta::VT_MAX_UIDS,
+                            None,
+                        )
+                }
+            }
+            /// Retention horizons (TTL seconds) fully applied to the file when it was
+            /// written, so the compaction policy knows which TTLs still need a pass.
+            #[inline]
+            pub fn retention_applied(&self) -> Option<::flatbuffers::Vector<'a, u64>> {
+                // Safety:
+                // Created from valid Table for this object
+                // which contains a valid value in this slot
+                unsafe {
+                    self._tab
+                        .get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, u64>>>(
+                            TableMeta::VT_RETENTION_APPLIED,
+                            None,
+                        )
                 }
             }
             #[inline]
@@ -852,13 +1155,13 @@ pub mod hourglass {
                 // which contains a valid value in this slot
                 unsafe {
                     self._tab
-                        .get::<u64>(SstMeta::VT_CREATED_UNIX_MS, Some(0))
+                        .get::<u64>(TableMeta::VT_CREATED_UNIX_MS, Some(0))
                         .unwrap()
                 }
             }
         }
 
-        impl ::flatbuffers::Verifiable for SstMeta<'_> {
+        impl ::flatbuffers::Verifiable for TableMeta<'_> {
             #[inline]
             fn run_verifier(
                 v: &mut ::flatbuffers::Verifier,
@@ -866,8 +1169,11 @@ pub mod hourglass {
             ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
                 v.visit_table(pos)?
                     .visit_field::<u32>("format_version", Self::VT_FORMAT_VERSION, false)?
-                    .visit_field::<u64>("seq", Self::VT_SEQ, false)?
+                    .visit_field::<u8>("kind", Self::VT_KIND, false)?
+                    .visit_field::<u64>("min_seq", Self::VT_MIN_SEQ, false)?
+                    .visit_field::<u64>("max_seq", Self::VT_MAX_SEQ, false)?
                     .visit_field::<u64>("entry_count", Self::VT_ENTRY_COUNT, false)?
+                    .visit_field::<u64>("row_count", Self::VT_ROW_COUNT, false)?
                     .visit_field::<u32>("block_count", Self::VT_BLOCK_COUNT, false)?
                     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>(
                         "min_key",
@@ -882,130 +1188,291 @@ pub mod hourglass {
                     .visit_field::<u64>("index_offset", Self::VT_INDEX_OFFSET, false)?
                     .visit_field::<u64>("index_len", Self::VT_INDEX_LEN, false)?
                     .visit_field::<u64>("index_checksum", Self::VT_INDEX_CHECKSUM, false)?
+                    .visit_field::<u64>("bloom_offset", Self::VT_BLOOM_OFFSET, false)?
+                    .visit_field::<u64>("bloom_len", Self::VT_BLOOM_LEN, false)?
+                    .visit_field::<u64>("bloom_checksum", Self::VT_BLOOM_CHECKSUM, false)?
+                    .visit_field::<u32>("prefix_len", Self::VT_PREFIX_LEN, false)?
+                    .visit_field::<u64>("window_start", Self::VT_WINDOW_START, false)?
+                    .visit_field::<u64>("window_end", Self::VT_WINDOW_END, false)?
+                    .visit_field::<u64>("min_hour", Self::VT_MIN_HOUR, false)?
+                    .visit_field::<u64>("max_hour", Self::VT_MAX_HOUR, false)?
+                    .visit_field::<u64>("point_count", Self::VT_POINT_COUNT, false)?
+                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u8>>>(
+                        "codecs",
+                        Self::VT_CODECS,
+                        false,
+                    )?
+                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u64>>>(
+                        "max_uids",
+                        Self::VT_MAX_UIDS,
+                        false,
+                    )?
+                    .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, u64>>>(
+                        "retention_applied",
+                        Self::VT_RETENTION_APPLIED,
+                        false,
+                    )?
                     .visit_field::<u64>("created_unix_ms", Self::VT_CREATED_UNIX_MS, false)?
                     .finish();
                 Ok(())
             }
         }
-        pub struct SstMetaArgs<'a> {
+        pub struct TableMetaArgs<'a> {
             pub format_version: u32,
-            pub seq: u64,
+            pub kind: u8,
+            pub min_seq: u64,
+            pub max_seq: u64,
             pub entry_count: u64,
+            pub row_count: u64,
             pub block_count: u32,
             pub min_key: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
             pub max_key: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
             pub index_offset: u64,
             pub index_len: u64,
             pub index_checksum: u64,
+            pub bloom_offset: u64,
+            pub bloom_len: u64,
+            pub bloom_checksum: u64,
+            pub prefix_len: u32,
+            pub window_start: u64,
+            pub window_end: u64,
+            pub min_hour: u64,
+            pub max_hour: u64,
+            pub point_count: u64,
+            pub codecs: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u8>>>,
+            pub max_uids: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u64>>>,
+            pub retention_applied: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, u64>>>,
             pub created_unix_ms: u64,
         }
-        impl<'a> Default for SstMetaArgs<'a> {
+        impl<'a> Default for TableMetaArgs<'a> {
             #[inline]
             fn default() -> Self {
-                SstMetaArgs {
+                TableMetaArgs {
                     format_version: 0,
-                    seq: 0,
+                    kind: 0,
+                    min_seq: 0,
+                    max_seq: 0,
                     entry_count: 0,
+                    row_count: 0,
                     block_count: 0,
                     min_key: None,
                     max_key: None,
                     index_offset: 0,
                     index_len: 0,
                     index_checksum: 0,
+                    bloom_offset: 0,
+                    bloom_len: 0,
+                    bloom_checksum: 0,
+                    prefix_len: 0,
+                    window_start: 0,
+                    window_end: 0,
+                    min_hour: 0,
+                    max_hour: 0,
+                    point_count: 0,
+                    codecs: None,
+                    max_uids: None,
+                    retention_applied: None,
                     created_unix_ms: 0,
                 }
             }
         }
 
-        pub struct SstMetaBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+        pub struct TableMetaBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
             fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
             start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
         }
-        impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> SstMetaBuilder<'a, 'b, A> {
+        impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> TableMetaBuilder<'a, 'b, A> {
             #[inline]
             pub fn add_format_version(&mut self, format_version: u32) {
                 self.fbb_
-                    .push_slot::<u32>(SstMeta::VT_FORMAT_VERSION, format_version, 0);
+                    .push_slot::<u32>(TableMeta::VT_FORMAT_VERSION, format_version, 0);
             }
             #[inline]
-            pub fn add_seq(&mut self, seq: u64) {
-                self.fbb_.push_slot::<u64>(SstMeta::VT_SEQ, seq, 0);
+            pub fn add_kind(&mut self, kind: u8) {
+                self.fbb_.push_slot::<u8>(TableMeta::VT_KIND, kind, 0);
+            }
+            #[inline]
+            pub fn add_min_seq(&mut self, min_seq: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_MIN_SEQ, min_seq, 0);
+            }
+            #[inline]
+            pub fn add_max_seq(&mut self, max_seq: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_MAX_SEQ, max_seq, 0);
             }
             #[inline]
             pub fn add_entry_count(&mut self, entry_count: u64) {
                 self.fbb_
-                    .push_slot::<u64>(SstMeta::VT_ENTRY_COUNT, entry_count, 0);
+                    .push_slot::<u64>(TableMeta::VT_ENTRY_COUNT, entry_count, 0);
+            }
+            #[inline]
+            pub fn add_row_count(&mut self, row_count: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_ROW_COUNT, row_count, 0);
             }
             #[inline]
             pub fn add_block_count(&mut self, block_count: u32) {
                 self.fbb_
-                    .push_slot::<u32>(SstMeta::VT_BLOCK_COUNT, block_count, 0);
+                    .push_slot::<u32>(TableMeta::VT_BLOCK_COUNT, block_count, 0);
             }
             #[inline]
             pub fn add_min_key(
                 &mut self,
                 min_key: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u8>>,
             ) {
-                self.fbb_
-                    .push_slot_always::<::flatbuffers::WIPOffset<_>>(SstMeta::VT_MIN_KEY, min_key);
+                self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                    TableMeta::VT_MIN_KEY,
+                    min_key,
+                );
             }
             #[inline]
             pub fn add_max_key(
                 &mut self,
                 max_key: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u8>>,
             ) {
-                self.fbb_
-                    .push_slot_always::<::flatbuffers::WIPOffset<_>>(SstMeta::VT_MAX_KEY, max_key);
+                self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                    TableMeta::VT_MAX_KEY,
+                    max_key,
+                );
             }
             #[inline]
             pub fn add_index_offset(&mut self, index_offset: u64) {
                 self.fbb_
-                    .push_slot::<u64>(SstMeta::VT_INDEX_OFFSET, index_offset, 0);
+                    .push_slot::<u64>(TableMeta::VT_INDEX_OFFSET, index_offset, 0);
             }
             #[inline]
             pub fn add_index_len(&mut self, index_len: u64) {
                 self.fbb_
-                    .push_slot::<u64>(SstMeta::VT_INDEX_LEN, index_len, 0);
+                    .push_slot::<u64>(TableMeta::VT_INDEX_LEN, index_len, 0);
             }
             #[inline]
             pub fn add_index_checksum(&mut self, index_checksum: u64) {
                 self.fbb_
-                    .push_slot::<u64>(SstMeta::VT_INDEX_CHECKSUM, index_checksum, 0);
+                    .push_slot::<u64>(TableMeta::VT_INDEX_CHECKSUM, index_checksum, 0);
+            }
+            #[inline]
+            pub fn add_bloom_offset(&mut self, bloom_offset: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_BLOOM_OFFSET, bloom_offset, 0);
+            }
+            #[inline]
+            pub fn add_bloom_len(&mut self, bloom_len: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_BLOOM_LEN, bloom_len, 0);
+            }
+            #[inline]
+            pub fn add_bloom_checksum(&mut self, bloom_checksum: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_BLOOM_CHECKSUM, bloom_checksum, 0);
+            }
+            #[inline]
+            pub fn add_prefix_len(&mut self, prefix_len: u32) {
+                self.fbb_
+                    .push_slot::<u32>(TableMeta::VT_PREFIX_LEN, prefix_len, 0);
+            }
+            #[inline]
+            pub fn add_window_start(&mut self, window_start: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_WINDOW_START, window_start, 0);
+            }
+            #[inline]
+            pub fn add_window_end(&mut self, window_end: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_WINDOW_END, window_end, 0);
+            }
+            #[inline]
+            pub fn add_min_hour(&mut self, min_hour: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_MIN_HOUR, min_hour, 0);
+            }
+            #[inline]
+            pub fn add_max_hour(&mut self, max_hour: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_MAX_HOUR, max_hour, 0);
+            }
+            #[inline]
+            pub fn add_point_count(&mut self, point_count: u64) {
+                self.fbb_
+                    .push_slot::<u64>(TableMeta::VT_POINT_COUNT, point_count, 0);
+            }
+            #[inline]
+            pub fn add_codecs(
+                &mut self,
+                codecs: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u8>>,
+            ) {
+                self.fbb_
+                    .push_slot_always::<::flatbuffers::WIPOffset<_>>(TableMeta::VT_CODECS, codecs);
+            }
+            #[inline]
+            pub fn add_max_uids(
+                &mut self,
+                max_uids: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u64>>,
+            ) {
+                self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                    TableMeta::VT_MAX_UIDS,
+                    max_uids,
+                );
+            }
+            #[inline]
+            pub fn add_retention_applied(
+                &mut self,
+                retention_applied: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b, u64>>,
+            ) {
+                self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(
+                    TableMeta::VT_RETENTION_APPLIED,
+                    retention_applied,
+                );
             }
             #[inline]
             pub fn add_created_unix_ms(&mut self, created_unix_ms: u64) {
                 self.fbb_
-                    .push_slot::<u64>(SstMeta::VT_CREATED_UNIX_MS, created_unix_ms, 0);
+                    .push_slot::<u64>(TableMeta::VT_CREATED_UNIX_MS, created_unix_ms, 0);
             }
             #[inline]
             pub fn new(
                 _fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
-            ) -> SstMetaBuilder<'a, 'b, A> {
+            ) -> TableMetaBuilder<'a, 'b, A> {
                 let start = _fbb.start_table();
-                SstMetaBuilder {
+                TableMetaBuilder {
                     fbb_: _fbb,
                     start_: start,
                 }
             }
             #[inline]
-            pub fn finish(self) -> ::flatbuffers::WIPOffset<SstMeta<'a>> {
+            pub fn finish(self) -> ::flatbuffers::WIPOffset<TableMeta<'a>> {
                 let o = self.fbb_.end_table(self.start_);
                 ::flatbuffers::WIPOffset::new(o.value())
             }
         }
 
-        impl ::core::fmt::Debug for SstMeta<'_> {
+        impl ::core::fmt::Debug for TableMeta<'_> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                let mut ds = f.debug_struct("SstMeta");
+                let mut ds = f.debug_struct("TableMeta");
                 ds.field("format_version", &self.format_version());
-                ds.field("seq", &self.seq());
+                ds.field("kind", &self.kind());
+                ds.field("min_seq", &self.min_seq());
+                ds.field("max_seq", &self.max_seq());
                 ds.field("entry_count", &self.entry_count());
+                ds.field("row_count", &self.row_count());
                 ds.field("block_count", &self.block_count());
                 ds.field("min_key", &self.min_key());
                 ds.field("max_key", &self.max_key());
                 ds.field("index_offset", &self.index_offset());
                 ds.field("index_len", &self.index_len());
                 ds.field("index_checksum", &self.index_checksum());
+                ds.field("bloom_offset", &self.bloom_offset());
+                ds.field("bloom_len", &self.bloom_len());
+                ds.field("bloom_checksum", &self.bloom_checksum());
+                ds.field("prefix_len", &self.prefix_len());
+                ds.field("window_start", &self.window_start());
+                ds.field("window_end", &self.window_end());
+                ds.field("min_hour", &self.min_hour());
+                ds.field("max_hour", &self.max_hour());
+                ds.field("point_count", &self.point_count());
+                ds.field("codecs", &self.codecs());
+                ds.field("max_uids", &self.max_uids());
+                ds.field("retention_applied", &self.retention_applied());
                 ds.field("created_unix_ms", &self.created_unix_ms());
                 ds.finish()
             }

@@ -36,13 +36,17 @@ pub struct SchemaData {
     pub tagv_width: u32,
 }
 
+/// One live table file as the manifest lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SstFileData {
+pub struct TableFileData {
     pub number: u64,
-    pub seq: u64,
+    pub kind: u8,
+    pub min_seq: u64,
+    pub max_seq: u64,
     pub size: u64,
-    pub min_key: Vec<u8>,
-    pub max_key: Vec<u8>,
+    pub window_start: u64,
+    pub window_end: u64,
+    pub point_count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -53,20 +57,37 @@ pub struct ManifestData {
     pub next_file_number: u64,
     pub log_number: u64,
     pub schema: SchemaData,
-    pub files: Vec<SstFileData>,
+    pub files: Vec<TableFileData>,
+    pub obsolete: Vec<u64>,
 }
 
+/// The metadata block of a table file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SstMetaData {
+pub struct TableMetaData {
     pub format_version: u32,
-    pub seq: u64,
+    pub kind: u8,
+    pub min_seq: u64,
+    pub max_seq: u64,
     pub entry_count: u64,
+    pub row_count: u64,
     pub block_count: u32,
     pub min_key: Vec<u8>,
     pub max_key: Vec<u8>,
     pub index_offset: u64,
     pub index_len: u64,
     pub index_checksum: u64,
+    pub bloom_offset: u64,
+    pub bloom_len: u64,
+    pub bloom_checksum: u64,
+    pub prefix_len: u32,
+    pub window_start: u64,
+    pub window_end: u64,
+    pub min_hour: u64,
+    pub max_hour: u64,
+    pub point_count: u64,
+    pub codecs: Vec<u8>,
+    pub max_uids: Vec<u64>,
+    pub retention_applied: Vec<u64>,
     pub created_unix_ms: u64,
 }
 
@@ -76,21 +97,23 @@ pub fn encode_manifest(m: &ManifestData) -> Vec<u8> {
         .files
         .iter()
         .map(|f| {
-            let min_key = b.create_vector(&f.min_key);
-            let max_key = b.create_vector(&f.max_key);
-            fb::SstFile::create(
+            fb::TableFile::create(
                 &mut b,
-                &fb::SstFileArgs {
+                &fb::TableFileArgs {
                     number: f.number,
-                    seq: f.seq,
+                    kind: f.kind,
+                    min_seq: f.min_seq,
+                    max_seq: f.max_seq,
                     size: f.size,
-                    min_key: Some(min_key),
-                    max_key: Some(max_key),
+                    window_start: f.window_start,
+                    window_end: f.window_end,
+                    point_count: f.point_count,
                 },
             )
         })
         .collect();
     let files = b.create_vector(&files);
+    let obsolete = b.create_vector(&m.obsolete);
     let s = &m.schema;
     let schema = fb::Schema::create(
         &mut b,
@@ -112,6 +135,7 @@ pub fn encode_manifest(m: &ManifestData) -> Vec<u8> {
             log_number: m.log_number,
             schema: Some(schema),
             files: Some(files),
+            obsolete: Some(obsolete),
         },
     );
     b.finish(root, None);
@@ -134,12 +158,15 @@ pub fn decode_manifest(buf: &[u8]) -> Result<ManifestData, FbError> {
         .files()
         .map(|v| {
             v.iter()
-                .map(|f| SstFileData {
+                .map(|f| TableFileData {
                     number: f.number(),
-                    seq: f.seq(),
+                    kind: f.kind(),
+                    min_seq: f.min_seq(),
+                    max_seq: f.max_seq(),
                     size: f.size(),
-                    min_key: f.min_key().map(|k| k.bytes().to_vec()).unwrap_or_default(),
-                    max_key: f.max_key().map(|k| k.bytes().to_vec()).unwrap_or_default(),
+                    window_start: f.window_start(),
+                    window_end: f.window_end(),
+                    point_count: f.point_count(),
                 })
                 .collect()
         })
@@ -152,26 +179,45 @@ pub fn decode_manifest(buf: &[u8]) -> Result<ManifestData, FbError> {
         log_number: m.log_number(),
         schema,
         files,
+        obsolete: m.obsolete().map(|v| v.iter().collect()).unwrap_or_default(),
     })
 }
 
-pub fn encode_sst_meta(m: &SstMetaData) -> Vec<u8> {
+pub fn encode_table_meta(m: &TableMetaData) -> Vec<u8> {
     let mut b =
-        flatbuffers::FlatBufferBuilder::with_capacity(128 + m.min_key.len() + m.max_key.len());
+        flatbuffers::FlatBufferBuilder::with_capacity(256 + m.min_key.len() + m.max_key.len());
     let min_key = b.create_vector(&m.min_key);
     let max_key = b.create_vector(&m.max_key);
-    let root = fb::SstMeta::create(
+    let codecs = b.create_vector(&m.codecs);
+    let max_uids = b.create_vector(&m.max_uids);
+    let retention_applied = b.create_vector(&m.retention_applied);
+    let root = fb::TableMeta::create(
         &mut b,
-        &fb::SstMetaArgs {
+        &fb::TableMetaArgs {
             format_version: m.format_version,
-            seq: m.seq,
+            kind: m.kind,
+            min_seq: m.min_seq,
+            max_seq: m.max_seq,
             entry_count: m.entry_count,
+            row_count: m.row_count,
             block_count: m.block_count,
             min_key: Some(min_key),
             max_key: Some(max_key),
             index_offset: m.index_offset,
             index_len: m.index_len,
             index_checksum: m.index_checksum,
+            bloom_offset: m.bloom_offset,
+            bloom_len: m.bloom_len,
+            bloom_checksum: m.bloom_checksum,
+            prefix_len: m.prefix_len,
+            window_start: m.window_start,
+            window_end: m.window_end,
+            min_hour: m.min_hour,
+            max_hour: m.max_hour,
+            point_count: m.point_count,
+            codecs: Some(codecs),
+            max_uids: Some(max_uids),
+            retention_applied: Some(retention_applied),
             created_unix_ms: m.created_unix_ms,
         },
     );
@@ -179,18 +225,37 @@ pub fn encode_sst_meta(m: &SstMetaData) -> Vec<u8> {
     b.finished_data().to_vec()
 }
 
-pub fn decode_sst_meta(buf: &[u8]) -> Result<SstMetaData, FbError> {
-    let m = flatbuffers::root::<fb::SstMeta<'_>>(buf)?;
-    Ok(SstMetaData {
+pub fn decode_table_meta(buf: &[u8]) -> Result<TableMetaData, FbError> {
+    let m = flatbuffers::root::<fb::TableMeta<'_>>(buf)?;
+    let bytes =
+        |v: Option<flatbuffers::Vector<'_, u8>>| v.map(|k| k.bytes().to_vec()).unwrap_or_default();
+    let u64s =
+        |v: Option<flatbuffers::Vector<'_, u64>>| v.map(|k| k.iter().collect()).unwrap_or_default();
+    Ok(TableMetaData {
         format_version: m.format_version(),
-        seq: m.seq(),
+        kind: m.kind(),
+        min_seq: m.min_seq(),
+        max_seq: m.max_seq(),
         entry_count: m.entry_count(),
+        row_count: m.row_count(),
         block_count: m.block_count(),
-        min_key: m.min_key().map(|k| k.bytes().to_vec()).unwrap_or_default(),
-        max_key: m.max_key().map(|k| k.bytes().to_vec()).unwrap_or_default(),
+        min_key: bytes(m.min_key()),
+        max_key: bytes(m.max_key()),
         index_offset: m.index_offset(),
         index_len: m.index_len(),
         index_checksum: m.index_checksum(),
+        bloom_offset: m.bloom_offset(),
+        bloom_len: m.bloom_len(),
+        bloom_checksum: m.bloom_checksum(),
+        prefix_len: m.prefix_len(),
+        window_start: m.window_start(),
+        window_end: m.window_end(),
+        min_hour: m.min_hour(),
+        max_hour: m.max_hour(),
+        point_count: m.point_count(),
+        codecs: bytes(m.codecs()),
+        max_uids: u64s(m.max_uids()),
+        retention_applied: u64s(m.retention_applied()),
         created_unix_ms: m.created_unix_ms(),
     })
 }
@@ -202,7 +267,7 @@ mod tests {
     #[test]
     fn manifest_round_trip() {
         let m = ManifestData {
-            format_version: 1,
+            format_version: 2,
             generation: 7,
             last_seq: 99,
             next_file_number: 12,
@@ -214,33 +279,52 @@ mod tests {
                 tagk_width: 3,
                 tagv_width: 3,
             },
-            files: vec![SstFileData {
+            files: vec![TableFileData {
                 number: 3,
-                seq: 50,
+                kind: 1,
+                min_seq: 40,
+                max_seq: 50,
                 size: 4096,
-                min_key: vec![0, 1],
-                max_key: vec![0, 9, 9],
+                window_start: 7200,
+                window_end: 14400,
+                point_count: 360,
             }],
+            obsolete: vec![2],
         };
         assert_eq!(decode_manifest(&encode_manifest(&m)).unwrap(), m);
     }
 
     #[test]
-    fn sst_meta_round_trip_and_garbage() {
-        let m = SstMetaData {
-            format_version: 1,
-            seq: 3,
+    fn table_meta_round_trip_and_garbage() {
+        let m = TableMetaData {
+            format_version: 2,
+            kind: 1,
+            min_seq: 2,
+            max_seq: 3,
             entry_count: 10,
+            row_count: 4,
             block_count: 2,
             min_key: vec![1],
             max_key: vec![2],
             index_offset: 100,
             index_len: 40,
             index_checksum: 5,
+            bloom_offset: 140,
+            bloom_len: 20,
+            bloom_checksum: 9,
+            prefix_len: 5,
+            window_start: 0,
+            window_end: 7200,
+            min_hour: 0,
+            max_hour: 3600,
+            point_count: 720,
+            codecs: vec![1],
+            max_uids: vec![3, 4, 5],
+            retention_applied: vec![86400],
             created_unix_ms: 6,
         };
-        assert_eq!(decode_sst_meta(&encode_sst_meta(&m)).unwrap(), m);
-        assert!(decode_sst_meta(&[1, 2, 3]).is_err());
+        assert_eq!(decode_table_meta(&encode_table_meta(&m)).unwrap(), m);
+        assert!(decode_table_meta(&[1, 2, 3]).is_err());
         assert!(decode_manifest(&[0xFF; 64]).is_err());
     }
 }

@@ -9,6 +9,9 @@
 pub mod embedded;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 /// The tables hourglass uses (OpenTSDB's `tsdb` and `tsdb-uid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,7 +55,8 @@ pub fn column(family: u8, qualifier: &[u8]) -> Vec<u8> {
 pub struct Cell {
     /// Family byte followed by the qualifier.
     pub column: Vec<u8>,
-    pub value: Vec<u8>,
+    /// Shares the block it was read from (no copy).
+    pub value: Bytes,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +72,14 @@ pub enum Mutation {
         row: Vec<u8>,
         column: Vec<u8>,
     },
+}
+
+impl Mutation {
+    pub fn table(&self) -> Table {
+        match self {
+            Mutation::Put { table, .. } | Mutation::Delete { table, .. } => *table,
+        }
+    }
 }
 
 /// How durable a small write must be when the call returns.
@@ -90,8 +102,16 @@ pub enum StorageError {
     },
     #[error(transparent)]
     Log(#[from] crate::logfile::LogError),
-    #[error("corrupt table file {path}: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
+    #[error("{path} is corrupt{}: {reason}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
+    Corrupt {
+        path: PathBuf,
+        offset: Option<u64>,
+        reason: String,
+    },
+    /// The data directory is damaged in a way that cannot be repaired
+    /// without losing or guessing data; the message says what to do.
+    #[error("{0}")]
+    Damaged(String),
     #[error(
         "the data directory {path} was created with a different key layout ({found}); configured: {configured}"
     )]
@@ -111,6 +131,46 @@ pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 /// A row visitor for scans: return `false` to stop early.
 pub type RowVisitor<'a> = dyn FnMut(&[u8], Vec<Cell>) -> Result<bool> + 'a;
 
+/// Builds the mutations of one data write, given the sequence number the
+/// write will carry (the engine stamps it into cell qualifiers so that
+/// later cells of a row win over earlier ones).
+pub type DataBuilder<'a> = dyn FnMut(u64) -> Result<Vec<Mutation>> + 'a;
+
+/// What a compaction tells the row compactor.
+#[derive(Clone, Copy, Debug)]
+pub struct CompactContext {
+    /// Wall-clock time of the compaction, seconds since the epoch.
+    pub now_secs: u64,
+}
+
+/// Merges the cells of one data row during a compaction (the engine owns
+/// the cell formats): collapses several cells into one, applies point
+/// tombstones and retention. Returns the cells to keep (empty = the row is
+/// gone). Must be deterministic and must never lose a point that a read of
+/// the input cells would return.
+pub trait RowCompactor: Send + Sync + std::fmt::Debug {
+    fn compact_row(
+        &self,
+        row: &[u8],
+        cells: Vec<Cell>,
+        ctx: &CompactContext,
+    ) -> std::result::Result<Vec<Cell>, String>;
+}
+
+/// Counters for `/api/stats` and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct StoreStats {
+    pub data_files: u64,
+    pub meta_files: u64,
+    pub data_bytes: u64,
+    pub meta_bytes: u64,
+    pub points: u64,
+    pub block_cache_bytes: u64,
+    pub block_cache_budget: u64,
+    pub compactions: u64,
+    pub memtable_bytes: u64,
+}
+
 /// A sorted map of rows to cells.
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every cell of one row, ordered by column (empty if the row is absent).
@@ -129,9 +189,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Applies a small batch atomically.
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()>;
 
-    /// Applies a large batch (packed rows from the series head) atomically
-    /// and durably. Each row's mutations become visible together.
-    fn bulk_write(&self, batch: Vec<Mutation>) -> Result<()>;
+    /// Writes a batch of data rows (packed rows from the series head,
+    /// tombstones) durably; `build` is called once with the write's
+    /// sequence number. Writes are serialised: a later call gets a higher
+    /// sequence number and becomes visible after an earlier one.
+    fn write_data(&self, build: &mut DataBuilder<'_>) -> Result<()>;
 
     /// Adds `delta` to the 8-byte big-endian counter in the cell (absent =
     /// 0) and returns the new value.
@@ -163,9 +225,26 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// usable.
     fn checkpoint(&self) -> Result<()>;
 
-    /// Background upkeep (merging table files); called by the engine's
-    /// flush thread after each flush.
-    fn maintain(&self) -> Result<()> {
-        Ok(())
+    /// Background upkeep (compaction, retention): does at most one unit of
+    /// work and says whether it did any. Never holds write-path locks while
+    /// doing I/O.
+    fn maintain(&self, _now_secs: u64, _force: bool) -> Result<bool> {
+        Ok(false)
     }
+
+    /// The row compactor used by [`Store::maintain`].
+    fn set_row_compactor(&self, _compactor: Arc<dyn RowCompactor>) {}
+
+    /// Highest UID referenced by any stored data row, per kind (metric,
+    /// tagk, tagv), if the backend tracks it.
+    fn referenced_uids(&self) -> [u64; 3] {
+        [0; 3]
+    }
+
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
+
+    /// Drops read caches.
+    fn drop_caches(&self) {}
 }

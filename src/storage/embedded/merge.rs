@@ -5,13 +5,15 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::sst::Entry;
+use bytes::Bytes;
+
+use super::table::Entry;
 use crate::storage::Result;
 
 /// A sorted stream of entries.
 pub type Source<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
 
-type HeapItem = Reverse<(Vec<u8>, Vec<u8>, Reverse<u64>, usize, Option<Vec<u8>>)>;
+type HeapItem = Reverse<(Vec<u8>, Vec<u8>, Reverse<u64>, usize, Option<Bytes>)>;
 
 pub struct MergeIter<'a> {
     sources: Vec<Source<'a>>,

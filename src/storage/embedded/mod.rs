@@ -1,68 +1,144 @@
-//! The embedded storage engine: a small LSM tree in the data directory.
+//! The embedded storage engine: a time-partitioned LSM tree in the data
+//! directory (`<data_dir>/store`).
 //!
-//! * Small durable writes (UID assignments, counters) go to the store log
-//!   and an in-memory table (memtable); the memtable is written out as a
-//!   table file when it grows or at a checkpoint.
-//! * Bulk writes (packed hour rows from the series head) become a table file
-//!   directly, so data is written once, not log-then-table.
-//! * The manifest lists the live table files, the live log and the key
-//!   layout; it is replaced crash-safely (write temp, fsync, rename, fsync
-//!   directory). Files not in the manifest are leftovers of an interrupted
-//!   publish and are deleted on open.
-//! * Every entry carries a sequence number; a read merges the memtable and
-//!   the files and keeps, per cell, the entry with the highest sequence.
+//! * **Data rows** (the `tsdb` table) are written in bulk by the engine's
+//!   flush ([`Store::write_data`]): each write becomes one table file per
+//!   time window it touches (2 h windows by default), published together.
+//!   Files carry their window, so a query opens only the windows (and,
+//!   through the block index and bloom filters, only the blocks) it needs.
+//!   Compaction merges the files of a window and, once a day has closed,
+//!   the day's windows into one file; retention drops whole windows. The
+//!   policy is pure ([`compaction`]); the worker ([`EmbeddedStore::maintain`])
+//!   never holds the write path's locks while doing I/O.
+//! * **Meta rows** (the UID table) are small durable writes: they go to the
+//!   store log and an in-memory table (memtable), written out as a meta
+//!   table file when it grows; meta files are merged size-tiered.
+//! * The manifest lists the live files, the live log and the key layout
+//!   (manifest.rs). A new table file is written as `N.sst.tmp`, fsynced,
+//!   named by a new manifest, then renamed to `N.sst`. On open, a listed
+//!   `.tmp` is renamed, an unlisted `.tmp` was never published and is
+//!   removed, files a compaction replaced (`obsolete`) are removed, and any
+//!   other unexpected file is moved to `lost+found/`, never deleted.
+//! * Damage is never repaired silently: a damaged or missing manifest, a
+//!   missing table file or a corrupt store log stops `open` with an error
+//!   naming the file and offset, unless `repair` is set, in which case the
+//!   documented repair runs and every byte it discards is moved to
+//!   `lost+found/`.
 //!
-//! Compaction and retention come later; formats are in `docs/format/`.
+//! Every entry carries a sequence number; reads merge the sources and keep,
+//! per cell, the entry with the highest one. Formats are in `docs/format/`.
 
+mod bloom;
+mod cache;
+pub mod compaction;
+mod manifest;
 mod merge;
-pub mod sst;
+pub mod table;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use xxhash_rust::xxh3::xxh3_64;
+use bytes::Bytes;
 
+use self::cache::BlockCache;
+use self::compaction::{FileInfo, Job, Policy, RetentionView};
 use self::merge::MergeIter;
-use self::sst::{Entry, TableReader};
-use super::{Cell, Durability, Mutation, Result, RowVisitor, StorageError, Store, Table};
+use self::table::{CellStats, Entry, FileKind, TableReader, WriteOptions, io_err};
+use super::{
+    Cell, CompactContext, DataBuilder, Durability, Mutation, Result, RowCompactor, RowVisitor,
+    StorageError, Store, StoreStats, Table,
+};
 use crate::codec::KeyLayout;
-use crate::fb::{self, ManifestData, SchemaData, SstFileData};
+use crate::fb::{ManifestData, SchemaData, TableFileData};
 use crate::logfile::{self, LogWriter, varint};
 
-const LOG_MAGIC: &[u8; 8] = b"HGSTLOG1";
-const LOG_VERSION: u32 = 1;
-const MANIFEST_MAGIC: &[u8; 8] = b"HGMANIF1";
-const MANIFEST_VERSION: u32 = 1;
-const MANIFEST: &str = "MANIFEST";
+const LOG_MAGIC: &[u8; 8] = b"HGSTLOG2";
+const LOG_VERSION: u32 = 2;
+pub const LOST_AND_FOUND: &str = "lost+found";
 
 /// Memtable: (internal row, column) → (sequence, value or tombstone).
-type MemTable = BTreeMap<(Vec<u8>, Vec<u8>), (u64, Option<Vec<u8>>)>;
+type MemTable = BTreeMap<(Vec<u8>, Vec<u8>), (u64, Option<Bytes>)>;
 
 #[derive(Debug, Clone)]
 pub struct EmbeddedOptions {
     pub dir: PathBuf,
     pub layout: KeyLayout,
-    /// The memtable is written to a table file past this many bytes.
+    /// The memtable is written to a meta table file past this many bytes.
     pub memtable_bytes: usize,
-    /// Table files are merged when there are more than this many.
-    pub max_tables: usize,
+    /// Meta table files are merged (size-tiered) beyond this many.
+    pub max_meta_files: usize,
+    /// Small and large data windows, in seconds.
+    pub windows: [u64; 2],
+    /// Seconds after a window ends before it counts as closed.
+    pub settle_secs: u64,
+    /// An open window is merged anyway at this many files.
+    pub max_files_per_window: usize,
+    pub block_cache_bytes: u64,
+    pub bloom_bits_per_key: usize,
+    /// zstd level of files written by flushes and by compactions.
+    pub zstd_levels: [i32; 2],
+    pub retention: RetentionView,
+    /// Run the documented repairs instead of refusing to open.
+    pub repair: bool,
+    /// Counts the points of a data cell (file statistics).
+    pub cell_stats: Option<CellStats>,
 }
 
-/// Size-tiered merge policy: with more than `max_tables` files, merge the
-/// smallest ones — at least four, and enough to get back under the limit.
-/// Merging files of similar size keeps the number of files logarithmic in
-/// the data and the times each byte is rewritten small. Pure, so it is
-/// tested on its own. `tables` = (file number, size).
-pub fn choose_merge(tables: &[(u64, u64)], max_tables: usize) -> Option<Vec<u64>> {
-    if tables.len() <= max_tables.max(2) {
-        return None;
+impl EmbeddedOptions {
+    /// Defaults for tests and tools: 2 h / 1 day windows, small caches.
+    pub fn new(dir: PathBuf, layout: KeyLayout) -> Self {
+        Self {
+            dir,
+            layout,
+            memtable_bytes: 8 << 20,
+            max_meta_files: 8,
+            windows: [7200, 86_400],
+            settle_secs: 3600,
+            max_files_per_window: 8,
+            block_cache_bytes: 8 << 20,
+            bloom_bits_per_key: 10,
+            zstd_levels: [1, 3],
+            retention: RetentionView {
+                ttls: Vec::new(),
+                forever: true,
+            },
+            repair: false,
+            cell_stats: None,
+        }
     }
-    let mut by_size: Vec<(u64, u64)> = tables.to_vec();
-    by_size.sort_by_key(|&(n, size)| (size, n));
-    let take = (tables.len() - max_tables + 1).max(4).min(tables.len());
-    Some(by_size[..take].iter().map(|&(n, _)| n).collect())
+}
+
+/// The live files: meta files newest first, data files by window.
+#[derive(Debug, Default)]
+struct Files {
+    meta: Vec<Arc<TableReader>>,
+    data: Vec<Arc<TableReader>>,
+}
+
+impl Files {
+    fn with(&self, added: &[Arc<TableReader>], removed: &HashSet<u64>) -> Self {
+        let mut meta: Vec<Arc<TableReader>> = Vec::new();
+        let mut data: Vec<Arc<TableReader>> = Vec::new();
+        for t in self.meta.iter().chain(&self.data).chain(added) {
+            if removed.contains(&t.number) {
+                continue;
+            }
+            match t.kind() {
+                FileKind::Meta => meta.push(Arc::clone(t)),
+                FileKind::Data => data.push(Arc::clone(t)),
+            }
+        }
+        meta.sort_by_key(|t| Reverse(t.meta.max_seq));
+        data.sort_by_key(|t| (t.meta.window_start, t.meta.max_seq));
+        Self { meta, data }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<TableReader>> {
+        self.meta.iter().chain(&self.data)
+    }
 }
 
 #[derive(Debug)]
@@ -71,7 +147,7 @@ struct State {
     mem_bytes: usize,
     log: LogWriter,
     manifest: ManifestData,
-    tables: Arc<Vec<Arc<TableReader>>>,
+    files: Arc<Files>,
     seq: u64,
     poisoned: bool,
 }
@@ -80,16 +156,17 @@ struct State {
 #[derive(Debug)]
 pub struct EmbeddedStore {
     dir: PathBuf,
-    memtable_bytes: usize,
-    max_tables: usize,
+    opts: EmbeddedOptions,
     state: Mutex<State>,
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
-    move |source| StorageError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    /// Serialises data writes and the start of compactions, so that a
+    /// compaction's snapshot of a window always holds every write with a
+    /// lower sequence number.
+    data_lock: Mutex<()>,
+    /// One compaction at a time.
+    compact_lock: Mutex<()>,
+    cache: BlockCache,
+    compactor: OnceLock<Arc<dyn RowCompactor>>,
+    compactions: AtomicU64,
 }
 
 fn internal_row(table: Table, row: &[u8]) -> Vec<u8> {
@@ -124,60 +201,65 @@ fn table_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:08}.sst"))
 }
 
+fn tmp_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:08}.sst.tmp"))
+}
+
 fn log_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("log-{number:08}.log"))
 }
 
-fn read_manifest(dir: &Path) -> Result<Option<ManifestData>> {
-    let path = dir.join(MANIFEST);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StorageError::Io { path, source: e }),
-    };
-    let bad = |reason: &str| StorageError::Corrupt {
-        path: path.clone(),
-        reason: reason.to_string(),
-    };
-    if bytes.len() < 24 || &bytes[..8] != MANIFEST_MAGIC {
-        return Err(bad("bad magic"));
+/// Moves a file into `<dir>/lost+found/`, never overwriting anything there.
+pub fn move_aside(dir: &Path, file: &Path) -> Result<PathBuf> {
+    let lost = dir.join(LOST_AND_FOUND);
+    std::fs::create_dir_all(&lost).map_err(io_err(&lost))?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "unnamed".into());
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let mut dst = lost.join(format!("{name}.{stamp}"));
+    let mut i = 0;
+    while dst.exists() {
+        i += 1;
+        dst = lost.join(format!("{name}.{stamp}.{i}"));
     }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version != MANIFEST_VERSION {
-        return Err(bad("unsupported manifest version"));
-    }
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&bytes[16..24]);
-    let len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
-    let body = bytes.get(24..24 + len).ok_or_else(|| bad("truncated"))?;
-    if xxh3_64(body) != u64::from_le_bytes(sum) {
-        return Err(bad("checksum mismatch"));
-    }
-    fb::decode_manifest(body)
-        .map(Some)
-        .map_err(|e| bad(&e.to_string()))
+    std::fs::rename(file, &dst).map_err(io_err(file))?;
+    logfile::sync_dir(&lost)?;
+    logfile::sync_dir(dir)?;
+    Ok(dst)
 }
 
-/// Replaces the manifest crash-safely.
-fn write_manifest(dir: &Path, m: &ManifestData) -> Result<()> {
-    let body = fb::encode_manifest(m);
-    let mut bytes = Vec::with_capacity(body.len() + 24);
-    bytes.extend_from_slice(MANIFEST_MAGIC);
-    bytes.extend_from_slice(&MANIFEST_VERSION.to_le_bytes());
-    bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&xxh3_64(&body).to_le_bytes());
-    bytes.extend_from_slice(&body);
-    let tmp = dir.join("MANIFEST.tmp");
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-        f.write_all(&bytes).map_err(io_err(&tmp))?;
-        f.sync_all().map_err(io_err(&tmp))?;
+/// What the store directory holds, by file kind.
+#[derive(Debug, Default)]
+struct Listing {
+    tables: HashSet<u64>,
+    tmps: HashSet<u64>,
+    logs: Vec<u64>,
+}
+
+fn list_dir(dir: &Path) -> Result<Listing> {
+    let mut l = Listing::default();
+    for e in std::fs::read_dir(dir).map_err(io_err(dir))? {
+        let e = e.map_err(io_err(dir))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(n) = name.strip_suffix(".sst.tmp").and_then(|n| n.parse().ok()) {
+            l.tmps.insert(n);
+        } else if let Some(n) = name.strip_suffix(".sst").and_then(|n| n.parse().ok()) {
+            l.tables.insert(n);
+        } else if let Some(n) = name
+            .strip_prefix("log-")
+            .and_then(|n| n.strip_suffix(".log"))
+            .and_then(|n| n.parse().ok())
+        {
+            l.logs.push(n);
+        }
     }
-    let dst = dir.join(MANIFEST);
-    std::fs::rename(&tmp, &dst).map_err(io_err(&dst))?;
-    logfile::sync_dir(dir)?;
-    Ok(())
+    l.logs.sort_unstable();
+    Ok(l)
 }
 
 fn encode_log_batch(seq: u64, batch: &[Op]) -> Result<Vec<u8>> {
@@ -197,46 +279,50 @@ fn encode_log_batch(seq: u64, batch: &[Op]) -> Result<Vec<u8>> {
 }
 
 /// One cell change: internal row, column, value (`None` = delete).
-type Op = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+type Op = (Vec<u8>, Vec<u8>, Option<Bytes>);
 
-fn into_op(m: Mutation) -> Op {
+fn into_op(m: Mutation) -> (Table, Op) {
     match m {
         Mutation::Put {
             table,
             row,
             column,
             value,
-        } => (internal_row(table, &row), column, Some(value)),
-        Mutation::Delete { table, row, column } => (internal_row(table, &row), column, None),
+        } => (
+            table,
+            (internal_row(table, &row), column, Some(Bytes::from(value))),
+        ),
+        Mutation::Delete { table, row, column } => {
+            (table, (internal_row(table, &row), column, None))
+        }
     }
 }
 
-fn decode_log_batch(payload: &[u8], path: &Path) -> Result<(u64, Vec<Op>)> {
-    let bad = || StorageError::Corrupt {
-        path: path.to_path_buf(),
-        reason: "malformed log record".into(),
-    };
+fn decode_log_batch(payload: &[u8]) -> Option<(u64, Vec<Op>)> {
     let mut r = varint::Reader::new(payload);
-    let seq = r.u64_le().ok_or_else(bad)?;
+    let seq = r.u64_le()?;
     let mut ops = Vec::new();
     while !r.is_empty() {
-        let tomb = r.u8().ok_or_else(bad)? == 1;
-        let row = r.bytes().ok_or_else(bad)?.to_vec();
-        let col = r.bytes().ok_or_else(bad)?.to_vec();
+        let tomb = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let row = r.bytes()?.to_vec();
+        let col = r.bytes()?.to_vec();
         let value = if tomb {
             None
         } else {
-            Some(r.bytes().ok_or_else(bad)?.to_vec())
+            Some(Bytes::copy_from_slice(r.bytes()?))
         };
         ops.push((row, col, value));
     }
-    Ok((seq, ops))
+    Some((seq, ops))
 }
 
-/// A memtable key and its versioned value, as iterated.
-type MemItem<'a> = (&'a (Vec<u8>, Vec<u8>), &'a (u64, Option<Vec<u8>>));
-
 /// A memtable item as a table-file entry.
+type MemItem<'a> = (&'a (Vec<u8>, Vec<u8>), &'a (u64, Option<Bytes>));
+
 fn mem_entry(((row, col), (seq, value)): MemItem<'_>) -> Entry {
     Entry {
         row: row.clone(),
@@ -246,13 +332,50 @@ fn mem_entry(((row, col), (seq, value)): MemItem<'_>) -> Entry {
     }
 }
 
+fn file_data(t: &TableReader) -> TableFileData {
+    TableFileData {
+        number: t.number,
+        kind: t.meta.kind,
+        min_seq: t.meta.min_seq,
+        max_seq: t.meta.max_seq,
+        size: t.size,
+        window_start: t.meta.window_start,
+        window_end: t.meta.window_end,
+        point_count: t.meta.point_count,
+    }
+}
+
+/// Result of replaying the live store log.
+struct Replayed {
+    mem: MemTable,
+    mem_bytes: usize,
+    seq: u64,
+    log: LogWriter,
+}
+
 impl EmbeddedStore {
-    /// Opens (or creates) the store in `opts.dir`.
+    /// Opens (or creates) the store in `opts.dir`; see the module doc for
+    /// what is checked and repaired.
     pub fn open(opts: EmbeddedOptions) -> Result<Self> {
         let dir = opts.dir.clone();
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let schema = schema_of(&opts.layout);
-        let manifest = match read_manifest(&dir)? {
+        let listing = list_dir(&dir)?;
+        let read = match manifest::read(&dir) {
+            Ok(m) => m,
+            Err(e) if opts.repair => {
+                tracing::error!(error = %e, "store manifest is damaged; repair: rebuilding it from the table files");
+                move_aside(&dir, &dir.join(manifest::NAME))?;
+                None
+            }
+            Err(e) => {
+                return Err(StorageError::Damaged(format!(
+                    "{e}; refusing to start. Set `storage.repair = true` (or run `hourglass fsck --repair`) to rebuild the manifest from the table files; the damaged manifest is then moved to {}/",
+                    dir.join(LOST_AND_FOUND).display()
+                )));
+            }
+        };
+        let (mut manifest, rebuilt) = match read {
             Some(m) => {
                 if m.schema != schema {
                     return Err(StorageError::SchemaMismatch {
@@ -261,175 +384,411 @@ impl EmbeddedStore {
                         configured: format!("{schema:?}"),
                     });
                 }
-                m
+                (m, false)
             }
-            None => {
+            None if listing.tables.is_empty()
+                && listing.tmps.is_empty()
+                && listing.logs.is_empty() =>
+            {
                 let m = ManifestData {
-                    format_version: MANIFEST_VERSION,
+                    format_version: manifest::VERSION,
                     generation: 1,
                     last_seq: 0,
                     next_file_number: 2,
                     log_number: 1,
                     schema,
                     files: Vec::new(),
+                    obsolete: Vec::new(),
                 };
-                // A stale log-1 can only come from an interrupted first open.
-                let _ = std::fs::remove_file(log_path(&dir, 1));
                 LogWriter::create(&log_path(&dir, 1), LOG_MAGIC, LOG_VERSION)?;
-                write_manifest(&dir, &m)?;
-                m
+                manifest::write(&dir, &m)?;
+                (m, false)
+            }
+            None if opts.repair => (Self::rebuild_manifest(&dir, &listing, schema)?, true),
+            None => {
+                return Err(StorageError::Damaged(format!(
+                    "the store manifest {} is missing, but the directory holds {} table file(s) and {} log(s); refusing to start, since an empty store would hide that data. Set `storage.repair = true` (or run `hourglass fsck --repair`) to rebuild the manifest from the table files",
+                    dir.join(manifest::NAME).display(),
+                    listing.tables.len() + listing.tmps.len(),
+                    listing.logs.len()
+                )));
             }
         };
+        let mut changed = rebuilt;
 
-        let mut tables = Vec::with_capacity(manifest.files.len());
-        let mut seq = manifest.last_seq;
+        // Listed files: finish interrupted renames, open, check.
+        let mut readers: Vec<Arc<TableReader>> = Vec::new();
+        let mut keep: Vec<TableFileData> = Vec::new();
         for f in &manifest.files {
-            let t = TableReader::open(&table_path(&dir, f.number), f.number)?;
-            seq = seq.max(t.meta.seq);
-            tables.push(Arc::new(t));
-        }
-        // Newest first: reads consult files in this order.
-        tables.sort_by_key(|t| Reverse(t.meta.seq));
-
-        let mut mem = MemTable::new();
-        let mut mem_bytes = 0;
-        let lpath = log_path(&dir, manifest.log_number);
-        let rec = logfile::read_log(&lpath, LOG_MAGIC, LOG_VERSION, |payload| -> Result<()> {
-            let (s, ops) = decode_log_batch(payload, &lpath)?;
-            seq = seq.max(s);
-            for (row, col, value) in ops {
-                mem_bytes += row.len() + col.len() + value.as_ref().map_or(0, Vec::len) + 48;
-                mem.insert((row, col), (s, value));
+            let path = table_path(&dir, f.number);
+            if !listing.tables.contains(&f.number) {
+                if listing.tmps.contains(&f.number) {
+                    std::fs::rename(tmp_path(&dir, f.number), &path).map_err(io_err(&path))?;
+                    logfile::sync_dir(&dir)?;
+                } else if opts.repair {
+                    tracing::error!(file = %path.display(), "repair: table file listed in the manifest is missing; its data is lost, removing it from the manifest");
+                    changed = true;
+                    continue;
+                } else {
+                    return Err(StorageError::Damaged(format!(
+                        "table file {} is listed in the store manifest but missing; refusing to start without its data. Restore the file, or set `storage.repair = true` to drop it from the manifest (its data is then lost)",
+                        path.display()
+                    )));
+                }
             }
-            Ok(())
-        })?;
-        if rec.torn_bytes > 0 {
-            tracing::warn!(log = %lpath.display(), bytes = rec.torn_bytes, "dropped the torn tail of the store log");
+            match TableReader::open(&path, f.number) {
+                Ok(t) => {
+                    readers.push(Arc::new(t));
+                    keep.push(f.clone());
+                }
+                Err(e) if opts.repair => {
+                    let moved = move_aside(&dir, &path)?;
+                    tracing::error!(error = %e, moved = %moved.display(), "repair: unreadable table file moved aside and dropped from the manifest");
+                    changed = true;
+                }
+                Err(e) => {
+                    return Err(StorageError::Damaged(format!(
+                        "{e}; refusing to start. Set `storage.repair = true` to move the file to {}/ and go on without it",
+                        dir.join(LOST_AND_FOUND).display()
+                    )));
+                }
+            }
         }
-        let log = if rec.valid_len == 0 {
-            let _ = std::fs::remove_file(&lpath);
-            LogWriter::create(&lpath, LOG_MAGIC, LOG_VERSION)?
-        } else {
-            LogWriter::reopen(&lpath, rec.valid_len)?
-        };
+        manifest.files = keep;
+        let listed: HashSet<u64> = manifest.files.iter().map(|f| f.number).collect();
+        // Files a compaction replaced.
+        let obsolete: HashSet<u64> = manifest.obsolete.iter().copied().collect();
+        for &n in &listing.tables {
+            if listed.contains(&n) {
+                continue;
+            }
+            let path = table_path(&dir, n);
+            if obsolete.contains(&n) {
+                std::fs::remove_file(&path).map_err(io_err(&path))?;
+            } else {
+                let moved = move_aside(&dir, &path)?;
+                tracing::warn!(file = %path.display(), moved = %moved.display(), "table file not named by the manifest moved aside (not deleted)");
+            }
+        }
+        if !manifest.obsolete.is_empty() {
+            manifest.obsolete.clear();
+            changed = true;
+        }
+        // A .tmp that no manifest names was never published.
+        for &n in &listing.tmps {
+            if !listed.contains(&n) {
+                let p = tmp_path(&dir, n);
+                std::fs::remove_file(&p).map_err(io_err(&p))?;
+            }
+        }
 
-        Self::remove_orphans(&dir, &manifest);
+        // Logs: the live one is replayed; older ones were flushed into a
+        // listed file; a newer one was created by an interrupted memtable
+        // flush and holds nothing.
+        for &n in &listing.logs {
+            let p = log_path(&dir, n);
+            if n < manifest.log_number {
+                std::fs::remove_file(&p).map_err(io_err(&p))?;
+            } else if n > manifest.log_number {
+                let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+                if len <= logfile::HEADER_LEN as u64 {
+                    std::fs::remove_file(&p).map_err(io_err(&p))?;
+                } else {
+                    let moved = move_aside(&dir, &p)?;
+                    tracing::warn!(file = %p.display(), moved = %moved.display(), "unexpected store log moved aside");
+                }
+            }
+        }
+        let replayed = Self::replay_log(&dir, manifest.log_number, opts.repair)?;
+        let mut seq = manifest.last_seq.max(replayed.seq);
+        for t in &readers {
+            seq = seq.max(t.meta.max_seq);
+        }
+        let files = Files::default().with(&readers, &HashSet::new());
+        if changed {
+            manifest.generation += 1;
+            manifest.last_seq = seq;
+            manifest::write(&dir, &manifest)?;
+        }
+        let cache = BlockCache::new(opts.block_cache_bytes);
         Ok(Self {
             dir,
-            memtable_bytes: opts.memtable_bytes,
-            max_tables: opts.max_tables,
             state: Mutex::new(State {
-                mem,
-                mem_bytes,
-                log,
+                mem: replayed.mem,
+                mem_bytes: replayed.mem_bytes,
+                log: replayed.log,
                 manifest,
-                tables: Arc::new(tables),
+                files: Arc::new(files),
                 seq,
                 poisoned: false,
             }),
+            opts,
+            data_lock: Mutex::new(()),
+            compact_lock: Mutex::new(()),
+            cache,
+            compactor: OnceLock::new(),
+            compactions: AtomicU64::new(0),
         })
     }
 
-    fn remove_orphans(dir: &Path, m: &ManifestData) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for ent in rd.flatten() {
-            let name = ent.file_name().to_string_lossy().into_owned();
-            let live = if let Some(n) = name.strip_suffix(".sst") {
-                n.parse::<u64>()
-                    .is_ok_and(|n| m.files.iter().any(|f| f.number == n))
-            } else if let Some(n) = name
-                .strip_prefix("log-")
-                .and_then(|n| n.strip_suffix(".log"))
-            {
-                n.parse::<u64>() == Ok(m.log_number)
-            } else {
-                true
-            };
-            if !live || name.ends_with(".tmp") {
-                tracing::info!(file = %name, "removing a file not listed in the manifest");
-                let _ = std::fs::remove_file(ent.path());
+    /// Rebuilds a lost manifest from the table files and logs present.
+    fn rebuild_manifest(dir: &Path, listing: &Listing, schema: SchemaData) -> Result<ManifestData> {
+        let mut files = Vec::new();
+        let mut max_number = 1;
+        let mut last_seq = 0;
+        for &n in listing.tables.iter().chain(&listing.tmps) {
+            max_number = max_number.max(n);
+        }
+        for &n in &listing.tables {
+            let path = table_path(dir, n);
+            match TableReader::open(&path, n) {
+                Ok(t) => {
+                    last_seq = last_seq.max(t.meta.max_seq);
+                    files.push(file_data(&t));
+                }
+                Err(e) => {
+                    let moved = move_aside(dir, &path)?;
+                    tracing::error!(error = %e, moved = %moved.display(), "repair: unreadable table file moved aside");
+                }
             }
         }
+        // An unpublished .tmp may be half-written or a duplicate of listed
+        // data: keep its bytes, out of the way.
+        for &n in &listing.tmps {
+            move_aside(dir, &tmp_path(dir, n))?;
+        }
+        // Every log but the newest was flushed into a table file before the
+        // next one started; replaying them again is harmless (entries keep
+        // their sequence numbers), so fold them into the newest one.
+        let log_number = match listing.logs.last() {
+            Some(&n) => {
+                for &old in &listing.logs[..listing.logs.len() - 1] {
+                    move_aside(dir, &log_path(dir, old))?;
+                }
+                max_number = max_number.max(n);
+                n
+            }
+            None => {
+                max_number += 1;
+                LogWriter::create(&log_path(dir, max_number), LOG_MAGIC, LOG_VERSION)?;
+                max_number
+            }
+        };
+        tracing::warn!(
+            files = files.len(),
+            "repair: rebuilt the store manifest from the table files"
+        );
+        Ok(ManifestData {
+            format_version: manifest::VERSION,
+            generation: 1,
+            last_seq,
+            next_file_number: max_number + 1,
+            log_number,
+            schema,
+            files,
+            obsolete: Vec::new(),
+        })
+    }
+
+    fn replay_log(dir: &Path, number: u64, repair: bool) -> Result<Replayed> {
+        let path = log_path(dir, number);
+        let mut mem = MemTable::new();
+        let mut mem_bytes = 0usize;
+        let mut seq = 0u64;
+        let mut apply = |payload: &[u8]| -> std::result::Result<(), logfile::LogError> {
+            let (s, ops) = decode_log_batch(payload)
+                .ok_or(logfile::LogError::BadRecord { path: path.clone() })?;
+            seq = seq.max(s);
+            for (row, col, value) in ops {
+                mem_bytes += row.len() + col.len() + value.as_ref().map_or(0, Bytes::len) + 48;
+                mem.insert((row, col), (s, value));
+            }
+            Ok(())
+        };
+        let rec = match logfile::read_log(&path, LOG_MAGIC, LOG_VERSION, &mut apply) {
+            Ok(r) => r,
+            Err(logfile::LogError::Corrupt { offset, reason, .. }) if repair => {
+                let moved = logfile::cut_and_move_aside(&path, offset, &dir.join(LOST_AND_FOUND))?;
+                tracing::error!(log = %path.display(), offset, reason, moved = %moved.display(), "repair: store log damaged; entries from the damage on were moved aside");
+                logfile::Recovered {
+                    valid_len: offset,
+                    torn_bytes: 0,
+                }
+            }
+            Err(logfile::LogError::BadHeader { .. }) if repair => {
+                let moved = move_aside(dir, &path)?;
+                tracing::error!(log = %path.display(), moved = %moved.display(), "repair: store log with a bad header moved aside");
+                let log = LogWriter::create(&path, LOG_MAGIC, LOG_VERSION)?;
+                return Ok(Replayed {
+                    mem: MemTable::new(),
+                    mem_bytes: 0,
+                    seq: 0,
+                    log,
+                });
+            }
+            Err(logfile::LogError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(StorageError::Damaged(format!(
+                    "the live store log {} is missing; it holds the latest UID assignments. Restore it, or set `storage.repair = true` to start a new one (recent UID assignments are then lost and recovered as unnamed UIDs)",
+                    path.display()
+                )))
+                .or_else(|e| {
+                    if repair {
+                        LogWriter::create(&path, LOG_MAGIC, LOG_VERSION).map(|log| Replayed {
+                            mem: MemTable::new(),
+                            mem_bytes: 0,
+                            seq: 0,
+                            log,
+                        }).map_err(Into::into)
+                    } else {
+                        Err(e)
+                    }
+                });
+            }
+            Err(e) => {
+                return Err(StorageError::Damaged(format!(
+                    "{e}. Set `storage.repair = true` (or run `hourglass fsck --repair`) to keep the entries before the damage and move the rest to {}/",
+                    dir.join(LOST_AND_FOUND).display()
+                )));
+            }
+        };
+        if rec.torn_bytes > 0 {
+            tracing::warn!(log = %path.display(), bytes = rec.torn_bytes, "dropped a torn store log tail (a write that was never acknowledged)");
+        }
+        let log = if rec.valid_len < logfile::HEADER_LEN as u64 {
+            // Created but its header never reached the disk.
+            let _ = std::fs::remove_file(&path);
+            LogWriter::create(&path, LOG_MAGIC, LOG_VERSION)?
+        } else {
+            LogWriter::reopen(&path, rec.valid_len)?
+        };
+        Ok(Replayed {
+            mem,
+            mem_bytes,
+            seq,
+            log,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock cannot leave the state half-updated
-        // in a way reads care about: every update installs whole values.
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Writes entries (sorted, unique) to a new table file and publishes it.
-    /// Called with the state lock held; `State::seq` must already cover them.
-    ///
-    /// Everything before the manifest write only creates files the manifest
-    /// does not name (removed on the next open), so a failure there leaves
-    /// the store consistent. A failure writing the manifest leaves its state
-    /// unknown: the store is poisoned.
-    fn publish_table(&self, st: &mut State, entries: &[Entry], new_log: Option<u64>) -> Result<()> {
-        let number = st.manifest.next_file_number;
-        // Burn the number even if this fails: a number is never reused.
-        st.manifest.next_file_number += 1;
-        let (meta, reader) = self.write_new_table(number, entries.iter().cloned().map(Ok))?;
-        let mut manifest = st.manifest.clone();
-        manifest.files.push(SstFileData {
-            number,
-            seq: meta.seq,
-            size: reader.size,
-            min_key: meta.min_key.clone(),
-            max_key: meta.max_key.clone(),
-        });
-        manifest.generation += 1;
-        manifest.last_seq = st.seq;
-        if let Some(l) = new_log {
-            manifest.log_number = l;
-        }
-        // The rename is made durable by the directory fsync in
-        // write_manifest; until the manifest names the file it is an orphan.
-        if let Err(e) = write_manifest(&self.dir, &manifest) {
-            st.poisoned = true;
-            return Err(e);
-        }
-        let mut tables: Vec<Arc<TableReader>> = st.tables.iter().cloned().collect();
-        tables.push(reader);
-        tables.sort_by_key(|t| Reverse(t.meta.seq));
-        st.tables = Arc::new(tables);
-        st.manifest = manifest;
-        Ok(())
+    fn files(&self) -> Arc<Files> {
+        Arc::clone(&self.lock().files)
     }
 
-    /// Writes a table file under its final name (via a temp file) and opens
-    /// it, so a file that gets published is always readable. On failure
-    /// nothing is left behind; on success the file is not live until a
-    /// manifest names it.
-    fn write_new_table(
+    fn write_options(&self, kind: FileKind, window: (u64, u64), level: usize) -> WriteOptions {
+        let l = &self.opts.layout;
+        WriteOptions {
+            kind,
+            window_start: window.0,
+            window_end: window.1,
+            prefix_len: match kind {
+                FileKind::Data => 1 + l.salt_width + l.metric_width,
+                FileKind::Meta => 0,
+            },
+            bloom_bits_per_key: self.opts.bloom_bits_per_key,
+            zstd_level: self.opts.zstd_levels[level.min(1)],
+            retention_applied: Vec::new(),
+            layout: *l,
+            cell_stats: self.opts.cell_stats,
+        }
+    }
+
+    /// Writes a table file as `N.sst.tmp` and opens it. Not live until
+    /// [`EmbeddedStore::publish`] names it.
+    fn write_file(
         &self,
         number: u64,
         entries: impl Iterator<Item = Result<Entry>>,
-    ) -> Result<(fb::SstMetaData, Arc<TableReader>)> {
-        let tmp = self.dir.join(format!("{number:08}.sst.tmp"));
-        let path = table_path(&self.dir, number);
-        let written = sst::write_table_from(&tmp, entries).and_then(|meta| {
-            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
-            Ok((meta, Arc::new(TableReader::open(&path, number)?)))
-        });
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-            let _ = std::fs::remove_file(&path);
+        opts: &WriteOptions,
+    ) -> Result<Arc<TableReader>> {
+        let tmp = tmp_path(&self.dir, number);
+        let written =
+            table::write_table(&tmp, entries, opts).and_then(|_| TableReader::open(&tmp, number));
+        match written {
+            Ok(t) => Ok(Arc::new(t)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
         }
-        written
     }
 
-    /// Writes the memtable to a table file and starts a new log.
+    fn next_number(st: &mut State) -> u64 {
+        // Burned even if the write fails: a number is never reused.
+        let n = st.manifest.next_file_number;
+        st.manifest.next_file_number += 1;
+        n
+    }
+
+    /// Publishes new files (written as `.tmp`) and retires others with one
+    /// manifest write, then renames the new files into place. A failure
+    /// before the manifest write leaves the store as it was (the new files
+    /// are removed); a failure of the manifest write or of a rename leaves
+    /// the on-disk state uncertain, so the store is poisoned.
+    fn publish(
+        &self,
+        st: &mut State,
+        added: Vec<Arc<TableReader>>,
+        removed: &HashSet<u64>,
+        new_log: Option<u64>,
+    ) -> Result<()> {
+        let mut m = st.manifest.clone();
+        m.files.retain(|f| !removed.contains(&f.number));
+        m.files.extend(added.iter().map(|t| file_data(t)));
+        // Forget obsolete files that are gone; record the new ones.
+        m.obsolete.retain(|&n| table_path(&self.dir, n).exists());
+        m.obsolete.extend(removed.iter().copied());
+        m.generation += 1;
+        m.last_seq = st.seq;
+        if let Some(l) = new_log {
+            m.log_number = l;
+        }
+        if let Err(e) = manifest::write(&self.dir, &m) {
+            st.poisoned = true;
+            return Err(e);
+        }
+        for t in &added {
+            let dst = table_path(&self.dir, t.number);
+            if let Err(e) = std::fs::rename(t.path(), &dst) {
+                st.poisoned = true;
+                return Err(io_err(&dst)(e));
+            }
+        }
+        if !added.is_empty()
+            && let Err(e) = logfile::sync_dir(&self.dir)
+        {
+            st.poisoned = true;
+            return Err(e.into());
+        }
+        // Reopen under the final names, so later errors name the right file.
+        let mut reopened = Vec::with_capacity(added.len());
+        for t in added {
+            let dst = table_path(&self.dir, t.number);
+            match TableReader::open(&dst, t.number) {
+                Ok(r) => reopened.push(Arc::new(r)),
+                Err(e) => {
+                    st.poisoned = true;
+                    return Err(e);
+                }
+            }
+        }
+        st.files = Arc::new(st.files.with(&reopened, removed));
+        st.manifest = m;
+        Ok(())
+    }
+
+    /// Writes the memtable to a meta file and starts a new log.
     fn flush_memtable(&self, st: &mut State) -> Result<()> {
         if st.mem.is_empty() {
             return Ok(());
         }
-        let new_log_number = st.manifest.next_file_number;
-        st.manifest.next_file_number += 1;
+        let new_log_number = Self::next_number(st);
         let new_log_path = log_path(&self.dir, new_log_number);
         let new_log = match LogWriter::create(&new_log_path, LOG_MAGIC, LOG_VERSION) {
             Ok(l) => l,
@@ -438,11 +797,17 @@ impl EmbeddedStore {
                 return Err(e.into());
             }
         };
-        let entries: Vec<Entry> = st.mem.iter().map(mem_entry).collect();
-        if let Err(e) = self.publish_table(st, &entries, Some(new_log_number)) {
-            let _ = std::fs::remove_file(&new_log_path);
-            return Err(e);
-        }
+        let number = Self::next_number(st);
+        let opts = self.write_options(FileKind::Meta, (0, 0), 0);
+        let written = self.write_file(number, st.mem.iter().map(mem_entry).map(Ok), &opts);
+        let t = match written {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(&new_log_path);
+                return Err(e);
+            }
+        };
+        self.publish(st, vec![t], &HashSet::new(), Some(new_log_number))?;
         let old = std::mem::replace(&mut st.log, new_log);
         let _ = std::fs::remove_file(old.path());
         st.mem.clear();
@@ -450,7 +815,8 @@ impl EmbeddedStore {
         Ok(())
     }
 
-    /// Applies `ops` through the log and the memtable (state lock held).
+    /// Applies meta-table `ops` through the log and the memtable (state
+    /// lock held).
     fn apply_logged(&self, st: &mut State, ops: Vec<Op>, durability: Durability) -> Result<()> {
         if st.poisoned {
             return Err(StorageError::Poisoned);
@@ -458,7 +824,7 @@ impl EmbeddedStore {
         let seq = st.seq + 1;
         let framed = encode_log_batch(seq, &ops)?;
         let res = st.log.append(&framed).and_then(|()| match durability {
-            Durability::Sync => st.log.sync(),
+            Durability::Sync => Self::fsync_log(&mut st.log),
             Durability::Buffered => Ok(()),
         });
         if let Err(e) = res {
@@ -469,14 +835,22 @@ impl EmbeddedStore {
         }
         st.seq = seq;
         for (row, col, value) in ops {
-            st.mem_bytes += row.len() + col.len() + value.as_ref().map_or(0, Vec::len) + 48;
+            st.mem_bytes += row.len() + col.len() + value.as_ref().map_or(0, Bytes::len) + 48;
             st.mem.insert((row, col), (seq, value));
         }
-        if st.mem_bytes > self.memtable_bytes {
+        if st.mem_bytes > self.opts.memtable_bytes {
             Self::sync_log(st)?;
             self.flush_memtable(st)?;
         }
         Ok(())
+    }
+
+    fn fsync_log(log: &mut LogWriter) -> std::result::Result<(), logfile::LogError> {
+        crate::failpoint::check("store_log_fsync").map_err(|source| logfile::LogError::Io {
+            path: log.path().to_path_buf(),
+            source,
+        })?;
+        log.sync()
     }
 
     /// fsyncs the store log; a failure poisons the store (no retry after a
@@ -485,27 +859,28 @@ impl EmbeddedStore {
         if st.poisoned {
             return Err(StorageError::Poisoned);
         }
-        let r = st.log.sync();
+        let r = Self::fsync_log(&mut st.log);
         if r.is_err() {
             st.poisoned = true;
         }
         Ok(r?)
     }
 
-    /// Current value of one cell (state lock held).
-    fn read_cell(st: &State, irow: &[u8], col: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut best: Option<(u64, Option<Vec<u8>>)> =
+    /// Current value of one meta cell (state lock held).
+    fn read_meta_cell(&self, st: &State, irow: &[u8], col: &[u8]) -> Result<Option<Bytes>> {
+        let mut best: Option<(u64, Option<Bytes>)> =
             st.mem.get(&(irow.to_vec(), col.to_vec())).cloned();
         let mut end = irow.to_vec();
         end.push(0);
-        for t in st.tables.iter() {
-            if best.as_ref().is_some_and(|(s, _)| *s >= t.meta.seq) {
+        let h = bloom::key_hash(irow);
+        for t in &st.files.meta {
+            if best.as_ref().is_some_and(|(s, _)| *s >= t.meta.max_seq) {
                 break; // files are newest first; nothing older can win
             }
-            if !t.overlaps(irow, &end) {
+            if !t.overlaps(irow, &end) || !t.may_contain_row(h) {
                 continue;
             }
-            for e in t.range(irow, &end) {
+            for e in t.range(irow, &end, Some(&self.cache)) {
                 let e = e?;
                 if e.col.as_slice() == col && best.as_ref().is_none_or(|(s, _)| e.seq > *s) {
                     best = Some((e.seq, e.value));
@@ -515,9 +890,45 @@ impl EmbeddedStore {
         Ok(best.and_then(|(_, v)| v))
     }
 
+    /// The data files a read of internal rows `[start, end)` must consult:
+    /// windows overlapping the base hours of the range (when the bounds name
+    /// them) and files whose prefix filter admits the range's metric.
+    fn data_sources<'a>(
+        &self,
+        files: &'a Files,
+        start: &[u8],
+        end: &[u8],
+    ) -> Vec<&'a Arc<TableReader>> {
+        let l = &self.opts.layout;
+        let prefix = 1 + l.salt_width + l.metric_width;
+        let hour = |k: &[u8]| -> Option<u64> {
+            let b: [u8; 4] = k.get(prefix..prefix + 4)?.try_into().ok()?;
+            Some(u64::from(u32::from_be_bytes(b)))
+        };
+        let same_prefix =
+            start.len() >= prefix && end.len() >= prefix && start[..prefix] == end[..prefix];
+        let hours = if same_prefix {
+            hour(start).zip(hour(end))
+        } else {
+            None
+        };
+        files
+            .data
+            .iter()
+            .filter(|t| t.overlaps(start, end))
+            .filter(|t| {
+                hours.is_none_or(|(lo, hi)| {
+                    t.meta.window_start < hi.max(lo + 1) && lo < t.meta.window_end
+                })
+            })
+            .filter(|t| !same_prefix || t.may_contain_prefix(&start[..prefix]))
+            .collect()
+    }
+
     /// Merged, newest-wins entries of a range, grouped into rows.
     fn scan_internal(&self, start: &[u8], end: &[u8], visit: &mut RowVisitor<'_>) -> Result<()> {
-        let (mem_entries, tables) = {
+        let table = start.first().copied().unwrap_or(0);
+        let (mem_entries, files) = {
             let st = self.lock();
             let lo = (start.to_vec(), Vec::new());
             let mem_entries: Vec<Entry> = st
@@ -526,133 +937,331 @@ impl EmbeddedStore {
                 .take_while(|((row, _), _)| end.is_empty() || row.as_slice() < end)
                 .map(mem_entry)
                 .collect();
-            (mem_entries, Arc::clone(&st.tables))
+            (mem_entries, Arc::clone(&st.files))
         };
         let mut sources: Vec<merge::Source<'_>> = Vec::new();
-        sources.push(Box::new(mem_entries.into_iter().map(Ok)));
-        for t in tables.iter().filter(|t| t.overlaps(start, end)) {
-            sources.push(Box::new(t.range(start, end)));
+        if !mem_entries.is_empty() {
+            sources.push(Box::new(mem_entries.into_iter().map(Ok)));
         }
-        let mut cur_row: Option<Vec<u8>> = None;
-        let mut cells: Vec<Cell> = Vec::new();
-        for e in MergeIter::new(sources) {
-            let e = e?;
-            if cur_row.as_ref().is_some_and(|r| *r != e.row) {
-                let r = cur_row.take().unwrap_or_default();
-                if !cells.is_empty() && !visit(&r[1..], std::mem::take(&mut cells))? {
-                    return Ok(());
-                }
+        if table == Table::Data as u8 {
+            for t in self.data_sources(&files, start, end) {
+                sources.push(Box::new(t.range(start, end, Some(&self.cache))));
             }
-            if cur_row.is_none() {
-                cur_row = Some(e.row);
-            }
-            if let Some(v) = e.value {
-                cells.push(Cell {
-                    column: e.col,
-                    value: v,
-                });
+        } else {
+            for t in files.meta.iter().filter(|t| t.overlaps(start, end)) {
+                sources.push(Box::new(t.range(start, end, Some(&self.cache))));
             }
         }
-        if let Some(r) = cur_row
-            && !cells.is_empty()
-        {
-            visit(&r[1..], cells)?;
-        }
-        Ok(())
+        group_rows(MergeIter::new(sources), visit)
     }
 
-    /// Merges table files when there are too many (see [`choose_merge`]).
-    /// Every entry keeps its sequence number, so any subset of files can be
-    /// merged: reads pick the newest version of a cell wherever it lives.
-    /// Tombstones are dropped only when every file is merged and the
-    /// memtable holds no older version of the cell. Returns whether it
-    /// merged.
-    pub fn compact(&self) -> Result<bool> {
-        let (inputs, all, mem_keys) = {
+    /// Executes one compaction job chosen by the policy, if any. Returns
+    /// whether it did something.
+    pub fn compact_once(&self, now_secs: u64, force: bool) -> Result<bool> {
+        let _one = self
+            .compact_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Snapshot under the data lock: no data write is half-published, so
+        // a window's files are a prefix of its writes.
+        let (job, files) = {
+            let _data = self
+                .data_lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let st = self.lock();
             if st.poisoned {
                 return Err(StorageError::Poisoned);
             }
-            let sizes: Vec<(u64, u64)> = st.tables.iter().map(|t| (t.number, t.size)).collect();
-            let Some(chosen) = choose_merge(&sizes, self.max_tables) else {
-                return Ok(false);
-            };
-            let inputs: Vec<Arc<TableReader>> = st
-                .tables
-                .iter()
-                .filter(|t| chosen.contains(&t.number))
-                .cloned()
+            let infos: Vec<FileInfo> = st
+                .files
+                .all()
+                .map(|t| FileInfo {
+                    number: t.number,
+                    kind: t.kind(),
+                    size: t.size,
+                    min_seq: t.meta.min_seq,
+                    window_start: t.meta.window_start,
+                    window_end: t.meta.window_end,
+                    retention_applied: t.meta.retention_applied.clone(),
+                })
                 .collect();
-            let all = inputs.len() == st.tables.len();
+            let policy = Policy {
+                windows: self.opts.windows,
+                settle_secs: self.opts.settle_secs,
+                max_files_per_window: self.opts.max_files_per_window,
+                max_meta_files: self.opts.max_meta_files,
+                retention: self.opts.retention.clone(),
+                force,
+            };
+            (
+                compaction::choose(&infos, now_secs, &policy),
+                Arc::clone(&st.files),
+            )
+        };
+        let Some(job) = job else { return Ok(false) };
+        let pick = |numbers: &[u64]| -> Vec<Arc<TableReader>> {
+            files
+                .all()
+                .filter(|t| numbers.contains(&t.number))
+                .cloned()
+                .collect()
+        };
+        match job {
+            Job::Drop { files: dead } => {
+                let removed: HashSet<u64> = dead.iter().copied().collect();
+                let mut st = self.lock();
+                self.publish(&mut st, Vec::new(), &removed, None)?;
+                drop(st);
+                self.unlink(&pick(&dead));
+                tracing::info!(files = dead.len(), "retention: dropped expired windows");
+            }
+            Job::MergeMeta { inputs } => {
+                let inputs = pick(&inputs);
+                self.merge_meta(inputs)?;
+            }
+            Job::MergeData {
+                inputs,
+                window,
+                ttls_applied,
+            } => {
+                let inputs = pick(&inputs);
+                self.merge_data(inputs, window, ttls_applied, now_secs)?;
+            }
+        }
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    fn unlink(&self, files: &[Arc<TableReader>]) {
+        // Readers still holding a file keep it open; unlinking is safe.
+        for t in files {
+            let _ = std::fs::remove_file(t.path());
+        }
+    }
+
+    /// Merges meta files. Entries keep their sequence numbers, so any subset
+    /// of files can be merged; tombstones are dropped only by a merge of
+    /// every meta file when the memtable holds no older version of the cell.
+    fn merge_meta(&self, inputs: Vec<Arc<TableReader>>) -> Result<()> {
+        let (number, all, mem_keys) = {
+            let mut st = self.lock();
+            let all = inputs.len() == st.files.meta.len();
             let mem_keys: HashSet<(Vec<u8>, Vec<u8>)> = if all {
                 st.mem.keys().cloned().collect()
             } else {
                 HashSet::new()
             };
-            (inputs, all, mem_keys)
-        };
-        let number = {
-            let mut st = self.lock();
-            let n = st.manifest.next_file_number;
-            st.manifest.next_file_number += 1;
-            n
+            (Self::next_number(&mut st), all, mem_keys)
         };
         let sources: Vec<merge::Source<'_>> = inputs
             .iter()
-            .map(|t| Box::new(t.range(&[], &[])) as merge::Source<'_>)
+            .map(|t| Box::new(t.range(&[], &[], None)) as merge::Source<'_>)
             .collect();
         let merged = MergeIter::new(sources).filter(|e| match e {
             Ok(e) if e.value.is_none() && all => mem_keys.contains(&(e.row.clone(), e.col.clone())),
             _ => true,
         });
-        let (meta, reader) = self.write_new_table(number, merged)?;
-        let path = reader.path().to_path_buf();
-        let gone: HashSet<u64> = inputs.iter().map(|t| t.number).collect();
-        {
-            let mut st = self.lock();
-            let mut manifest = st.manifest.clone();
-            manifest.files.retain(|f| !gone.contains(&f.number));
-            if meta.entry_count > 0 {
-                manifest.files.push(SstFileData {
-                    number,
-                    seq: meta.seq,
-                    size: reader.size,
-                    min_key: meta.min_key,
-                    max_key: meta.max_key,
-                });
-            }
-            manifest.generation += 1;
-            if let Err(e) = write_manifest(&self.dir, &manifest) {
-                st.poisoned = true;
-                return Err(e);
-            }
-            let mut tables: Vec<Arc<TableReader>> = st
-                .tables
-                .iter()
-                .filter(|t| !gone.contains(&t.number))
-                .cloned()
-                .collect();
-            if meta.entry_count > 0 {
-                tables.push(reader);
-            }
-            tables.sort_by_key(|t| Reverse(t.meta.seq));
-            st.tables = Arc::new(tables);
-            st.manifest = manifest;
-        }
-        // Readers still holding the old files keep them open; unlinking is
-        // safe.
-        for t in &inputs {
-            let _ = std::fs::remove_file(t.path());
-        }
-        if meta.entry_count == 0 {
-            let _ = std::fs::remove_file(&path);
-        }
-        Ok(true)
+        let opts = self.write_options(FileKind::Meta, (0, 0), 1);
+        let out = self.write_file(number, merged, &opts)?;
+        self.finish_merge(inputs, out)
+    }
+
+    /// Merges data files of one window: rows are collapsed by the row
+    /// compactor (one cell per row, tombstones and expired rows applied).
+    fn merge_data(
+        &self,
+        inputs: Vec<Arc<TableReader>>,
+        window: (u64, u64),
+        ttls_applied: Vec<u64>,
+        now_secs: u64,
+    ) -> Result<()> {
+        let number = Self::next_number(&mut self.lock());
+        let max_seq = inputs.iter().map(|t| t.meta.max_seq).max().unwrap_or(0);
+        let sources: Vec<merge::Source<'_>> = inputs
+            .iter()
+            .map(|t| Box::new(t.range(&[], &[], None)) as merge::Source<'_>)
+            .collect();
+        let compactor = self.compactor.get().cloned();
+        let ctx = CompactContext { now_secs };
+        let rows = RowMerge {
+            inner: MergeIter::new(sources),
+            pending: None,
+            out: Vec::new().into_iter(),
+            compactor,
+            ctx,
+            seq: max_seq,
+            done: false,
+        };
+        let mut opts = self.write_options(FileKind::Data, window, 1);
+        opts.retention_applied = ttls_applied;
+        let out = self.write_file(number, rows, &opts)?;
+        self.finish_merge(inputs, out)
+    }
+
+    fn finish_merge(&self, inputs: Vec<Arc<TableReader>>, out: Arc<TableReader>) -> Result<()> {
+        let removed: HashSet<u64> = inputs.iter().map(|t| t.number).collect();
+        let added = if out.meta.entry_count > 0 {
+            vec![out]
+        } else {
+            let _ = std::fs::remove_file(out.path());
+            Vec::new()
+        };
+        let mut st = self.lock();
+        self.publish(&mut st, added, &removed, None)?;
+        drop(st);
+        self.unlink(&inputs);
+        Ok(())
     }
 
     /// Number of live table files (for stats and tests).
     pub fn table_count(&self) -> usize {
-        self.lock().tables.len()
+        let f = self.files();
+        f.meta.len() + f.data.len()
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Verifies every block of every live file and returns the number of
+    /// entries read (fsck).
+    pub fn verify_files(&self) -> Vec<(PathBuf, std::result::Result<u64, StorageError>)> {
+        self.files()
+            .all()
+            .map(|t| (t.path().to_path_buf(), t.verify()))
+            .collect()
+    }
+}
+
+/// Groups a merged entry stream into rows for a visitor.
+fn group_rows(
+    entries: impl Iterator<Item = Result<Entry>>,
+    visit: &mut RowVisitor<'_>,
+) -> Result<()> {
+    let mut cur_row: Option<Vec<u8>> = None;
+    let mut cells: Vec<Cell> = Vec::new();
+    for e in entries {
+        let e = e?;
+        if cur_row.as_ref().is_some_and(|r| *r != e.row) {
+            let r = cur_row.take().unwrap_or_default();
+            if !cells.is_empty() && !visit(&r[1..], std::mem::take(&mut cells))? {
+                return Ok(());
+            }
+        }
+        if cur_row.is_none() {
+            cur_row = Some(e.row);
+        }
+        if let Some(v) = e.value {
+            cells.push(Cell {
+                column: e.col,
+                value: v,
+            });
+        }
+    }
+    if let Some(r) = cur_row
+        && !cells.is_empty()
+    {
+        visit(&r[1..], cells)?;
+    }
+    Ok(())
+}
+
+/// A merged data stream with each row passed through the row compactor;
+/// yields the output entries (all stamped with the merge's sequence).
+struct RowMerge<'a> {
+    inner: MergeIter<'a>,
+    /// First entry of the next row, read ahead.
+    pending: Option<Entry>,
+    out: std::vec::IntoIter<Entry>,
+    compactor: Option<Arc<dyn RowCompactor>>,
+    ctx: CompactContext,
+    seq: u64,
+    done: bool,
+}
+
+impl Iterator for RowMerge<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.out.next() {
+                return Some(Ok(e));
+            }
+            if self.done {
+                return None;
+            }
+            // Collect one row.
+            let first = match self.pending.take() {
+                Some(e) => e,
+                None => match self.inner.next() {
+                    Some(Ok(e)) => e,
+                    Some(Err(e)) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                    None => {
+                        self.done = true;
+                        return None;
+                    }
+                },
+            };
+            let row = first.row.clone();
+            let mut cells = Vec::new();
+            let push = |e: Entry, cells: &mut Vec<Cell>| {
+                // A delete of a column: nothing older survives a merge of
+                // every file of the window, so it is simply dropped.
+                if let Some(v) = e.value {
+                    cells.push(Cell {
+                        column: e.col,
+                        value: v,
+                    });
+                }
+            };
+            push(first, &mut cells);
+            loop {
+                match self.inner.next() {
+                    Some(Ok(e)) if e.row == row => push(e, &mut cells),
+                    Some(Ok(e)) => {
+                        self.pending = Some(e);
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                    None => break,
+                }
+            }
+            let kept = match &self.compactor {
+                Some(c) if row.len() > 1 => match c.compact_row(&row[1..], cells, &self.ctx) {
+                    Ok(k) => k,
+                    Err(reason) => {
+                        self.done = true;
+                        return Some(Err(StorageError::Corrupt {
+                            path: PathBuf::from("<compaction>"),
+                            offset: None,
+                            reason: format!("row {row:02X?}: {reason}"),
+                        }));
+                    }
+                },
+                _ => cells,
+            };
+            let seq = self.seq;
+            let mut entries: Vec<Entry> = kept
+                .into_iter()
+                .map(|c| Entry {
+                    row: row.clone(),
+                    col: c.column,
+                    seq,
+                    value: Some(c.value),
+                })
+                .collect();
+            entries.sort_by(|a, b| a.col.cmp(&b.col));
+            entries.dedup_by(|a, b| a.col == b.col);
+            self.out = entries.into_iter();
+        }
     }
 }
 
@@ -661,8 +1270,43 @@ impl Store for EmbeddedStore {
         let start = internal_row(table, row);
         let mut end = start.clone();
         end.push(0);
+        let h = bloom::key_hash(&start);
+        let (mem_entries, files) = {
+            let st = self.lock();
+            let lo = (start.clone(), Vec::new());
+            let mem_entries: Vec<Entry> = st
+                .mem
+                .range(lo..)
+                .take_while(|((r, _), _)| *r == start)
+                .map(mem_entry)
+                .collect();
+            (mem_entries, Arc::clone(&st.files))
+        };
+        let mut sources: Vec<merge::Source<'_>> = Vec::new();
+        if !mem_entries.is_empty() {
+            sources.push(Box::new(mem_entries.into_iter().map(Ok)));
+        }
+        let candidates: Vec<&Arc<TableReader>> = if table == Table::Data {
+            let hour = self
+                .opts
+                .layout
+                .parse_row_key(row)
+                .map(|p| u64::from(p.base_time));
+            files
+                .data
+                .iter()
+                .filter(|t| hour.is_none_or(|h| t.meta.window_start <= h && h < t.meta.window_end))
+                .collect()
+        } else {
+            files.meta.iter().collect()
+        };
+        for t in candidates {
+            if t.overlaps(&start, &end) && t.may_contain_row(h) {
+                sources.push(Box::new(t.range(&start, &end, Some(&self.cache))));
+            }
+        }
         let mut out = Vec::new();
-        self.scan_internal(&start, &end, &mut |_, cells| {
+        group_rows(MergeIter::new(sources), &mut |_, cells| {
             out = cells;
             Ok(false)
         })?;
@@ -681,40 +1325,87 @@ impl Store for EmbeddedStore {
     }
 
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()> {
-        let ops: Vec<Op> = batch.into_iter().map(into_op).collect();
-        let mut st = self.lock();
-        self.apply_logged(&mut st, ops, durability)
+        if batch.iter().all(|m| m.table() != Table::Data) {
+            let ops: Vec<Op> = batch.into_iter().map(|m| into_op(m).1).collect();
+            let mut st = self.lock();
+            return self.apply_logged(&mut st, ops, durability);
+        }
+        // Data rows live in window files: a small data write is a small
+        // file (compaction folds it in).
+        let mut batch = Some(batch);
+        self.write_data(&mut |_| Ok(batch.take().unwrap_or_default()))
     }
 
-    fn bulk_write(&self, batch: Vec<Mutation>) -> Result<()> {
+    fn write_data(&self, build: &mut DataBuilder<'_>) -> Result<()> {
+        let _data = self
+            .data_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seq = {
+            let mut st = self.lock();
+            if st.poisoned {
+                return Err(StorageError::Poisoned);
+            }
+            st.seq += 1;
+            st.seq
+        };
+        let batch = build(seq)?;
         if batch.is_empty() {
             return Ok(());
         }
-        let mut st = self.lock();
-        if st.poisoned {
-            return Err(StorageError::Poisoned);
-        }
-        st.seq += 1;
-        let seq = st.seq;
-        let mut entries: Vec<Entry> = batch
-            .into_iter()
-            .map(|m| {
-                let (row, col, value) = into_op(m);
-                Entry {
+        // Group by window; within a window, sort by cell keeping the last
+        // mutation of a cell.
+        let layout = self.opts.layout;
+        let small = self.opts.windows[0];
+        let mut by_window: BTreeMap<(u64, u64), Vec<Entry>> = BTreeMap::new();
+        for m in batch {
+            let (table, (row, col, value)) = into_op(m);
+            if table != Table::Data {
+                return Err(StorageError::Damaged(format!(
+                    "internal error: a {table:?} mutation was sent to write_data"
+                )));
+            }
+            let hour = layout
+                .parse_row_key(&row[1..])
+                .map_or(0, |p| u64::from(p.base_time));
+            by_window
+                .entry(compaction::window_of(hour, small))
+                .or_default()
+                .push(Entry {
                     row,
                     col,
                     seq,
                     value,
+                });
+        }
+        let mut added = Vec::new();
+        let cleanup = |added: &[Arc<TableReader>]| {
+            for t in added {
+                let _ = std::fs::remove_file(t.path());
+            }
+        };
+        for (window, mut entries) in by_window {
+            entries.reverse();
+            entries.sort_by(|a, b| (&a.row, &a.col).cmp(&(&b.row, &b.col)));
+            entries.dedup_by(|a, b| a.row == b.row && a.col == b.col);
+            let number = Self::next_number(&mut self.lock());
+            let opts = self.write_options(FileKind::Data, window, 0);
+            match self.write_file(number, entries.into_iter().map(Ok), &opts) {
+                Ok(t) => added.push(t),
+                Err(e) => {
+                    // Nothing was published: the store is unchanged and the
+                    // caller may retry.
+                    cleanup(&added);
+                    return Err(e);
                 }
-            })
-            .collect();
-        // Sort by cell, keeping the last mutation of a cell in the batch.
-        entries.reverse();
-        entries.sort_by(|a, b| (&a.row, &a.col).cmp(&(&b.row, &b.col)));
-        entries.dedup_by(|a, b| a.row == b.row && a.col == b.col);
-        // A failure before the manifest write leaves the store as it was
-        // (the caller may retry); publish_table poisons when it does not.
-        self.publish_table(&mut st, &entries, None)
+            }
+        }
+        let mut st = self.lock();
+        if st.poisoned {
+            cleanup(&added);
+            return Err(StorageError::Poisoned);
+        }
+        self.publish(&mut st, added, &HashSet::new(), None)
     }
 
     fn increment(
@@ -727,9 +1418,9 @@ impl Store for EmbeddedStore {
     ) -> Result<i64> {
         let irow = internal_row(table, row);
         let mut st = self.lock();
-        let cur = match Self::read_cell(&st, &irow, column)? {
+        let cur = match self.read_meta_cell(&st, &irow, column)? {
             None => 0,
-            Some(v) => i64::from_be_bytes(v.as_slice().try_into().map_err(|_| {
+            Some(v) => i64::from_be_bytes(v.as_ref().try_into().map_err(|_| {
                 StorageError::NotACounter {
                     what: format!("row {row:02X?} column {column:02X?}"),
                 }
@@ -738,7 +1429,11 @@ impl Store for EmbeddedStore {
         let next = cur.wrapping_add(delta);
         self.apply_logged(
             &mut st,
-            vec![(irow, column.to_vec(), Some(next.to_be_bytes().to_vec()))],
+            vec![(
+                irow,
+                column.to_vec(),
+                Some(Bytes::copy_from_slice(&next.to_be_bytes())),
+            )],
             durability,
         )?;
         Ok(next)
@@ -755,13 +1450,13 @@ impl Store for EmbeddedStore {
     ) -> Result<bool> {
         let irow = internal_row(table, row);
         let mut st = self.lock();
-        let cur = Self::read_cell(&st, &irow, column)?;
+        let cur = self.read_meta_cell(&st, &irow, column)?;
         if cur.as_deref() != expected {
             return Ok(false);
         }
         self.apply_logged(
             &mut st,
-            vec![(irow, column.to_vec(), Some(value))],
+            vec![(irow, column.to_vec(), Some(Bytes::from(value)))],
             durability,
         )?;
         Ok(true)
@@ -777,15 +1472,52 @@ impl Store for EmbeddedStore {
         self.flush_memtable(&mut st)
     }
 
-    fn maintain(&self) -> Result<()> {
-        // A few rounds at most per call: the flush thread comes back soon.
-        for _ in 0..4 {
-            if !self.compact()? {
-                break;
+    fn maintain(&self, now_secs: u64, force: bool) -> Result<bool> {
+        self.compact_once(now_secs, force)
+    }
+
+    fn set_row_compactor(&self, compactor: Arc<dyn RowCompactor>) {
+        let _ = self.compactor.set(compactor);
+    }
+
+    fn referenced_uids(&self) -> [u64; 3] {
+        let mut out = [0u64; 3];
+        for t in &self.files().data {
+            for (o, &u) in out.iter_mut().zip(&t.meta.max_uids) {
+                *o = (*o).max(u);
             }
         }
-        Ok(())
+        out
     }
+
+    fn stats(&self) -> StoreStats {
+        let st = self.lock();
+        let f = &st.files;
+        StoreStats {
+            data_files: f.data.len() as u64,
+            meta_files: f.meta.len() as u64,
+            data_bytes: f.data.iter().map(|t| t.size).sum(),
+            meta_bytes: f.meta.iter().map(|t| t.size).sum(),
+            points: f.data.iter().map(|t| t.meta.point_count).sum(),
+            block_cache_bytes: self.cache.used_bytes(),
+            block_cache_budget: self.cache.budget(),
+            compactions: self.compactions.load(Ordering::Relaxed),
+            memtable_bytes: st.mem_bytes as u64,
+        }
+    }
+
+    fn drop_caches(&self) {
+        self.cache.clear();
+    }
+}
+
+/// Files by number (fsck and tools).
+pub fn file_numbers(store: &EmbeddedStore) -> HashMap<u64, PathBuf> {
+    store
+        .files()
+        .all()
+        .map(|t| (t.number, t.path().to_path_buf()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Store tests: behaviour, persistence across reopen, and a randomized model
-//! test against a `BTreeMap` oracle.
+//! Store tests: behaviour, persistence across reopen, recovery from damage,
+//! and a randomized model test against a `BTreeMap` oracle.
 
 use std::collections::BTreeMap;
 
@@ -8,13 +8,13 @@ use proptest::prelude::*;
 use super::*;
 use crate::storage::{Durability, Mutation, Store, Table};
 
+const H: u32 = 3600;
+
 fn opts(dir: &Path) -> EmbeddedOptions {
-    EmbeddedOptions {
-        dir: dir.to_path_buf(),
-        layout: KeyLayout::default(),
-        memtable_bytes: 1 << 20,
-        max_tables: 8,
-    }
+    let mut o = EmbeddedOptions::new(dir.to_path_buf(), KeyLayout::default());
+    o.memtable_bytes = 1 << 20;
+    o.block_cache_bytes = 1 << 20;
+    o
 }
 
 fn put(table: Table, row: &[u8], col: &[u8], v: &[u8]) -> Mutation {
@@ -24,6 +24,12 @@ fn put(table: Table, row: &[u8], col: &[u8], v: &[u8]) -> Mutation {
         column: col.to_vec(),
         value: v.to_vec(),
     }
+}
+
+/// A data row key of series `s` (metric `m`, one tag) at base hour `hour`.
+fn data_row(m: u64, s: u64, hour: u32) -> Vec<u8> {
+    let l = KeyLayout::default();
+    l.row_key(&l.series_key(m, &[(1, s)]), hour)
 }
 
 fn rows(s: &EmbeddedStore, table: Table) -> Vec<(Vec<u8>, Vec<Cell>)> {
@@ -36,9 +42,32 @@ fn rows(s: &EmbeddedStore, table: Table) -> Vec<(Vec<u8>, Vec<Cell>)> {
     out
 }
 
+fn write_data(s: &EmbeddedStore, muts: Vec<Mutation>) {
+    let mut m = Some(muts);
+    s.write_data(&mut |_| Ok(m.take().unwrap_or_default()))
+        .unwrap();
+}
+
+fn compact_all(s: &EmbeddedStore, now: u64, force: bool) -> usize {
+    let mut n = 0;
+    while s.maintain(now, force).unwrap() {
+        n += 1;
+        assert!(n < 1000, "compaction does not converge");
+    }
+    n
+}
+
+fn cell(col: &[u8], v: &[u8]) -> Cell {
+    Cell {
+        column: col.to_vec(),
+        value: Bytes::copy_from_slice(v),
+    }
+}
+
 #[test]
 fn write_scan_reopen() {
     let dir = tempfile::tempdir().unwrap();
+    let (r0, r1) = (data_row(1, 1, 0), data_row(1, 2, 0));
     {
         let s = EmbeddedStore::open(opts(dir.path())).unwrap();
         s.write(
@@ -49,58 +78,123 @@ fn write_scan_reopen() {
             Durability::Sync,
         )
         .unwrap();
-        s.bulk_write(vec![
-            put(Table::Data, b"r1", b"tq", b"v1"),
-            put(Table::Data, b"r0", b"tq", b"v0"),
-        ])
-        .unwrap();
+        write_data(
+            &s,
+            vec![
+                put(Table::Data, &r1, b"tq", b"v1"),
+                put(Table::Data, &r0, b"tq", b"v0"),
+            ],
+        );
         assert_eq!(rows(&s, Table::Data).len(), 2);
         assert_eq!(rows(&s, Table::Uid).len(), 2);
     }
     let s = EmbeddedStore::open(opts(dir.path())).unwrap();
     assert_eq!(
         s.get_row(Table::Uid, b"a").unwrap(),
-        vec![Cell {
-            column: b"ix".to_vec(),
-            value: b"1".to_vec()
-        }]
+        vec![cell(b"ix", b"1")]
     );
     let data = rows(&s, Table::Data);
-    assert_eq!(data[0].0, b"r0");
-    assert_eq!(data[1].0, b"r1");
+    assert_eq!(data[0].0, r0.min(r1.clone()));
+    assert_eq!(
+        s.get_row(Table::Data, &r1).unwrap(),
+        vec![cell(b"tq", b"v1")]
+    );
     // Checkpoint moves the memtable to a file; still readable after reopen.
     s.checkpoint().unwrap();
     drop(s);
     let s = EmbeddedStore::open(opts(dir.path())).unwrap();
-    assert_eq!(s.get_row(Table::Uid, b"b").unwrap()[0].value, b"2");
+    assert_eq!(s.get_row(Table::Uid, b"b").unwrap()[0].value, &b"2"[..]);
 }
 
 #[test]
-fn newest_write_wins_across_memtable_and_files() {
+fn data_files_are_time_partitioned_and_pruned() {
     let dir = tempfile::tempdir().unwrap();
     let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    // One write spanning three 2 h windows: three files.
+    write_data(
+        &s,
+        vec![
+            put(Table::Data, &data_row(1, 1, 0), b"t", b"a"),
+            put(Table::Data, &data_row(1, 1, H), b"t", b"b"),
+            put(Table::Data, &data_row(1, 1, 2 * H), b"t", b"c"),
+            put(Table::Data, &data_row(1, 1, 5 * H), b"t", b"d"),
+        ],
+    );
+    let files = s.files();
+    let windows: Vec<(u64, u64)> = files
+        .data
+        .iter()
+        .map(|t| (t.meta.window_start, t.meta.window_end))
+        .collect();
+    assert_eq!(windows, vec![(0, 7200), (7200, 14400), (14400, 21600)]);
+    assert_eq!(files.data[0].meta.max_uids, vec![1, 1, 1]);
+    // A scan of hours [1 h, 2 h) of metric 1 in bucket b needs one file.
+    let l = KeyLayout::default();
+    let bucket = data_row(1, 1, 0)[0];
+    let (start, end) = internal_bounds(
+        Table::Data,
+        &l.scan_key(u32::from(bucket), 1, H),
+        &l.scan_key(u32::from(bucket), 1, 2 * H),
+    );
+    assert_eq!(s.data_sources(&files, &start, &end).len(), 1);
+    // Another metric is filtered by the prefix bloom filters (with high
+    // probability; ids chosen so this one is not a false positive).
+    let (start, end) = internal_bounds(
+        Table::Data,
+        &l.scan_key(u32::from(bucket), 77, 0),
+        &l.scan_key(u32::from(bucket), 77, 10 * H),
+    );
+    assert!(s.data_sources(&files, &start, &end).len() <= 1);
+    let mut got = Vec::new();
+    s.scan(
+        Table::Data,
+        &l.scan_key(u32::from(bucket), 1, H),
+        &l.scan_key(u32::from(bucket), 1, 3 * H),
+        &mut |_, cells| {
+            got.push(cells[0].value.clone());
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        got,
+        vec![Bytes::from_static(b"b"), Bytes::from_static(b"c")]
+    );
+    assert_eq!(s.referenced_uids(), [1, 1, 1]);
+}
+
+#[test]
+fn newest_write_wins_across_windows_files_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    let r = data_row(1, 1, 0);
+    write_data(&s, vec![put(Table::Data, &r, b"tq", b"old")]);
+    write_data(&s, vec![put(Table::Data, &r, b"tq", b"new")]);
+    assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"new"[..]);
+    // A small data write through `write` is a data file too.
     s.write(
-        vec![put(Table::Data, b"r", b"tq", b"old")],
+        vec![put(Table::Data, &r, b"tq", b"newer")],
         Durability::Sync,
     )
     .unwrap();
-    s.bulk_write(vec![put(Table::Data, b"r", b"tq", b"bulk")])
-        .unwrap();
-    assert_eq!(s.get_row(Table::Data, b"r").unwrap()[0].value, b"bulk");
-    s.write(
-        vec![put(Table::Data, b"r", b"tq", b"newer")],
-        Durability::Sync,
-    )
-    .unwrap();
-    s.checkpoint().unwrap();
-    assert_eq!(s.get_row(Table::Data, b"r").unwrap()[0].value, b"newer");
-    s.bulk_write(vec![Mutation::Delete {
-        table: Table::Data,
-        row: b"r".to_vec(),
-        column: b"tq".to_vec(),
-    }])
-    .unwrap();
-    assert!(s.get_row(Table::Data, b"r").unwrap().is_empty());
+    assert_eq!(s.files().data.len(), 3);
+    assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"newer"[..]);
+    // The window has closed: compaction merges its three files into one.
+    assert!(compact_all(&s, 86_400 * 2, false) >= 1);
+    assert_eq!(s.files().data.len(), 1);
+    assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"newer"[..]);
+    write_data(
+        &s,
+        vec![Mutation::Delete {
+            table: Table::Data,
+            row: r.clone(),
+            column: b"tq".to_vec(),
+        }],
+    );
+    assert!(s.get_row(Table::Data, &r).unwrap().is_empty());
+    compact_all(&s, 86_400 * 2, true);
+    assert!(s.get_row(Table::Data, &r).unwrap().is_empty());
+    assert_eq!(s.files().data.len(), 0, "an empty merge output is not kept");
 }
 
 #[test]
@@ -117,39 +211,23 @@ fn increment_and_cas() {
             .unwrap(),
         2
     );
-    assert!(
+    let cas = |exp: Option<&[u8]>, v: &[u8]| {
         s.check_and_put(
             Table::Uid,
             b"x",
             b"imetrics",
-            None,
-            vec![0, 0, 1],
-            Durability::Sync
+            exp,
+            v.to_vec(),
+            Durability::Sync,
         )
         .unwrap()
-    );
-    assert!(
-        !s.check_and_put(
-            Table::Uid,
-            b"x",
-            b"imetrics",
-            None,
-            vec![0, 0, 2],
-            Durability::Sync
-        )
-        .unwrap()
-    );
-    assert!(
-        s.check_and_put(
-            Table::Uid,
-            b"x",
-            b"imetrics",
-            Some(&[0, 0, 1]),
-            vec![0, 0, 3],
-            Durability::Sync
-        )
-        .unwrap()
-    );
+    };
+    assert!(cas(None, &[0, 0, 1]));
+    assert!(!cas(None, &[0, 0, 2]));
+    assert!(cas(Some(&[0, 0, 1]), &[0, 0, 3]));
+    // Past a memtable flush the cell is read from a file.
+    s.checkpoint().unwrap();
+    assert!(!cas(None, &[0, 0, 4]));
     s.sync().unwrap();
     drop(s);
     let s = EmbeddedStore::open(opts(dir.path())).unwrap();
@@ -158,7 +236,10 @@ fn increment_and_cas() {
             .unwrap(),
         3
     );
-    assert_eq!(s.get_row(Table::Uid, b"x").unwrap()[0].value, vec![0, 0, 3]);
+    assert_eq!(
+        s.get_row(Table::Uid, b"x").unwrap()[0].value,
+        &[0u8, 0, 3][..]
+    );
 }
 
 #[test]
@@ -173,6 +254,15 @@ fn schema_mismatch_is_refused() {
     ));
 }
 
+fn log_file(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("log-"))
+        .unwrap()
+        .path()
+}
+
 #[test]
 fn torn_store_log_tail_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
@@ -183,12 +273,7 @@ fn torn_store_log_tail_is_dropped() {
         s.write(vec![put(Table::Uid, b"b", b"i", b"2")], Durability::Sync)
             .unwrap();
     }
-    let log = std::fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("log-"))
-        .unwrap()
-        .path();
+    let log = log_file(dir.path());
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 3]).unwrap();
     let s = EmbeddedStore::open(opts(dir.path())).unwrap();
@@ -201,141 +286,362 @@ fn torn_store_log_tail_is_dropped() {
     assert_eq!(s.get_row(Table::Uid, b"c").unwrap().len(), 1);
 }
 
+#[test]
+fn a_damaged_store_log_stops_open_unless_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+        for i in 0u8..3 {
+            s.write(
+                vec![put(Table::Uid, &[b'a' + i], b"i", b"1")],
+                Durability::Sync,
+            )
+            .unwrap();
+        }
+    }
+    let log = log_file(dir.path());
+    let mut bytes = std::fs::read(&log).unwrap();
+    let n = bytes.len();
+    bytes[n - 2] ^= 0x40; // inside the last, complete frame
+    std::fs::write(&log, &bytes).unwrap();
+    let err = EmbeddedStore::open(opts(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("log-") && err.contains("offset"), "{err}");
+    let mut o = opts(dir.path());
+    o.repair = true;
+    let s = EmbeddedStore::open(o).unwrap();
+    assert_eq!(s.get_row(Table::Uid, b"a").unwrap().len(), 1);
+    assert!(s.get_row(Table::Uid, b"c").unwrap().is_empty());
+    let lost: Vec<_> = std::fs::read_dir(dir.path().join(LOST_AND_FOUND))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(lost.len(), 1, "the damaged bytes are kept");
+}
+
+#[test]
+fn a_missing_manifest_never_deletes_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = data_row(1, 1, 0);
+    {
+        let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+        write_data(&s, vec![put(Table::Data, &r, b"t", b"v")]);
+        s.write(vec![put(Table::Uid, b"a", b"i", b"1")], Durability::Sync)
+            .unwrap();
+        s.checkpoint().unwrap();
+        s.write(vec![put(Table::Uid, b"b", b"i", b"2")], Durability::Sync)
+            .unwrap();
+    }
+    std::fs::remove_file(dir.path().join(manifest::NAME)).unwrap();
+    let before: usize = std::fs::read_dir(dir.path()).unwrap().count();
+    let err = EmbeddedStore::open(opts(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("MANIFEST") && err.contains("missing"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before);
+    // The documented repair rebuilds it from the files themselves.
+    let mut o = opts(dir.path());
+    o.repair = true;
+    let s = EmbeddedStore::open(o).unwrap();
+    assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"v"[..]);
+    assert_eq!(s.get_row(Table::Uid, b"a").unwrap().len(), 1);
+    assert_eq!(s.get_row(Table::Uid, b"b").unwrap().len(), 1);
+    drop(s);
+    // And the repaired store opens normally afterwards.
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    assert_eq!(s.get_row(Table::Data, &r).unwrap().len(), 1);
+}
+
+#[test]
+fn damaged_or_missing_table_files_are_reported_not_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+        write_data(&s, vec![put(Table::Data, &data_row(1, 1, 0), b"t", b"v")]);
+        write_data(
+            &s,
+            vec![put(Table::Data, &data_row(1, 1, 4 * H), b"t", b"w")],
+        );
+    }
+    let sst: Vec<PathBuf> = {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sst.len(), 2);
+    // Flip a byte of the footer's magic: named with its offset.
+    let mut bytes = std::fs::read(&sst[0]).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    std::fs::write(&sst[0], &bytes).unwrap();
+    let err = EmbeddedStore::open(opts(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&*sst[0].to_string_lossy()) && err.contains("offset"),
+        "{err}"
+    );
+    // Missing file.
+    let moved = dir.path().join("elsewhere");
+    std::fs::rename(&sst[1], &moved).unwrap();
+    std::fs::write(&sst[0], {
+        bytes[n - 1] ^= 1;
+        &bytes
+    })
+    .unwrap();
+    let err = EmbeddedStore::open(opts(dir.path()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing"), "{err}");
+    std::fs::rename(&moved, &sst[1]).unwrap();
+    // An unexpected file is moved aside, never deleted.
+    let stray = dir.path().join("00009999.sst");
+    std::fs::copy(&sst[0], &stray).unwrap();
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    assert!(!stray.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join(LOST_AND_FOUND))
+            .unwrap()
+            .count(),
+        1
+    );
+    assert_eq!(rows(&s, Table::Data).len(), 2);
+}
+
+#[test]
+fn an_interrupted_publish_is_finished_or_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = data_row(1, 1, 0);
+    {
+        let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+        write_data(&s, vec![put(Table::Data, &r, b"t", b"v")]);
+    }
+    let sst = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    // Manifest written, rename not done: the .tmp is renamed on open.
+    let tmp = sst.with_extension("sst.tmp");
+    std::fs::rename(&sst, &tmp).unwrap();
+    // And an unpublished .tmp of another number is removed.
+    let orphan = dir.path().join("00000777.sst.tmp");
+    std::fs::write(&orphan, b"half written").unwrap();
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    assert!(sst.exists() && !tmp.exists() && !orphan.exists());
+    assert_eq!(s.get_row(Table::Data, &r).unwrap().len(), 1);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
-    Write(Vec<(u8, u8, Option<u8>)>),
-    Bulk(Vec<(u8, u8, Option<u8>)>),
+    Meta(Vec<(u8, u8, Option<u8>)>),
+    Data(Vec<(u8, u8, u8, Option<u8>)>),
     Checkpoint,
-    Compact,
+    Compact(bool),
     Reopen,
-    Scan(u8, u8),
+    ScanData(u8, u8, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let cell = (
+    let meta = (
         0u8..12,
         0u8..3,
         proptest::option::weighted(0.8, any::<u8>()),
     );
+    let data = (
+        0u8..4,
+        0u8..30,
+        0u8..3,
+        proptest::option::weighted(0.85, any::<u8>()),
+    );
     prop_oneof![
-        4 => proptest::collection::vec(cell.clone(), 1..5).prop_map(Op::Write),
-        3 => proptest::collection::vec(cell, 1..20).prop_map(Op::Bulk),
+        3 => proptest::collection::vec(meta, 1..5).prop_map(Op::Meta),
+        4 => proptest::collection::vec(data, 1..20).prop_map(Op::Data),
         1 => Just(Op::Checkpoint),
-        2 => Just(Op::Compact),
+        2 => any::<bool>().prop_map(Op::Compact),
         1 => Just(Op::Reopen),
-        2 => (0u8..13, 0u8..13).prop_map(|(a, b)| Op::Scan(a.min(b), a.max(b))),
+        3 => (0u8..4, 0u8..31, 0u8..31).prop_map(|(s, a, b)| Op::ScanData(s, a.min(b), a.max(b))),
     ]
 }
 
-fn muts(cells: &[(u8, u8, Option<u8>)]) -> Vec<Mutation> {
-    cells
-        .iter()
-        .map(|&(r, c, v)| match v {
-            Some(v) => put(Table::Data, &[r], &[c], &[v]),
-            None => Mutation::Delete {
-                table: Table::Data,
-                row: vec![r],
-                column: vec![c],
-            },
-        })
-        .collect()
-}
+/// (series, hour, column) → value of a data cell; (row, column) → value of
+/// a meta cell.
+type DataModel = BTreeMap<(u8, u8, u8), u8>;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
     /// The store behaves like a map of (row, column) → value whatever the
-    /// mix of logged writes, bulk files, checkpoints and reopens.
+    /// mix of logged meta writes, data writes across windows, checkpoints,
+    /// compactions (time-based and forced) and reopens; data scans bounded
+    /// by hours return exactly the model's cells.
     #[test]
     fn model_matches_btreemap(ops in proptest::collection::vec(op(), 1..40)) {
         let dir = tempfile::tempdir().unwrap();
         let mut o = opts(dir.path());
-        o.memtable_bytes = 600; // force memtable flushes too
-        o.max_tables = 2; // and merges, often of every file
+        o.memtable_bytes = 600; // force memtable flushes
+        o.max_meta_files = 2; // and meta merges, often of every file
+        o.max_files_per_window = 3; // and merges of open windows
         let mut store = EmbeddedStore::open(o.clone()).unwrap();
-        let mut model: BTreeMap<(u8, u8), u8> = BTreeMap::new();
+        let mut meta: BTreeMap<(u8, u8), u8> = BTreeMap::new();
+        let mut data: DataModel = BTreeMap::new();
+        let l = KeyLayout::default();
+        let row = |s: u8, h: u8| data_row(1, u64::from(s) + 1, u32::from(h) * H);
+        let mut now = 0u64;
         for op in ops {
             match op {
-                Op::Write(cells) | Op::Bulk(cells) if cells.is_empty() => {}
-                Op::Write(cells) => {
-                    store.write(muts(&cells), Durability::Buffered).unwrap();
-                    for (r, c, v) in cells { match v { Some(v) => { model.insert((r, c), v); } None => { model.remove(&(r, c)); } } }
+                Op::Meta(cells) => {
+                    let muts = cells.iter().map(|&(r, c, v)| match v {
+                        Some(v) => put(Table::Uid, &[r], &[c], &[v]),
+                        None => Mutation::Delete { table: Table::Uid, row: vec![r], column: vec![c] },
+                    }).collect();
+                    store.write(muts, Durability::Buffered).unwrap();
+                    for (r, c, v) in cells { match v { Some(v) => { meta.insert((r, c), v); } None => { meta.remove(&(r, c)); } } }
                 }
-                Op::Bulk(cells) => {
-                    store.bulk_write(muts(&cells)).unwrap();
-                    for (r, c, v) in cells { match v { Some(v) => { model.insert((r, c), v); } None => { model.remove(&(r, c)); } } }
+                Op::Data(cells) => {
+                    let muts = cells.iter().map(|&(s, h, c, v)| match v {
+                        Some(v) => put(Table::Data, &row(s, h), &[c], &[v]),
+                        None => Mutation::Delete { table: Table::Data, row: row(s, h), column: vec![c] },
+                    }).collect();
+                    write_data(&store, muts);
+                    for (s, h, c, v) in cells { match v { Some(v) => { data.insert((s, h, c), v); } None => { data.remove(&(s, h, c)); } } }
                 }
                 Op::Checkpoint => store.checkpoint().unwrap(),
-                Op::Compact => { store.compact().unwrap(); }
+                Op::Compact(force) => {
+                    now += 3 * 3600;
+                    compact_all(&store, now, force);
+                }
                 Op::Reopen => { store.sync().unwrap(); drop(store); store = EmbeddedStore::open(o.clone()).unwrap(); }
-                Op::Scan(a, b) => {
+                Op::ScanData(s, a, b) => {
+                    let key = row(s, 0);
+                    let bucket = u32::from(key[0]);
                     let mut got = Vec::new();
-                    store.scan(Table::Data, &[a], &[b], &mut |k, cells| {
-                        for c in cells { got.push((k[0], c.column[0], c.value[0])); }
+                    store.scan(Table::Data, &l.scan_key(bucket, 1, u32::from(a) * H), &l.scan_key(bucket, 1, u32::from(b) * H), &mut |k, cells| {
+                        let parts = l.parse_row_key(k).unwrap();
+                        if k[l.prefix_width() + 4..] == key[l.prefix_width() + 4..] {
+                            for c in cells { got.push(((parts.base_time / H) as u8, c.column[0], c.value[0])); }
+                        }
                         Ok(true)
                     }).unwrap();
-                    let want: Vec<(u8, u8, u8)> = model.range((a, 0)..(b, 0)).map(|(&(r, c), &v)| (r, c, v)).collect();
+                    let want: Vec<(u8, u8, u8)> = data.range((s, a, 0)..(s, b, 0)).map(|(&(_, h, c), &v)| (h, c, v)).collect();
                     prop_assert_eq!(got, want);
                 }
             }
         }
         let mut got = Vec::new();
-        store.scan(Table::Data, &[], &[], &mut |k, cells| { for c in cells { got.push((k[0], c.column[0], c.value[0])); } Ok(true) }).unwrap();
-        let want: Vec<(u8, u8, u8)> = model.iter().map(|(&(r, c), &v)| (r, c, v)).collect();
+        store.scan(Table::Uid, &[], &[], &mut |k, cells| { for c in cells { got.push((k[0], c.column[0], c.value[0])); } Ok(true) }).unwrap();
+        let want: Vec<(u8, u8, u8)> = meta.iter().map(|(&(r, c), &v)| (r, c, v)).collect();
         prop_assert_eq!(got, want);
+        let mut n = 0;
+        store.scan(Table::Data, &[], &[], &mut |_, cells| { n += cells.len(); Ok(true) }).unwrap();
+        prop_assert_eq!(n, data.len());
     }
 }
 
 #[test]
-fn merge_policy() {
-    assert_eq!(choose_merge(&[(1, 10), (2, 20)], 8), None);
-    let eight: Vec<(u64, u64)> = (1..=8).map(|n| (n, n * 100)).collect();
-    assert_eq!(choose_merge(&eight, 8), None);
-    // Nine files: merge the four smallest.
-    let mut nine = eight.clone();
-    nine.push((9, 5));
-    assert_eq!(choose_merge(&nine, 8), Some(vec![9, 1, 2, 3]));
-    // Far over the limit: enough to get back under it.
-    let many: Vec<(u64, u64)> = (1..=20).map(|n| (n, 1000 - n)).collect();
-    assert_eq!(choose_merge(&many, 8).map(|v| v.len()), Some(13));
-}
-
-#[test]
-fn compaction_bounds_files_and_keeps_data() {
+fn compaction_bounds_meta_files_and_keeps_data() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = opts(dir.path());
-    o.max_tables = 4;
+    o.max_meta_files = 4;
+    o.memtable_bytes = 1;
     let s = EmbeddedStore::open(o.clone()).unwrap();
     for i in 0u8..30 {
-        s.bulk_write(vec![
-            put(Table::Data, &[i], b"t", &[i]),
-            Mutation::Delete {
-                table: Table::Data,
-                row: vec![i.wrapping_sub(1)],
-                column: b"t".to_vec(),
-            },
-        ])
+        s.write(
+            vec![
+                put(Table::Uid, &[i], b"t", &[i]),
+                Mutation::Delete {
+                    table: Table::Uid,
+                    row: vec![i.wrapping_sub(1)],
+                    column: b"t".to_vec(),
+                },
+            ],
+            Durability::Buffered,
+        )
         .unwrap();
-        s.maintain().unwrap();
+        compact_all(&s, 0, false);
         assert!(s.table_count() <= 4, "{} files", s.table_count());
     }
     // Only the last put survives the deletes.
     assert_eq!(
-        rows(&s, Table::Data),
-        vec![(
-            vec![29u8],
-            vec![Cell {
-                column: b"t".to_vec(),
-                value: vec![29]
-            }]
-        )]
+        rows(&s, Table::Uid),
+        vec![(vec![29u8], vec![cell(b"t", &[29])])]
     );
     drop(s);
     let s = EmbeddedStore::open(o).unwrap();
-    assert_eq!(rows(&s, Table::Data).len(), 1);
+    assert_eq!(rows(&s, Table::Uid).len(), 1);
     let files = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
         .count();
     assert_eq!(files, s.table_count(), "no leftover files");
+}
+
+#[test]
+fn retention_drops_expired_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(dir.path());
+    o.retention = RetentionView {
+        ttls: vec![86_400],
+        forever: false,
+    };
+    let s = EmbeddedStore::open(o).unwrap();
+    write_data(&s, vec![put(Table::Data, &data_row(1, 1, 0), b"t", b"old")]);
+    write_data(
+        &s,
+        vec![put(Table::Data, &data_row(1, 1, 30 * H), b"t", b"new")],
+    );
+    // One day after the first window ended, it is dropped whole.
+    compact_all(&s, u64::from(2 * H) + 86_400, false);
+    let left = rows(&s, Table::Data);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].1[0].value, &b"new"[..]);
+}
+
+/// A row compactor that keeps only the newest cell (by column) and drops
+/// rows whose hour is before `now - 1 day`: checks that merges call it and
+/// write what it returns.
+#[derive(Debug)]
+struct KeepLast;
+
+impl RowCompactor for KeepLast {
+    fn compact_row(
+        &self,
+        row: &[u8],
+        mut cells: Vec<Cell>,
+        ctx: &CompactContext,
+    ) -> std::result::Result<Vec<Cell>, String> {
+        let hour = KeyLayout::default()
+            .parse_row_key(row)
+            .ok_or("bad row")?
+            .base_time;
+        if u64::from(hour) + 86_400 < ctx.now_secs {
+            return Ok(Vec::new());
+        }
+        cells.sort_by(|a, b| a.column.cmp(&b.column));
+        Ok(cells.pop().into_iter().collect())
+    }
+}
+
+#[test]
+fn merges_go_through_the_row_compactor() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    s.set_row_compactor(Arc::new(KeepLast));
+    let r = data_row(1, 1, 0);
+    write_data(&s, vec![put(Table::Data, &r, b"t1", b"a")]);
+    write_data(&s, vec![put(Table::Data, &r, b"t2", b"b")]);
+    write_data(&s, vec![put(Table::Data, &data_row(1, 2, 0), b"t1", b"c")]);
+    compact_all(&s, u64::from(4 * H), true);
+    assert_eq!(s.get_row(Table::Data, &r).unwrap(), vec![cell(b"t2", b"b")]);
+    // Rows the compactor drops are gone after the next merge.
+    write_data(&s, vec![put(Table::Data, &r, b"t3", b"d")]);
+    compact_all(&s, 10 * 86_400, true);
+    assert!(rows(&s, Table::Data).is_empty());
 }

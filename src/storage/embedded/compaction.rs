@@ -1,0 +1,398 @@
+//! The compaction policy: a pure decision over a snapshot of the file set
+//! (what to merge, what to drop), executed by the store's background
+//! worker. Kept free of I/O so every rule is unit-tested on its own.
+//!
+//! Data files are time-partitioned: each covers one window of base hours.
+//! Recent data lives in small windows (`windows[0]`, 2 h by default), which
+//! are merged into large windows (`windows[1]`, one day) once the large
+//! window has closed. A merge always takes *every* file overlapping its
+//! output window, so the cells of one row never have a newer version
+//! outside the merge: that is what lets a merge collapse a row's cells into
+//! one (newest write wins inside it) without reordering writes.
+//!
+//! Retention: a window whose end is older than the longest TTL in force is
+//! dropped whole (no rewrite); a window that some shorter per-metric TTL
+//! has fully expired is rewritten once per such TTL, and the rewrite drops
+//! those rows. Queries never return expired points in any case.
+//!
+//! Meta files (UID table and other small logged writes) are size-tiered:
+//! past `max_meta_files`, the smallest ones are merged.
+
+use super::table::FileKind;
+
+/// What the policy needs to know of one live file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileInfo {
+    pub number: u64,
+    pub kind: FileKind,
+    pub size: u64,
+    pub min_seq: u64,
+    pub window_start: u64,
+    pub window_end: u64,
+    pub retention_applied: Vec<u64>,
+}
+
+/// Retention horizons in force, in seconds (0 never appears: "forever" is
+/// expressed by `forever`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RetentionView {
+    /// Distinct finite TTLs of the global setting and the per-metric
+    /// overrides.
+    pub ttls: Vec<u64>,
+    /// Some metric (or the global default) keeps data forever.
+    pub forever: bool,
+}
+
+impl RetentionView {
+    fn max_ttl(&self) -> Option<u64> {
+        if self.forever {
+            return None;
+        }
+        self.ttls.iter().copied().max()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Small and large window sizes in seconds; the small one divides the
+    /// large one, and both are multiples of an hour.
+    pub windows: [u64; 2],
+    /// Seconds after a window ends before it is considered closed (late
+    /// points have been flushed by then).
+    pub settle_secs: u64,
+    /// An open window with this many files is merged anyway (backfills).
+    pub max_files_per_window: usize,
+    pub max_meta_files: usize,
+    pub retention: RetentionView,
+    /// Treat every window as closed (offline full compaction).
+    pub force: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// Merge these meta files into one.
+    MergeMeta { inputs: Vec<u64> },
+    /// Merge these data files into one file covering `window`, dropping
+    /// rows expired under `ttls_applied` (recorded in the output).
+    MergeData {
+        inputs: Vec<u64>,
+        window: (u64, u64),
+        ttls_applied: Vec<u64>,
+    },
+    /// Delete these data files: every row in them has expired.
+    Drop { files: Vec<u64> },
+}
+
+/// The TTLs that have fully expired a window ending at `end`.
+pub fn expired_ttls(end: u64, now: u64, retention: &RetentionView) -> Vec<u64> {
+    let mut v: Vec<u64> = retention
+        .ttls
+        .iter()
+        .copied()
+        .filter(|&t| end.saturating_add(t) <= now)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Picks the next job, if any. Order: drops (free space), then retention
+/// rewrites, then window merges (oldest first), then meta merges.
+pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
+    let data: Vec<&FileInfo> = files.iter().filter(|f| f.kind == FileKind::Data).collect();
+    if let Some(max) = p.retention.max_ttl() {
+        let dead: Vec<u64> = data
+            .iter()
+            .filter(|f| f.window_end.saturating_add(max) <= now)
+            .map(|f| f.number)
+            .collect();
+        if !dead.is_empty() {
+            return Some(Job::Drop { files: dead });
+        }
+    }
+    let [small, large] = p.windows;
+    let large = large.max(small).max(1);
+    // Group data files by large window.
+    let mut groups: std::collections::BTreeMap<u64, Vec<&FileInfo>> = Default::default();
+    for f in &data {
+        groups
+            .entry(f.window_start / large * large)
+            .or_default()
+            .push(f);
+    }
+    // Retention rewrites.
+    for group in groups.values() {
+        for f in group {
+            let due = expired_ttls(f.window_end, now, &p.retention);
+            if due.iter().any(|t| !f.retention_applied.contains(t)) {
+                // Rewrite the whole group the file belongs to (every file
+                // overlapping the output window).
+                let (window, inputs) = closure(group, (f.window_start, f.window_end));
+                let ttls_applied = expired_ttls(window.1, now, &p.retention);
+                return Some(Job::MergeData {
+                    inputs,
+                    window,
+                    ttls_applied,
+                });
+            }
+        }
+    }
+    // Window merges.
+    for (&start, group) in &groups {
+        let end = start + large;
+        let closed = p.force || end.saturating_add(p.settle_secs) <= now;
+        if closed {
+            if group.len() > 1 {
+                let window = (start, end);
+                return Some(Job::MergeData {
+                    inputs: group.iter().map(|g| g.number).collect(),
+                    window,
+                    ttls_applied: expired_ttls(end, now, &p.retention),
+                });
+            }
+            continue;
+        }
+        // Open large window: merge small windows that closed or piled up.
+        let mut smalls: std::collections::BTreeMap<(u64, u64), Vec<u64>> = Default::default();
+        for f in group {
+            smalls
+                .entry((f.window_start, f.window_end))
+                .or_default()
+                .push(f.number);
+        }
+        for (&(ws, we), numbers) in &smalls {
+            let small_closed = we.saturating_add(p.settle_secs) <= now;
+            if numbers.len() > 1 && (small_closed || numbers.len() >= p.max_files_per_window) {
+                let (window, inputs) = closure(group, (ws, we));
+                return Some(Job::MergeData {
+                    inputs,
+                    window,
+                    ttls_applied: expired_ttls(window.1, now, &p.retention),
+                });
+            }
+        }
+    }
+    let meta: Vec<(u64, u64)> = files
+        .iter()
+        .filter(|f| f.kind == FileKind::Meta)
+        .map(|f| (f.number, f.size))
+        .collect();
+    choose_meta_merge(&meta, p.max_meta_files).map(|inputs| Job::MergeMeta { inputs })
+}
+
+/// The files a merge of `window` must take — every file overlapping it —
+/// and the output window, widened to cover them all (a large file that
+/// overlaps a small window pulls the whole large window in, so no row ever
+/// lands in a file whose window does not contain its hour).
+fn closure(group: &[&FileInfo], mut window: (u64, u64)) -> ((u64, u64), Vec<u64>) {
+    loop {
+        let inputs: Vec<&&FileInfo> = group
+            .iter()
+            .filter(|f| f.window_start < window.1 && window.0 < f.window_end)
+            .collect();
+        let widened = inputs.iter().fold(window, |(s, e), f| {
+            (s.min(f.window_start), e.max(f.window_end))
+        });
+        if widened == window {
+            return (window, inputs.iter().map(|f| f.number).collect());
+        }
+        window = widened;
+    }
+}
+
+/// Size-tiered merge of meta files: with more than `max_files`, merge the
+/// smallest ones — at least four, and enough to get back under the limit.
+/// Files of similar size keep the file count logarithmic in the data and
+/// the times each byte is rewritten small. `files` = (number, size). Meta
+/// entries keep their own sequence numbers, so any subset can be merged.
+pub fn choose_meta_merge(files: &[(u64, u64)], max_files: usize) -> Option<Vec<u64>> {
+    if files.len() <= max_files.max(2) {
+        return None;
+    }
+    let mut by_size: Vec<(u64, u64)> = files.to_vec();
+    by_size.sort_by_key(|&(n, size)| (size, n));
+    let take = (files.len() - max_files + 1).max(4).min(files.len());
+    Some(by_size[..take].iter().map(|&(n, _)| n).collect())
+}
+
+/// The window a base hour belongs to at a given window size.
+pub fn window_of(hour: u64, size: u64) -> (u64, u64) {
+    let size = size.max(3600);
+    let start = hour / size * size;
+    (start, start + size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: u64 = 3600;
+    const D: u64 = 86_400;
+
+    fn data(number: u64, start: u64, end: u64) -> FileInfo {
+        FileInfo {
+            number,
+            kind: FileKind::Data,
+            size: 100,
+            min_seq: number,
+            window_start: start,
+            window_end: end,
+            retention_applied: Vec::new(),
+        }
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            windows: [2 * H, D],
+            settle_secs: H,
+            max_files_per_window: 8,
+            max_meta_files: 8,
+            retention: RetentionView {
+                ttls: Vec::new(),
+                forever: true,
+            },
+            force: false,
+        }
+    }
+
+    #[test]
+    fn nothing_to_do_for_one_file_per_window() {
+        let files = vec![data(1, 0, 2 * H), data(2, 2 * H, 4 * H)];
+        assert_eq!(choose(&files, 3 * H, &policy()), None);
+    }
+
+    #[test]
+    fn closed_small_window_with_two_files_is_merged() {
+        let files = vec![data(1, 0, 2 * H), data(2, 0, 2 * H), data(3, 2 * H, 4 * H)];
+        // Not yet settled.
+        assert_eq!(choose(&files, 2 * H + 10, &policy()), None);
+        assert_eq!(
+            choose(&files, 3 * H, &policy()),
+            Some(Job::MergeData {
+                inputs: vec![1, 2],
+                window: (0, 2 * H),
+                ttls_applied: vec![]
+            })
+        );
+    }
+
+    #[test]
+    fn open_window_with_many_files_is_merged_anyway() {
+        let files: Vec<FileInfo> = (1..=8).map(|n| data(n, 0, 2 * H)).collect();
+        assert!(matches!(
+            choose(&files, H, &policy()),
+            Some(Job::MergeData { ref inputs, .. }) if inputs.len() == 8
+        ));
+        assert_eq!(choose(&files[..7], H, &policy()), None);
+    }
+
+    #[test]
+    fn closed_day_is_merged_into_one_file_with_late_data() {
+        let mut files: Vec<FileInfo> = (0..12)
+            .map(|i| data(i + 1, i * 2 * H, (i + 1) * 2 * H))
+            .collect();
+        let job = choose(&files, D + H, &policy()).unwrap();
+        assert_eq!(
+            job,
+            Job::MergeData {
+                inputs: (1..=12).collect(),
+                window: (0, D),
+                ttls_applied: vec![]
+            }
+        );
+        // After the merge, a late 2 h file lands in the old day: merge again.
+        files = vec![data(20, 0, D), data(21, 4 * H, 6 * H)];
+        assert_eq!(
+            choose(&files, 5 * D, &policy()),
+            Some(Job::MergeData {
+                inputs: vec![20, 21],
+                window: (0, D),
+                ttls_applied: vec![]
+            })
+        );
+        // A single day file is left alone.
+        assert_eq!(choose(&files[..1], 5 * D, &policy()), None);
+    }
+
+    #[test]
+    fn a_merge_never_narrows_a_files_window() {
+        // A day file plus small files piling up in its first window: the
+        // merge must cover the whole day, or rows of later hours would land
+        // in a file whose window does not contain them.
+        let mut files = vec![data(1, 0, D)];
+        files.extend((2..=9).map(|n| data(n, 0, 2 * H)));
+        assert_eq!(
+            choose(&files, H, &policy()),
+            Some(Job::MergeData {
+                inputs: (1..=9).collect(),
+                window: (0, D),
+                ttls_applied: vec![]
+            })
+        );
+    }
+
+    #[test]
+    fn force_merges_open_days() {
+        let files = vec![data(1, 0, 2 * H), data(2, 2 * H, 4 * H)];
+        let mut p = policy();
+        p.force = true;
+        assert!(matches!(
+            choose(&files, H, &p),
+            Some(Job::MergeData { window: (0, D), .. })
+        ));
+    }
+
+    #[test]
+    fn retention_drops_whole_windows_and_rewrites_partly_expired_ones() {
+        let mut p = policy();
+        p.retention = RetentionView {
+            ttls: vec![7 * D, 30 * D],
+            forever: false,
+        };
+        let files = vec![data(1, 0, D), data(2, D, 2 * D), data(3, 40 * D, 41 * D)];
+        // 31 days after day 1 ended: day 0 (ended at D) is past 30 d.
+        assert_eq!(
+            choose(&files, 31 * D, &p),
+            Some(Job::Drop { files: vec![1] })
+        );
+        // Day 1 is past 7 d but not 30 d: rewritten once for the 7 d TTL.
+        let files = vec![data(2, D, 2 * D)];
+        let job = choose(&files, 10 * D, &p).unwrap();
+        assert_eq!(
+            job,
+            Job::MergeData {
+                inputs: vec![2],
+                window: (D, 2 * D),
+                ttls_applied: vec![7 * D]
+            }
+        );
+        let mut done = data(2, D, 2 * D);
+        done.retention_applied = vec![7 * D];
+        assert_eq!(choose(&[done], 10 * D, &p), None);
+        // With some metric kept forever, nothing is dropped whole.
+        p.retention.forever = true;
+        let files = vec![data(1, 0, D)];
+        assert!(matches!(
+            choose(&files, 100 * D, &p),
+            Some(Job::MergeData { .. })
+        ));
+    }
+
+    #[test]
+    fn meta_merge_policy() {
+        assert_eq!(choose_meta_merge(&[(1, 10), (2, 20)], 8), None);
+        let files: Vec<(u64, u64)> = (1..=9).map(|n| (n, n * 100)).collect();
+        assert_eq!(choose_meta_merge(&files, 8), Some(vec![1, 2, 3, 4]));
+        let mut files = files;
+        files.push((10, 5));
+        files.push((11, 6));
+        assert_eq!(choose_meta_merge(&files, 8).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn windows() {
+        assert_eq!(window_of(3 * H, 2 * H), (2 * H, 4 * H));
+        assert_eq!(window_of(0, 2 * H), (0, 2 * H));
+        assert_eq!(window_of(D + H, D), (D, 2 * D));
+    }
+}
