@@ -33,19 +33,74 @@ pub struct Config {
     pub wal: WalConfig,
     pub head: HeadConfig,
     pub query: QueryConfig,
+    pub retention: RetentionConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueryConfig {
     pub max_points: usize,
+    /// Allow `/api/query` with `"delete": true` (OpenTSDB
+    /// `tsd.http.query.allow_delete`).
+    pub allow_delete: bool,
 }
 
 impl Default for QueryConfig {
     fn default() -> Self {
         Self {
             max_points: 10_000_000,
+            allow_delete: false,
         }
+    }
+}
+
+/// How long data is kept: a default and per-metric overrides (exact names,
+/// or prefixes ending in `*`; the longest matching prefix wins). Durations
+/// are `<n><unit>` with unit `s`, `m`, `h`, `d`, `w` or `y`; `"0"` keeps
+/// data forever.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    pub ttl: String,
+    pub metrics: std::collections::BTreeMap<String, String>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            ttl: "0".into(),
+            metrics: Default::default(),
+        }
+    }
+}
+
+/// Parses a retention duration into seconds; `0` means forever (`None`).
+pub fn parse_ttl(text: &str) -> Result<Option<u64>, String> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(None);
+    }
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let n: u64 = t[..digits]
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: expected <number><unit>, e.g. 90d"))?;
+    let unit = match &t[digits..] {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        "y" => 365 * 86_400,
+        other => {
+            return Err(format!(
+                "invalid duration {text:?}: unknown unit {other:?} (use s, m, h, d, w or y)"
+            ));
+        }
+    };
+    match n.checked_mul(unit) {
+        Some(0) => Ok(None),
+        Some(secs) => Ok(Some(secs)),
+        None => Err(format!("invalid duration {text:?}: too large")),
     }
 }
 
@@ -83,7 +138,13 @@ pub struct StorageConfig {
     pub data_dir: PathBuf,
     pub backend: String,
     pub memtable_bytes: usize,
-    pub max_tables: usize,
+    pub max_meta_files: usize,
+    pub window_hours: u64,
+    pub merged_window_hours: u64,
+    pub block_cache_bytes: u64,
+    pub bloom_bits_per_key: usize,
+    pub compaction_interval_secs: u64,
+    pub repair: bool,
 }
 
 impl Default for StorageConfig {
@@ -92,7 +153,13 @@ impl Default for StorageConfig {
             data_dir: PathBuf::from("./data"),
             backend: "embedded".into(),
             memtable_bytes: 8 << 20,
-            max_tables: 8,
+            max_meta_files: 8,
+            window_hours: 2,
+            merged_window_hours: 24,
+            block_cache_bytes: 64 << 20,
+            bloom_bits_per_key: 10,
+            compaction_interval_secs: 10,
+            repair: false,
         }
     }
 }
@@ -128,6 +195,9 @@ pub struct UidConfig {
     pub auto_create_metrics: bool,
     pub auto_create_tagks: bool,
     pub auto_create_tagvs: bool,
+    /// Names cached per kind (metric, tag key, tag value), in each
+    /// direction.
+    pub cache_entries: usize,
 }
 
 impl Default for UidConfig {
@@ -136,6 +206,7 @@ impl Default for UidConfig {
             auto_create_metrics: true,
             auto_create_tagks: true,
             auto_create_tagvs: true,
+            cache_entries: 1_000_000,
         }
     }
 }
@@ -169,8 +240,8 @@ impl Default for WalConfig {
         Self {
             fsync: FsyncPolicy::Always,
             fsync_interval_ms: 1000,
-            checkpoint_bytes: 256 << 20,
-            max_pending_bytes: 64 << 20,
+            checkpoint_bytes: 128 << 20,
+            max_pending_bytes: 16 << 20,
         }
     }
 }
@@ -180,7 +251,12 @@ impl Default for WalConfig {
 pub struct HeadConfig {
     pub flush_interval_secs: u64,
     pub flush_grace_secs: u64,
-    pub max_points: usize,
+    /// Memory the head may use for points before the oldest hours are
+    /// flushed early; writers are slowed down at twice this.
+    pub max_bytes: usize,
+    /// Series kept in the series registry; idle series (no points in the
+    /// head) beyond this are forgotten and looked up again when they return.
+    pub max_series: usize,
 }
 
 impl Default for HeadConfig {
@@ -188,7 +264,8 @@ impl Default for HeadConfig {
         Self {
             flush_interval_secs: 30,
             flush_grace_secs: 600,
-            max_points: 50_000_000,
+            max_bytes: 256 << 20,
+            max_series: 2_000_000,
         }
     }
 }
@@ -261,6 +338,26 @@ impl Config {
         if self.head.flush_interval_secs == 0 {
             return bad("head.flush_interval_secs must be at least 1".into());
         }
+        let st = &self.storage;
+        if st.window_hours == 0
+            || st.merged_window_hours == 0
+            || !st.merged_window_hours.is_multiple_of(st.window_hours)
+            || !24u64.is_multiple_of(st.window_hours.min(24))
+        {
+            return bad(format!(
+                "storage.window_hours ({}) must divide 24 and storage.merged_window_hours ({})",
+                st.window_hours, st.merged_window_hours
+            ));
+        }
+        if st.compaction_interval_secs == 0 {
+            return bad("storage.compaction_interval_secs must be at least 1".into());
+        }
+        parse_ttl(&self.retention.ttl)
+            .map_err(|e| ConfigError::Invalid(format!("retention.ttl: {e}")))?;
+        for (metric, ttl) in &self.retention.metrics {
+            parse_ttl(ttl)
+                .map_err(|e| ConfigError::Invalid(format!("retention.metrics.{metric:?}: {e}")))?;
+        }
         Ok(())
     }
 
@@ -300,5 +397,22 @@ mod tests {
         let mut c = Config::default();
         c.schema.metric_width = 9;
         assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.retention.ttl = "5x".into();
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.storage.window_hours = 5;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn ttl_durations() {
+        assert_eq!(parse_ttl("0"), Ok(None));
+        assert_eq!(parse_ttl("90d"), Ok(Some(90 * 86_400)));
+        assert_eq!(parse_ttl("12h"), Ok(Some(43_200)));
+        assert_eq!(parse_ttl("1y"), Ok(Some(365 * 86_400)));
+        assert!(parse_ttl("d").is_err());
+        assert!(parse_ttl("3 days").is_err());
+        assert!(parse_ttl("99999999999999999999y").is_err());
     }
 }

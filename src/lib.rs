@@ -17,4 +17,5 @@ pub mod logfile;
 pub mod metrics;
 pub mod server;
 pub mod storage;
+pub mod tools;
 pub mod uid;

@@ -50,9 +50,13 @@ pub enum LogError {
     #[error("frame of {0} bytes exceeds the {MAX_FRAME_LEN}-byte limit")]
     FrameTooLarge(usize),
     #[error(
-        "{path}: a record inside a checksummed frame is malformed (written by another version?)"
+        "{path} is corrupt at offset {offset}: a record inside a checksummed frame is malformed ({reason}); refusing to guess"
     )]
-    BadRecord { path: PathBuf },
+    BadRecord {
+        path: PathBuf,
+        offset: u64,
+        reason: &'static str,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
@@ -174,12 +178,13 @@ pub struct Recovered {
     pub torn_bytes: u64,
 }
 
-/// Reads every frame of a log, calling `visit` with each payload in order.
+/// Reads every frame of a log, calling `visit` with each frame's offset and
+/// payload, in order.
 pub fn read_log<E: From<LogError>>(
     path: &Path,
     magic: &[u8; 8],
     version: u32,
-    mut visit: impl FnMut(&[u8]) -> Result<(), E>,
+    mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
 ) -> Result<Recovered, E> {
     let mut data = Vec::new();
     File::open(path)
@@ -242,7 +247,7 @@ pub fn read_log<E: From<LogError>>(
             }
             return Err(corrupt("checksum mismatch in a complete frame").into());
         }
-        visit(&data[body..body + len])?;
+        visit(pos as u64, &data[body..body + len])?;
         pos = body + len;
     }
     Ok(Recovered {
@@ -374,7 +379,7 @@ mod tests {
 
     fn read_all(path: &Path) -> Result<(Vec<Vec<u8>>, Recovered), LogError> {
         let mut out = Vec::new();
-        let r = read_log(path, MAGIC, 1, |p| -> Result<(), LogError> {
+        let r = read_log(path, MAGIC, 1, |_, p| -> Result<(), LogError> {
             out.push(p.to_vec());
             Ok(())
         })?;
@@ -454,7 +459,7 @@ mod tests {
         let path = dir.path().join("a.log");
         write_frames(&path, &[b"x"]);
         assert!(matches!(
-            read_log(&path, b"OTHERMAG", 1, |_| Ok::<(), LogError>(())),
+            read_log(&path, b"OTHERMAG", 1, |_, _| Ok::<(), LogError>(())),
             Err(LogError::BadHeader { .. })
         ));
     }

@@ -1,11 +1,13 @@
-//! The `hourglass` command: `hourglass serve [--config FILE] [--data-dir DIR]
-//! [--port N] [--bind ADDR]`.
+//! The `hourglass` command:
+//! * `hourglass serve [--config FILE] [--data-dir DIR] [--port N] [--bind ADDR]`
+//! * `hourglass fsck [--config FILE] [--data-dir DIR] [--repair]`
+//! * `hourglass compact [--config FILE] [--data-dir DIR]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use hourglass::config::Config;
 use hourglass::engine::Engine;
 use hourglass::metrics::Metrics;
@@ -22,22 +24,56 @@ struct Cli {
     command: Command,
 }
 
+/// Where the configuration and data are.
+#[derive(Args, Debug)]
+struct Location {
+    /// TOML config file (see config/hourglass.toml for every option).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Data directory (overrides storage.data_dir).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+impl Location {
+    fn load(self) -> Result<Config, Box<dyn std::error::Error>> {
+        let mut cfg = Config::load(self.config.as_deref())?;
+        if let Some(d) = self.data_dir {
+            cfg.storage.data_dir = d;
+        }
+        Ok(cfg)
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the server (telnet line protocol and HTTP API on one port).
     Serve {
-        /// TOML config file (see config/hourglass.toml for every option).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Data directory (overrides storage.data_dir).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
+        #[command(flatten)]
+        at: Location,
         /// Port (overrides server.port; 0 picks a free port).
         #[arg(long)]
         port: Option<u16>,
         /// Bind address (overrides server.bind).
         #[arg(long)]
         bind: Option<String>,
+    },
+    /// Verify a stopped server's data directory: every checksum, the
+    /// manifest, the logs; prints each problem with its file and offset.
+    /// Exits with 1 if it finds damage.
+    Fsck {
+        #[command(flatten)]
+        at: Location,
+        /// Then run the documented repairs (truncate torn log tails, move
+        /// damaged bytes to lost+found/, rebuild a lost manifest) and check
+        /// again.
+        #[arg(long)]
+        repair: bool,
+    },
+    /// Full offline compaction of a stopped server's data directory.
+    Compact {
+        #[command(flatten)]
+        at: Location,
     },
 }
 
@@ -49,32 +85,53 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    match cli.command {
-        Command::Serve {
-            config,
-            data_dir,
-            port,
-            bind,
-        } => match serve(config, data_dir, port, bind) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hourglass: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    let result = match cli.command {
+        Command::Serve { at, port, bind } => serve(at, port, bind),
+        Command::Fsck { at, repair } => fsck(at, repair),
+        Command::Compact { at } => compact(at),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hourglass: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
+fn fsck(at: Location, repair: bool) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let cfg = at.load()?;
+    let report = hourglass::tools::fsck::check(&cfg);
+    let clean = hourglass::tools::fsck::print(&report);
+    if !repair {
+        return Ok(if clean {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    println!("fsck: running the documented repairs");
+    let after = hourglass::tools::fsck::repair(&cfg)?;
+    Ok(if hourglass::tools::fsck::print(&after) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn compact(at: Location) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let cfg = at.load()?;
+    let (before, after, jobs) = hourglass::tools::compact::run(&cfg)?;
+    println!("compact: {jobs} merge(s); data directory {before} bytes before, {after} bytes after");
+    Ok(ExitCode::SUCCESS)
+}
+
 fn serve(
-    config: Option<PathBuf>,
-    data_dir: Option<PathBuf>,
+    at: Location,
     port: Option<u16>,
     bind: Option<String>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let mut cfg = Config::load(config.as_deref())?;
-    if let Some(d) = data_dir {
-        cfg.storage.data_dir = d;
-    }
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let mut cfg = at.load()?;
     if let Some(p) = port {
         cfg.server.port = p;
     }
@@ -87,7 +144,7 @@ fn serve(
         .thread_name("hourglass-io")
         .build()?;
     let engine = Engine::open(&cfg, Metrics::new())?;
-    let flusher = engine.start_background()?;
+    let background = engine.start_background()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind((
         cfg.server.bind.as_str(),
         cfg.server.port,
@@ -109,9 +166,11 @@ fn serve(
     ));
     eprintln!("hourglass: shutting down, writing buffered data");
     let res = engine.shutdown();
-    let _ = flusher.join();
+    for t in background {
+        let _ = t.join();
+    }
     res?;
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn shutdown_signal() {

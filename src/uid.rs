@@ -11,11 +11,18 @@
 //! (check-and-put on an empty cell), then the forward mapping; if another
 //! writer won the forward mapping its UID is read back and ours is leaked,
 //! so concurrent nodes on a shared backend always agree. Both directions are
-//! cached in memory.
+//! cached in memory, in bounded caches (`uid.cache_entries` per kind and
+//! direction); a miss reads the UID table, whose bloom filters make a miss
+//! for an unknown name cheap.
+//!
+//! On open, [`Uids::ensure_counters`] checks that no stored row refers to a
+//! UID above its counter (which would mean a damaged UID table and UIDs
+//! about to be handed out twice).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
+
+use quick_cache::sync::Cache;
 
 use crate::codec::rowkey::{self, KeyLayout};
 use crate::storage::{Durability, StorageError, Store, Table, column, family};
@@ -59,12 +66,23 @@ pub enum UidError {
     Conflict { kind: UidKind, name: String },
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error("{0}")]
+    Damaged(String),
 }
 
-#[derive(Debug, Default)]
-struct Cache {
-    forward: HashMap<Arc<str>, u64>,
-    reverse: HashMap<u64, Arc<str>>,
+/// Both directions of one kind's mapping.
+struct Caches {
+    forward: Cache<Arc<str>, u64>,
+    reverse: Cache<u64, Arc<str>>,
+}
+
+impl std::fmt::Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches")
+            .field("forward", &self.forward.len())
+            .field("reverse", &self.reverse.len())
+            .finish()
+    }
 }
 
 /// The UID tables with their caches.
@@ -73,7 +91,7 @@ pub struct Uids {
     store: Arc<dyn Store>,
     widths: [usize; 3],
     auto_create: [bool; 3],
-    caches: [RwLock<Cache>; 3],
+    caches: [Caches; 3],
     assign: Mutex<()>,
     /// Set (before the new mapping is cached) by every assignment not yet
     /// fsynced.
@@ -86,19 +104,29 @@ pub struct Uids {
 const COUNTER_ROW: &[u8] = &[0];
 
 impl Uids {
-    pub fn new(store: Arc<dyn Store>, layout: &KeyLayout, auto_create: [bool; 3]) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        layout: &KeyLayout,
+        auto_create: [bool; 3],
+        cache_entries: usize,
+    ) -> Self {
+        let n = cache_entries.max(16);
+        let caches = [(); 3].map(|()| Caches {
+            forward: Cache::new(n),
+            reverse: Cache::new(n),
+        });
         Self {
             store,
             widths: [layout.metric_width, layout.tagk_width, layout.tagv_width],
             auto_create,
-            caches: Default::default(),
+            caches,
             assign: Mutex::new(()),
             unsynced: AtomicBool::new(false),
             sync_lock: Mutex::new(()),
         }
     }
 
-    fn cache(&self, kind: UidKind) -> &RwLock<Cache> {
+    fn cache(&self, kind: UidKind) -> &Caches {
         &self.caches[kind as usize]
     }
 
@@ -107,15 +135,8 @@ impl Uids {
     }
 
     fn remember(&self, kind: UidKind, name: &str, uid: u64) -> Arc<str> {
-        let mut c = self
-            .cache(kind)
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let name: Arc<str> = c
-            .reverse
-            .get(&uid)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(name));
+        let c = self.cache(kind);
+        let name: Arc<str> = c.reverse.get(&uid).unwrap_or_else(|| Arc::from(name));
         c.forward.insert(Arc::clone(&name), uid);
         c.reverse.insert(uid, Arc::clone(&name));
         name
@@ -129,13 +150,7 @@ impl Uids {
 
     /// The UID of a name, if it has one.
     pub fn lookup(&self, kind: UidKind, name: &str) -> Result<Option<u64>, UidError> {
-        if let Some(&uid) = self
-            .cache(kind)
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .forward
-            .get(name)
-        {
+        if let Some(uid) = self.cache(kind).forward.get(name) {
             return Ok(Some(uid));
         }
         let col = column(family::ID, kind.as_str().as_bytes());
@@ -240,14 +255,8 @@ impl Uids {
 
     /// The name of a UID.
     pub fn name_of(&self, kind: UidKind, uid: u64) -> Result<Option<Arc<str>>, UidError> {
-        if let Some(n) = self
-            .cache(kind)
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .reverse
-            .get(&uid)
-        {
-            return Ok(Some(Arc::clone(n)));
+        if let Some(n) = self.cache(kind).reverse.get(&uid) {
+            return Ok(Some(n));
         }
         let col = column(family::NAME, kind.as_str().as_bytes());
         let cells = self.store.get_row(Table::Uid, &self.uid_bytes(kind, uid))?;
@@ -294,18 +303,47 @@ impl Uids {
     }
 
     pub fn cache_size(&self, kind: UidKind) -> usize {
-        self.cache(kind)
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .forward
-            .len()
+        self.cache(kind).forward.len()
     }
 
     /// Forgets every cached mapping (telnet `dropcaches`, `/api/dropcaches`).
     pub fn drop_caches(&self) {
         for c in &self.caches {
-            *c.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Cache::default();
+            c.forward.clear();
+            c.reverse.clear();
         }
+    }
+
+    /// Makes sure no counter is below the highest UID stored rows refer to
+    /// (`referenced`, per kind). A counter that is behind means the UID
+    /// table lost assignments (a damaged store log): refused, unless
+    /// `repair`, which raises the counter so no UID is handed out twice (the
+    /// lost names then show as hex UIDs).
+    pub fn ensure_counters(&self, referenced: [u64; 3], repair: bool) -> Result<(), UidError> {
+        for kind in UidKind::ALL {
+            let want = referenced[kind as usize];
+            let have = self.ids_used(kind)?;
+            if want <= have {
+                continue;
+            }
+            if !repair {
+                return Err(UidError::Damaged(format!(
+                    "the UID counter for {} is {have}, but stored rows use UID {want}: the UID table lost assignments (damaged or truncated store log?). Refusing to start, since new names would get UIDs that old rows already use. Restore the store log, or set `storage.repair = true` to raise the counter (the lost names then read as hex UIDs)",
+                    kind.as_str()
+                )));
+            }
+            let col = column(family::ID, kind.as_str().as_bytes());
+            let delta = i64::try_from(want - have).unwrap_or(i64::MAX);
+            self.store
+                .increment(Table::Uid, COUNTER_ROW, &col, delta, Durability::Sync)?;
+            tracing::error!(
+                kind = kind.as_str(),
+                from = have,
+                to = want,
+                "repair: raised the UID counter past the UIDs stored rows use"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -333,7 +371,7 @@ mod tests {
             KeyLayout::default(),
         ))
         .unwrap();
-        Uids::new(Arc::new(store), &KeyLayout::default(), [auto; 3])
+        Uids::new(Arc::new(store), &KeyLayout::default(), [auto; 3], 1000)
     }
 
     #[test]
@@ -430,6 +468,22 @@ mod tests {
     }
 
     #[test]
+    fn counters_behind_stored_rows_are_refused_or_raised() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = uids(dir.path(), true);
+        u.get_or_create(UidKind::TagV, "a").unwrap();
+        u.ensure_counters([0, 0, 1], false).unwrap();
+        let err = u.ensure_counters([5, 0, 1], false).unwrap_err().to_string();
+        assert!(
+            err.contains("counter for metrics is 0") && err.contains("UID 5"),
+            "{err}"
+        );
+        u.ensure_counters([5, 0, 1], true).unwrap();
+        assert_eq!(u.ids_used(UidKind::Metric).unwrap(), 5);
+        assert_eq!(u.get_or_create(UidKind::Metric, "next").unwrap(), 6);
+    }
+
+    #[test]
     fn exhaustion_on_one_byte_width() {
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedStore::open(EmbeddedOptions::new(
@@ -441,7 +495,7 @@ mod tests {
             metric_width: 1,
             ..KeyLayout::default()
         };
-        let u = Uids::new(Arc::new(store), &layout, [true; 3]);
+        let u = Uids::new(Arc::new(store), &layout, [true; 3], 1000);
         for i in 0..255 {
             u.get_or_create(UidKind::Metric, &format!("m{i}")).unwrap();
         }

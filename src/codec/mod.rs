@@ -1,13 +1,14 @@
-//! OpenTSDB's byte layout of the data table: salts, row keys, qualifiers,
-//! value encodings and packed (compacted) cells.
-//!
-//! Everything here is byte-exact with OpenTSDB 2.x (reference §1.3–§1.7), so
-//! a table written by OpenTSDB can be read by hourglass and the reverse. The
-//! layouts are drawn in `docs/format/row-key-and-cells.md`.
+//! The byte layout of the data table: OpenTSDB's salts, row keys,
+//! qualifiers, value encodings and packed (compacted) cells, byte-exact with
+//! OpenTSDB 2.x (reference §1.3–§1.7) so a table written by OpenTSDB can be
+//! read by hourglass and the reverse; the engine's own native cell codec
+//! ([`native`]); and how a row's cells of both kinds combine ([`row`]).
+//! The layouts are drawn in `docs/format/`.
 
 pub mod cell;
 pub mod native;
 pub mod qualifier;
+pub mod row;
 pub mod rowkey;
 pub mod salt;
 pub mod value;

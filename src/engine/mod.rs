@@ -1,41 +1,58 @@
 //! The storage engine above the backend: resolves series to UIDs and row
-//! keys, logs points in the write-ahead log, buffers them in the series
-//! head, packs closed hour rows into cells and writes them to the store,
-//! and reads head and store together for queries.
+//! keys, logs points in the write-ahead log, holds open hours in the
+//! compressed series head, flushes closed hours to the store as native
+//! cells, checkpoints the head, and reads head and store together.
 //!
-//! Write path: `Engine::write` resolves each point's series (a cache hit is
-//! a hash lookup on the series text; a miss fetches or assigns UIDs and
-//! fsyncs new assignments), then, under the head lock, appends one WAL frame
-//! for the whole batch and inserts the points into the head. The caller
-//! awaits `Wal::wait_durable(lsn)` before acknowledging.
+//! * [`head`] — the series registry and the open hours (compressed chunks).
+//! * [`wal`] — the write-ahead log (segments, group commit, record schema).
+//! * [`flush`] — closed hours (and, under memory pressure, the oldest
+//!   ones) → one native cell per row → the store.
+//! * [`checkpoint`] — head snapshots that let old WAL segments go.
+//! * [`read`] — queries: one scan per salt bucket, merged with the head.
+//! * [`delete`] — point deletes (WAL record, head, store tombstones).
+//! * [`retention`] — TTLs per metric.
+//! * [`compactor`] — how the store's compaction merges a row's cells.
+//! * [`clock`] — wall-clock time, replaceable in tests.
 //!
-//! Flush: a background thread packs rows whose hour closed more than
-//! `flush_grace_secs` ago. When the WAL or the head grows past its bound
-//! (and at shutdown) it checkpoints: rotates the WAL and writes *every* row
-//! out, then deletes the old segments. Rows being written stay visible to
-//! queries ("frozen") until the store has them. A row that already has
-//! cells in the store is read, merged (newest point wins) and rewritten as
-//! one packed cell; only the columns read are deleted.
+//! Write path: [`Engine::write`] resolves each point's series (a cache hit
+//! is one hash lookup on the series text; a miss fetches or assigns UIDs
+//! and fsyncs new assignments), then, under the head lock, appends one WAL
+//! frame for the whole batch and inserts the points into the head.
+//! [`Engine::write_durable`] also waits until the frame is durable under
+//! the fsync policy: that is the acknowledgement.
+//!
+//! A point is never written to a table file before its hour has closed
+//! (`head.flush_grace_secs` after the hour ends) unless the head passes its
+//! memory bound; a point that arrives for an hour already flushed becomes a
+//! second cell of the row, merged by compaction.
 
+pub mod checkpoint;
+pub mod clock;
+mod compactor;
+mod delete;
+mod flush;
+pub mod head;
 mod read;
+pub mod retention;
 pub mod wal;
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hourglass_ingest::{Point, Value};
+use quick_cache::sync::Cache;
 
-use self::wal::{FrameBuilder, Wal, WalError};
-use crate::codec::cell::{decode_cell, encode_packed_cell, merge_points};
-use crate::codec::rowkey::split_timestamp;
-use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
+pub use self::clock::{Clock, SystemClock};
+use self::head::{Head, Take};
+use self::retention::Retention;
+use self::wal::{Event, FrameBuilder, Wal, WalError, WalOptions};
+use crate::codec::{KeyLayout, StoredValue};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::storage::embedded::{EmbeddedOptions, EmbeddedStore};
-use crate::storage::{Mutation, StorageError, Store, Table, column, family};
+use crate::storage::{StorageError, Store};
 use crate::uid::{UidError, UidKind, Uids};
 
 #[derive(Debug, thiserror::Error)]
@@ -49,10 +66,12 @@ pub enum EngineError {
     Wal(#[from] WalError),
     #[error(transparent)]
     Uid(UidError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     #[error(
-        "Please throttle writes: {points} points are waiting to be written to storage (limit {limit})"
+        "Please throttle writes: the head holds {bytes} bytes of points waiting to be written to storage (limit {limit})"
     )]
-    Overloaded { points: usize, limit: usize },
+    Overloaded { bytes: usize, limit: usize },
     #[error("data directory {path} is in use by another hourglass process")]
     Locked { path: PathBuf },
     #[error("cannot use data directory {path}: {source}")]
@@ -60,6 +79,8 @@ pub enum EngineError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Damaged(String),
 }
 
 /// Why one point of a batch was not written.
@@ -67,14 +88,12 @@ pub enum EngineError {
 pub enum PointError {
     #[error(transparent)]
     Uid(#[from] UidError),
+    #[error("bad timestamp={0}: after 2106-02-07T06:28:15Z, the latest time a row key can hold")]
+    Timestamp(u64),
 }
 
 /// One internal statistic: name (without the `tsd.` prefix), value, tags.
 pub type Stat = (String, i64, Vec<(&'static str, String)>);
-
-/// A series resolved outside the lock: batch index, series text, series
-/// key, metric UID.
-type Resolved = (usize, Box<str>, Arc<[u8]>, u64);
 
 /// Outcome of [`Engine::write`].
 #[derive(Debug, Default)]
@@ -86,58 +105,16 @@ pub struct WriteReceipt {
     pub errors: Vec<(usize, PointError)>,
 }
 
-#[derive(Debug)]
-struct SeriesEntry {
-    key: Arc<[u8]>,
-    wal_epoch: u64,
-}
-
-/// Rows of points per series: series id → base hour → points in arrival
-/// order (the last point of an offset wins).
-type Rows = HashMap<u32, (Arc<[u8]>, BTreeMap<u32, Vec<DecodedPoint>>)>;
-
-#[derive(Debug, Default)]
-struct State {
-    by_text: HashMap<Box<str>, u32>,
-    by_key: HashMap<Arc<[u8]>, u32>,
-    series: Vec<SeriesEntry>,
-    by_metric: HashMap<u64, Vec<u32>>,
-    head: Rows,
-    head_points: usize,
-    /// Rows being written to the store, oldest first; visible to reads.
-    frozen: Vec<Arc<Rows>>,
-}
-
-impl State {
-    fn register(&mut self, key: Arc<[u8]>, metric: u64) -> u32 {
-        if let Some(&id) = self.by_key.get(&key) {
-            return id;
-        }
-        let id = self.series.len() as u32;
-        self.series.push(SeriesEntry {
-            key: Arc::clone(&key),
-            wal_epoch: 0,
-        });
-        self.by_key.insert(key, id);
-        self.by_metric.entry(metric).or_default().push(id);
-        id
-    }
-
-    fn insert(&mut self, id: u32, raw_ts: u64, value: StoredValue) {
-        let (base, offset_ms, ms) = split_timestamp(raw_ts);
-        let key = Arc::clone(&self.series[id as usize].key);
-        let rows = &mut self
-            .head
-            .entry(id)
-            .or_insert_with(|| (key, BTreeMap::new()))
-            .1;
-        rows.entry(base).or_default().push(DecodedPoint {
-            offset_ms,
-            ms,
-            value,
-        });
-        self.head_points += 1;
-    }
+/// Settings the engine reads at run time.
+#[derive(Debug, Clone)]
+struct Settings {
+    flush_grace_secs: i64,
+    flush_interval: Duration,
+    compaction_interval: Duration,
+    checkpoint_bytes: u64,
+    head_max_bytes: usize,
+    max_series: usize,
+    query_max_points: usize,
 }
 
 fn stored(v: Value) -> StoredValue {
@@ -148,21 +125,15 @@ fn stored(v: Value) -> StoredValue {
     }
 }
 
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Writes the canonical text of a point's series (metric and tags sorted by
 /// key) into `buf`.
-fn series_text(p: &Point<'_>, buf: &mut String, tags: &mut Vec<(usize, usize)>) {
+fn series_text(p: &Point<'_>, buf: &mut String, order: &mut Vec<usize>) {
     buf.clear();
-    tags.clear();
-    tags.extend((0..p.tags.len()).map(|i| (i, i)));
-    tags.sort_unstable_by(|a, b| p.tags[a.0].0.cmp(&p.tags[b.0].0));
+    order.clear();
+    order.extend(0..p.tags.len());
+    order.sort_unstable_by(|&a, &b| p.tags[a].0.cmp(&p.tags[b].0));
     buf.push_str(&p.metric);
-    for &(i, _) in tags.iter() {
+    for &i in order.iter() {
         buf.push('\0');
         buf.push_str(&p.tags[i].0);
         buf.push('=');
@@ -170,20 +141,28 @@ fn series_text(p: &Point<'_>, buf: &mut String, tags: &mut Vec<(usize, usize)>) 
     }
 }
 
+/// Largest raw timestamp whose base hour fits a row key.
+const MAX_RAW_TS_MS: u64 = 4_294_967_295_999;
+
+fn ts_fits(raw: u64) -> bool {
+    raw <= MAX_RAW_TS_MS
+}
+
 #[derive(Debug)]
 pub struct Engine {
     layout: KeyLayout,
     data_dir: PathBuf,
+    head_dir: PathBuf,
     store: Arc<dyn Store>,
-    uids: Uids,
+    uids: Arc<Uids>,
     wal: Arc<Wal>,
-    state: Mutex<State>,
+    head: Mutex<Head>,
+    /// Series text → (series id, generation): the write path's cache.
+    series_cache: Cache<Box<str>, (u32, u32)>,
     flush_lock: Mutex<()>,
-    flush_grace_secs: i64,
-    flush_interval: Duration,
-    checkpoint_bytes: u64,
-    max_points: usize,
-    query_max_points: usize,
+    retention: Arc<Retention>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
     wake: (Mutex<bool>, Condvar),
     checkpoint_requested: AtomicBool,
     shutting_down: AtomicBool,
@@ -192,21 +171,29 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Opens the data directory: the store, the UID tables, and the WAL,
-    /// whose points are replayed into the head.
+    /// Opens the data directory with the system clock.
     pub fn open(cfg: &Config, metrics: Metrics) -> Result<Arc<Self>, EngineError> {
+        Self::open_with(cfg, metrics, Arc::new(SystemClock))
+    }
+
+    /// Opens the data directory: the store, the UID tables, the newest head
+    /// checkpoint and the write-ahead log after it.
+    pub fn open_with(
+        cfg: &Config,
+        metrics: Metrics,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, EngineError> {
         let data_dir = cfg.storage.data_dir.clone();
         let dd_err = |source| EngineError::DataDir {
             path: data_dir.clone(),
             source,
         };
         std::fs::create_dir_all(&data_dir).map_err(dd_err)?;
-        let lock_path = data_dir.join("LOCK");
         let lock_file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&lock_path)
+            .open(data_dir.join("LOCK"))
             .map_err(dd_err)?;
         match lock_file.try_lock() {
             Ok(()) => {}
@@ -216,11 +203,21 @@ impl Engine {
             Err(std::fs::TryLockError::Error(e)) => return Err(dd_err(e)),
         }
         let layout = cfg.layout();
+        let retention = Arc::new(Retention::from_config(&cfg.retention)?);
+        let repair = cfg.storage.repair;
+        let st = &cfg.storage;
         let mut eopts = EmbeddedOptions::new(data_dir.join("store"), layout);
-        eopts.memtable_bytes = cfg.storage.memtable_bytes;
-        eopts.max_meta_files = cfg.storage.max_tables;
+        eopts.memtable_bytes = st.memtable_bytes;
+        eopts.max_meta_files = st.max_meta_files;
+        eopts.windows = [st.window_hours * 3600, st.merged_window_hours * 3600];
+        eopts.settle_secs = cfg.head.flush_grace_secs + 2 * cfg.head.flush_interval_secs;
+        eopts.block_cache_bytes = st.block_cache_bytes;
+        eopts.bloom_bits_per_key = st.bloom_bits_per_key;
+        eopts.retention = retention.view();
+        eopts.repair = repair;
+        eopts.cell_stats = Some(crate::codec::row::cell_stats);
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(eopts)?);
-        let uids = Uids::new(
+        let uids = Arc::new(Uids::new(
             Arc::clone(&store),
             &layout,
             [
@@ -228,55 +225,96 @@ impl Engine {
                 cfg.uid.auto_create_tagks,
                 cfg.uid.auto_create_tagvs,
             ],
-        );
+            cfg.uid.cache_entries,
+        ));
+        store.set_row_compactor(Arc::new(compactor::Compactor::new(
+            layout,
+            Arc::clone(&retention),
+            Arc::clone(&uids),
+        )));
 
-        let mut state = State::default();
+        // The head: the newest checkpoint, then the WAL after it.
+        let head_dir = data_dir.join("head");
+        let mut head = Head::default();
+        let replay_from = Self::load_checkpoint(&head_dir, &mut head, repair)?;
         let mut replayed = 0usize;
         let wal = Wal::open(
             &data_dir.join("wal"),
-            cfg.wal.fsync,
-            Duration::from_millis(cfg.wal.fsync_interval_ms.max(1)),
-            cfg.wal.max_pending_bytes.max(1 << 16),
-            |p| {
-                let id = match state.by_key.get(p.series_key) {
-                    Some(&id) => id,
-                    None => {
-                        let metric = layout
-                            .parse_row_key(&layout.row_key(p.series_key, 0))
-                            .map_or(0, |parts| {
-                                crate::codec::rowkey::uid_from_bytes(parts.metric)
-                            });
-                        state.register(Arc::from(p.series_key), metric)
-                    }
-                };
-                state.insert(id, p.raw_ts, p.value);
-                replayed += 1;
+            &WalOptions {
+                policy: cfg.wal.fsync,
+                interval: Duration::from_millis(cfg.wal.fsync_interval_ms),
+                max_pending: cfg.wal.max_pending_bytes,
+                repair,
+            },
+            replay_from,
+            &mut |event| match event {
+                Event::Point {
+                    series_key,
+                    raw_ts,
+                    value,
+                } => {
+                    let id = match head.id_of(series_key) {
+                        Some(id) => id,
+                        None => {
+                            head.register(Arc::from(series_key), metric_of(&layout, series_key))
+                                .0
+                        }
+                    };
+                    head.insert(id, raw_ts, value);
+                    replayed += 1;
+                }
+                Event::Delete {
+                    series_key,
+                    start_ms,
+                    end_ms,
+                } => {
+                    head.delete(series_key, start_ms, end_ms);
+                }
             },
         )?;
         if replayed > 0 {
             tracing::info!(
                 points = replayed,
-                series = state.series.len(),
+                series = head.series_count(),
                 "replayed the write-ahead log"
             );
         }
-        metrics.head_points.set(state.head_points as i64);
-        metrics.head_series.set(state.series.len() as i64);
+        // UIDs are never handed out twice: the counters must be at least the
+        // highest UID any row refers to.
+        let mut referenced = store.referenced_uids();
+        for (r, h) in referenced.iter_mut().zip(head.referenced_uids(&layout)) {
+            *r = (*r).max(h);
+        }
+        uids.ensure_counters(referenced, repair)
+            .map_err(|e| match e {
+                UidError::Damaged(m) => EngineError::Damaged(m),
+                other => EngineError::Uid(other),
+            })?;
+        metrics.head_points.set(head.points as i64);
+        metrics.head_series.set(head.series_count() as i64);
         let engine = Arc::new(Self {
             layout,
             data_dir,
+            head_dir,
             store,
             uids,
             wal,
-            state: Mutex::new(state),
+            head: Mutex::new(head),
+            series_cache: Cache::new(cfg.head.max_series.clamp(1024, 1 << 24)),
             flush_lock: Mutex::new(()),
-            flush_grace_secs: cfg.head.flush_grace_secs as i64,
-            flush_interval: Duration::from_secs(cfg.head.flush_interval_secs),
-            checkpoint_bytes: cfg.wal.checkpoint_bytes,
-            max_points: cfg.head.max_points,
-            query_max_points: cfg.query.max_points,
+            retention,
+            clock,
+            settings: Settings {
+                flush_grace_secs: cfg.head.flush_grace_secs as i64,
+                flush_interval: Duration::from_secs(cfg.head.flush_interval_secs),
+                compaction_interval: Duration::from_secs(cfg.storage.compaction_interval_secs),
+                checkpoint_bytes: cfg.wal.checkpoint_bytes,
+                head_max_bytes: cfg.head.max_bytes.max(1),
+                max_series: cfg.head.max_series.max(1),
+                query_max_points: cfg.query.max_points,
+            },
             wake: (Mutex::new(false), Condvar::new()),
-            checkpoint_requested: AtomicBool::new(replayed > 0),
+            checkpoint_requested: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             metrics,
             _lock_file: lock_file,
@@ -284,16 +322,65 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Starts the background flush thread.
-    pub fn start_background(self: &Arc<Self>) -> std::io::Result<std::thread::JoinHandle<()>> {
-        let me = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("hourglass-flush".into())
-            .spawn(move || me.flush_loop())
+    /// Loads the newest readable head checkpoint; returns the WAL segment
+    /// replay starts from (0 = all).
+    fn load_checkpoint(dir: &Path, head: &mut Head, repair: bool) -> Result<u64, EngineError> {
+        let files = checkpoint::list(dir)?;
+        let _ = std::fs::remove_file(dir.join("ckpt.tmp"));
+        for (i, (segment, file)) in files.iter().enumerate() {
+            let mut fresh = Head::default();
+            let res = checkpoint::read(file, &mut |key, metric, base, cell, ooo| {
+                fresh
+                    .load_hour(key, metric, base, cell, ooo)
+                    .map_err(|e| e.to_string())
+            });
+            match res {
+                Ok(loaded) => {
+                    tracing::info!(
+                        segment,
+                        series = loaded.series,
+                        points = loaded.points,
+                        "loaded the head checkpoint"
+                    );
+                    *head = fresh;
+                    // Older checkpoints are superseded.
+                    for (_, old) in &files[i + 1..] {
+                        let _ = std::fs::remove_file(old);
+                    }
+                    return Ok(*segment);
+                }
+                Err(e) if repair => {
+                    let moved = crate::storage::embedded::move_aside(dir, file)
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|m| format!("(could not move it: {m})"));
+                    tracing::error!(error = %e, moved, "repair: damaged head checkpoint moved aside; points only it held are lost, trying an older one");
+                }
+                Err(e) => {
+                    return Err(EngineError::Damaged(format!(
+                        "{e}. The head checkpoint holds acknowledged points whose WAL segments are gone; refusing to start without it. Set `storage.repair = true` to move it aside and go on with what the WAL still holds"
+                    )));
+                }
+            }
+        }
+        Ok(0)
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
+    /// Starts the background threads: flushing closed hours (and
+    /// checkpoints), and compaction.
+    pub fn start_background(self: &Arc<Self>) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+        let me = Arc::clone(self);
+        let flusher = std::thread::Builder::new()
+            .name("hourglass-flush".into())
+            .spawn(move || me.flush_loop())?;
+        let me = Arc::clone(self);
+        let compactor = std::thread::Builder::new()
+            .name("hourglass-compact".into())
+            .spawn(move || me.compaction_loop())?;
+        Ok(vec![flusher, compactor])
+    }
+
+    fn head(&self) -> MutexGuard<'_, Head> {
+        self.head
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -310,6 +397,10 @@ impl Engine {
         &self.uids
     }
 
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     pub fn wal(&self) -> &Arc<Wal> {
         &self.wal
     }
@@ -318,12 +409,28 @@ impl Engine {
         &self.metrics
     }
 
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     pub fn series_count(&self) -> usize {
-        self.lock().series.len()
+        self.head().series_count()
+    }
+
+    /// Head memory in bytes and points (for stats and tests).
+    pub fn head_usage(&self) -> (usize, usize, usize) {
+        let h = self.head();
+        (h.bytes, h.points, h.hours)
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.clock.now_ms().div_euclid(1000)
     }
 
     /// Logs and buffers a batch of validated points. Blocking (UID I/O, a
-    /// full WAL buffer): call from a blocking context.
+    /// full WAL buffer): call from a blocking context. The points are
+    /// durable once the WAL reaches the returned LSN
+    /// ([`Engine::write_durable`] waits for it).
     pub fn write(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
         let mut receipt = WriteReceipt::default();
         if points.is_empty() {
@@ -331,29 +438,29 @@ impl Engine {
         }
         let mut text = String::with_capacity(128);
         let mut order = Vec::new();
-        // Phase 1: cache lookups under the lock.
-        let mut ids: Vec<Option<u32>> = Vec::with_capacity(points.len());
-        let mut misses = Vec::new();
-        {
-            let st = self.lock();
-            for (i, p) in points.iter().enumerate() {
-                series_text(p, &mut text, &mut order);
-                let id = st.by_text.get(text.as_str()).copied();
-                if id.is_none() {
-                    misses.push(i);
-                }
-                ids.push(id);
+        // Phase 1: series cache lookups (no engine lock).
+        let mut ids: Vec<Option<(u32, u32)>> = Vec::with_capacity(points.len());
+        let mut misses: Vec<usize> = Vec::new();
+        for (i, p) in points.iter().enumerate() {
+            if !ts_fits(p.timestamp.0) {
+                receipt
+                    .errors
+                    .push((i, PointError::Timestamp(p.timestamp.0)));
+                ids.push(None);
+                continue;
             }
+            series_text(p, &mut text, &mut order);
+            let hit = self.series_cache.get(text.as_str());
+            if hit.is_none() {
+                misses.push(i);
+            }
+            ids.push(hit);
         }
         // Phase 2: resolve misses without the lock (may do storage I/O).
-        let mut resolved: Vec<Resolved> = Vec::new();
+        let mut resolved: Vec<(usize, Arc<[u8]>, u64)> = Vec::new();
         for &i in &misses {
-            let p = &points[i];
-            match self.resolve(p) {
-                Ok((key, metric)) => {
-                    series_text(p, &mut text, &mut order);
-                    resolved.push((i, text.clone().into_boxed_str(), key, metric));
-                }
+            match self.resolve(&points[i]) {
+                Ok((key, metric)) => resolved.push((i, key, metric)),
                 Err(e) => {
                     self.metrics
                         .points_rejected
@@ -367,33 +474,56 @@ impl Engine {
             // New UIDs must be durable before any logged point refers to them.
             self.uids.sync_if_needed().map_err(EngineError::Uid)?;
         }
-        // Phase 3: register, log, buffer.
-        let mut st = self.lock();
-        // Past twice the checkpoint trigger the flush is not keeping up
-        // (or storage is failing): refuse rather than grow without bound.
-        let hard_limit = self.max_points.saturating_mul(2);
-        if st.head_points >= hard_limit {
-            let points = st.head_points;
-            drop(st);
-            self.request_checkpoint();
+        // Phase 3: register, log, buffer — under the head lock, so the head
+        // and the WAL see writes in the same order.
+        let mut head = self.head();
+        let hard_limit = self.settings.head_max_bytes.saturating_mul(2);
+        if head.bytes >= hard_limit {
+            let bytes = head.bytes;
+            drop(head);
+            self.wake_flusher();
             return Err(EngineError::Overloaded {
-                points,
+                bytes,
                 limit: hard_limit,
             });
         }
-        for (i, t, key, metric) in resolved {
-            let id = st.register(key, metric);
-            st.by_text.insert(t, id);
-            ids[i] = Some(id);
+        // Cache hits whose slot was reused since: resolve by key instead.
+        let mut stale = Vec::new();
+        for (i, slot) in ids.iter_mut().enumerate() {
+            if let Some((id, generation)) = *slot
+                && !head.is_current(id, generation)
+            {
+                *slot = None;
+                stale.push(i);
+            }
+        }
+        if !stale.is_empty() {
+            drop(head);
+            for i in stale {
+                match self.resolve(&points[i]) {
+                    Ok((key, metric)) => resolved.push((i, key, metric)),
+                    Err(e) => receipt.errors.push((i, e.into())),
+                }
+            }
+            head = self.head();
+        }
+        for (i, key, metric) in resolved {
+            let (id, generation) = head.register(key, metric);
+            series_text(&points[i], &mut text, &mut order);
+            self.series_cache
+                .insert(text.clone().into_boxed_str(), (id, generation));
+            ids[i] = Some((id, generation));
         }
         let epoch = self.wal.epoch();
         let mut frame = FrameBuilder::new();
         for (i, p) in points.iter().enumerate() {
-            let Some(id) = ids[i] else { continue };
-            let s = &mut st.series[id as usize];
-            if s.wal_epoch != epoch {
-                frame.series(id, &s.key);
-                s.wal_epoch = epoch;
+            let Some((id, _)) = ids[i] else { continue };
+            let Some(e) = head.entry_mut(id) else {
+                continue;
+            };
+            if e.wal_epoch != epoch {
+                frame.series(id, &e.key);
+                e.wal_epoch = epoch;
             }
             frame.point(id, p.timestamp.0, stored(p.value));
         }
@@ -402,18 +532,34 @@ impl Engine {
         }
         receipt.lsn = self.wal.append(frame)?;
         for (i, p) in points.iter().enumerate() {
-            if let Some(id) = ids[i] {
-                st.insert(id, p.timestamp.0, stored(p.value));
+            if let Some((id, _)) = ids[i] {
+                head.insert(id, p.timestamp.0, stored(p.value));
                 receipt.accepted += 1;
             }
         }
-        let head_points = st.head_points;
-        self.metrics.head_points.set(head_points as i64);
-        self.metrics.head_series.set(st.series.len() as i64);
-        drop(st);
+        let head_bytes = head.bytes;
+        self.metrics.head_points.set(head.points as i64);
+        self.metrics.head_series.set(head.series_count() as i64);
+        self.metrics.head_bytes.set(head_bytes as i64);
+        if head.series_count() > self.settings.max_series {
+            head.evict(self.settings.max_series);
+        }
+        drop(head);
         self.metrics.points_written.inc_by(receipt.accepted as u64);
-        if head_points > self.max_points || self.wal.total_bytes() > self.checkpoint_bytes {
-            self.request_checkpoint();
+        if head_bytes > self.settings.head_max_bytes
+            || self.wal.total_bytes() > self.settings.checkpoint_bytes
+        {
+            self.wake_flusher();
+        }
+        Ok(receipt)
+    }
+
+    /// Writes a batch and waits until it is durable under the fsync policy:
+    /// the acknowledgement of a write. Call from a multi-threaded runtime.
+    pub async fn write_durable(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
+        let receipt = tokio::task::block_in_place(|| self.write(points))?;
+        if receipt.lsn > 0 {
+            self.wal.wait_durable(receipt.lsn).await?;
         }
         Ok(receipt)
     }
@@ -432,226 +578,214 @@ impl Engine {
         Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
     }
 
-    pub fn request_checkpoint(&self) {
-        self.checkpoint_requested.store(true, Ordering::Release);
+    fn wake_flusher(&self) {
         let (m, cv) = &self.wake;
         *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        cv.notify_one();
+        cv.notify_all();
+    }
+
+    pub fn request_checkpoint(&self) {
+        self.checkpoint_requested.store(true, Ordering::Release);
+        self.wake_flusher();
+    }
+
+    /// Sleeps up to `d` or until woken; false once shutting down.
+    fn idle(&self, d: Duration) -> bool {
+        let (m, cv) = &self.wake;
+        let mut woken = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*woken && !self.shutting_down.load(Ordering::Acquire) {
+            woken = cv
+                .wait_timeout(woken, d)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        *woken = false;
+        !self.shutting_down.load(Ordering::Acquire)
     }
 
     fn flush_loop(self: Arc<Self>) {
+        // Work first: hours that closed while the server was down (or that
+        // the WAL replay brought back) go out right away.
         loop {
-            {
-                let (m, cv) = &self.wake;
-                let mut woken = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if !*woken {
-                    woken = cv
-                        .wait_timeout(woken, self.flush_interval)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .0;
-                }
-                *woken = false;
-            }
-            if self.shutting_down.load(Ordering::Acquire) {
-                return;
-            }
-            let all = self.checkpoint_requested.swap(false, Ordering::AcqRel)
-                || self.wal.total_bytes() > self.checkpoint_bytes
-                || self.lock().head_points > self.max_points;
-            if let Err(e) = self.flush(all) {
+            if let Err(e) = self.maintain_head() {
                 tracing::error!(error = %e, "head flush failed; the points stay in memory and in the log and will be retried");
             }
-            if let Err(e) = self.store.maintain(now_secs() as u64, false) {
-                tracing::error!(error = %e, "merging table files failed");
+            if !self.idle(self.settings.flush_interval) {
+                return;
             }
         }
     }
 
-    /// Packs closed rows (or every row, with `all`, which also checkpoints
-    /// the WAL) and writes them to the store.
-    pub fn flush(&self, all: bool) -> Result<(), EngineError> {
-        let _guard = self
+    /// Compaction runs on its own thread, so a flush never waits for it.
+    fn compaction_loop(self: Arc<Self>) {
+        let step = Duration::from_millis(100);
+        loop {
+            if let Err(e) = self.compact(false) {
+                tracing::error!(error = %e, "compaction failed; it will be retried");
+            }
+            let mut slept = Duration::ZERO;
+            while slept < self.settings.compaction_interval {
+                if self.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(step);
+                slept += step;
+            }
+        }
+    }
+
+    /// One round of head upkeep: closed hours, memory pressure, checkpoint.
+    pub fn maintain_head(&self) -> Result<(), EngineError> {
+        self.flush_closed()?;
+        let (bytes, series) = {
+            let h = self.head();
+            (h.bytes, h.series_count())
+        };
+        if bytes > self.settings.head_max_bytes {
+            let target = bytes - self.settings.head_max_bytes * 4 / 5;
+            self.flush(Take::Bytes(target))?;
+        }
+        if series > self.settings.max_series {
+            self.head().evict(self.settings.max_series);
+        }
+        if self.checkpoint_requested.swap(false, Ordering::AcqRel)
+            || self.wal.total_bytes() > self.settings.checkpoint_bytes
+        {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Runs compaction until there is nothing left to do (or shutdown).
+    /// `force` merges open windows too (offline full compaction).
+    pub fn compact(&self, force: bool) -> Result<usize, EngineError> {
+        let mut jobs = 0;
+        while !self.shutting_down.load(Ordering::Acquire) || force {
+            if !self.store.maintain(self.now_secs().max(0) as u64, force)? {
+                break;
+            }
+            jobs += 1;
+            self.metrics.compactions.inc();
+        }
+        Ok(jobs)
+    }
+
+    /// Writes the head's open hours to a checkpoint and drops the WAL
+    /// segments it covers.
+    pub fn checkpoint(&self) -> Result<(), EngineError> {
+        let _flush = self
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cutoff = now_secs() - 3600 - self.flush_grace_secs;
-        let (frozen, rotation) = {
-            let mut st = self.lock();
-            let mut frozen: Rows = HashMap::new();
-            let mut moved = 0usize;
-            st.head.retain(|&id, (key, rows)| {
-                let taken = if all {
-                    std::mem::take(rows)
-                } else {
-                    let keep =
-                        rows.split_off(&u32::try_from(cutoff.max(-1) + 1).unwrap_or(u32::MAX));
-                    std::mem::replace(rows, keep)
-                };
-                if !taken.is_empty() {
-                    moved += taken.values().map(Vec::len).sum::<usize>();
-                    frozen.insert(id, (Arc::clone(key), taken));
-                }
-                !rows.is_empty()
-            });
-            st.head_points -= moved;
-            self.metrics.head_points.set(st.head_points as i64);
-            let rotation = all.then(|| self.wal.rotate());
-            if frozen.is_empty() && rotation.is_none() {
-                return Ok(());
-            }
-            let frozen = Arc::new(frozen);
-            st.frozen.push(Arc::clone(&frozen));
-            (frozen, rotation)
+        let (segment, lsn) = self.wal.rotate();
+        self.wal.wait_durable_blocking(lsn, segment)?;
+        let (snapshot, points) = {
+            let head = self.head();
+            checkpoint::snapshot(&head)
         };
-        let result = (|| -> Result<usize, EngineError> {
-            if let Some((segment, lsn)) = rotation {
-                self.wal.wait_durable_blocking(lsn, segment)?;
-            }
-            self.write_rows(&frozen)
-        })();
-        {
-            let mut st = self.lock();
-            st.frozen.retain(|f| !Arc::ptr_eq(f, &frozen));
-            if result.is_err() {
-                // Put the rows back in front of anything newer.
-                for (id, (key, rows)) in frozen.iter() {
-                    let entry = st
-                        .head
-                        .entry(*id)
-                        .or_insert_with(|| (Arc::clone(key), BTreeMap::new()));
-                    let mut n = 0;
-                    for (base, pts) in rows {
-                        let slot = entry.1.entry(*base).or_default();
-                        let mut merged = pts.clone();
-                        merged.append(slot);
-                        n += pts.len();
-                        *slot = merged;
-                    }
-                    st.head_points += n;
-                }
+        let now = self.clock.now_ms().max(0) as u64;
+        checkpoint::write(&self.head_dir, segment, &snapshot, points, now)?;
+        self.wal.remove_before(segment)?;
+        for (n, old) in checkpoint::list(&self.head_dir)? {
+            if n < segment {
+                let _ = std::fs::remove_file(old);
             }
         }
-        let rows = result?;
-        if let Some((segment, _)) = rotation {
-            self.wal.remove_before(segment)?;
-        }
-        self.metrics.flushes.inc();
-        self.metrics.flushed_rows.inc_by(rows as u64);
+        self.metrics.checkpoints.inc();
         self.metrics.wal_bytes.set(self.wal.total_bytes() as i64);
         Ok(())
     }
 
-    /// Merges frozen rows with what the store holds and writes them.
-    fn write_rows(&self, rows: &Rows) -> Result<usize, EngineError> {
-        let mut muts = Vec::new();
-        let mut count = 0;
-        let mut old = Vec::new();
-        for (key, by_base) in rows.values() {
-            for (&base, pts) in by_base {
-                let row_key = self.layout.row_key(key, base);
-                let existing = self.store.get_row(Table::Data, &row_key)?;
-                old.clear();
-                let mut keep_cells = Vec::new();
-                for c in &existing {
-                    if c.column.first() != Some(&family::DATA) {
-                        continue;
-                    }
-                    if let Err(e) = decode_cell(&c.column[1..], &c.value, &mut old) {
-                        // Leave a cell we cannot read untouched rather than
-                        // destroy it.
-                        tracing::error!(error = %e, row = ?row_key, "undecodable cell left in place");
-                        keep_cells.push(c.column.clone());
-                    }
-                }
-                let merged = merge_points(&merge_points(&old, &[]), pts);
-                let (q, v) = encode_packed_cell(&merged);
-                let new_col = column(family::DATA, &q);
-                for c in existing {
-                    if c.column != new_col
-                        && c.column.first() == Some(&family::DATA)
-                        && !keep_cells.contains(&c.column)
-                    {
-                        muts.push(Mutation::Delete {
-                            table: Table::Data,
-                            row: row_key.clone(),
-                            column: c.column,
-                        });
-                    }
-                }
-                muts.push(Mutation::Put {
-                    table: Table::Data,
-                    row: row_key,
-                    column: new_col,
-                    value: v,
-                });
-                count += 1;
-            }
-        }
-        let mut muts = Some(muts);
-        self.store
-            .write_data(&mut |_seq| Ok(muts.take().unwrap_or_default()))?;
-        Ok(count)
-    }
-
-    /// Checkpoints everything and stops the background thread. The engine
-    /// must not be written to afterwards.
+    /// Stops the background work, flushes closed hours, checkpoints the
+    /// head and the store. The engine must not be written to afterwards.
     pub fn shutdown(&self) -> Result<(), EngineError> {
         self.shutting_down.store(true, Ordering::Release);
-        {
-            let (m, cv) = &self.wake;
-            *m.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-            cv.notify_all();
-        }
-        let res = self.flush(true);
-        self.store.checkpoint()?;
+        self.wake_flusher();
+        let flushed = self.flush_closed().map(|_| ());
+        let ckpt = self.checkpoint();
+        let store = self.store.checkpoint();
         self.wal.close();
-        res
+        flushed?;
+        ckpt?;
+        store?;
+        Ok(())
     }
 
     /// Internal counters for `/api/stats` and telnet `stats`.
     pub fn stats(&self) -> Vec<Stat> {
-        let st = self.lock();
-        let mut out = vec![
+        let (points, bytes, series, hours) = {
+            let h = self.head();
+            (h.points, h.bytes, h.series_count(), h.hours)
+        };
+        let s = self.store.stats();
+        let mut out: Vec<Stat> = vec![
             (
-                "datapoints.added".to_string(),
+                "datapoints.added".into(),
                 self.metrics.points_written.get() as i64,
                 vec![],
             ),
-            ("head.points".to_string(), st.head_points as i64, vec![]),
-            ("series".to_string(), st.series.len() as i64, vec![]),
+            ("head.points".into(), points as i64, vec![]),
+            ("head.bytes".into(), bytes as i64, vec![]),
+            ("head.hours".into(), hours as i64, vec![]),
+            ("series".into(), series as i64, vec![]),
+            ("wal.bytes".into(), self.wal.total_bytes() as i64, vec![]),
+            ("flushes".into(), self.metrics.flushes.get() as i64, vec![]),
             (
-                "wal.bytes".to_string(),
-                self.wal.total_bytes() as i64,
-                vec![],
+                "storage.files".into(),
+                s.data_files as i64,
+                vec![("type", "data".into())],
             ),
             (
-                "flushes".to_string(),
-                self.metrics.flushes.get() as i64,
+                "storage.files".into(),
+                s.meta_files as i64,
+                vec![("type", "meta".into())],
+            ),
+            (
+                "storage.bytes".into(),
+                s.data_bytes as i64,
+                vec![("type", "data".into())],
+            ),
+            (
+                "storage.bytes".into(),
+                s.meta_bytes as i64,
+                vec![("type", "meta".into())],
+            ),
+            ("storage.points".into(), s.points as i64, vec![]),
+            ("storage.compactions".into(), s.compactions as i64, vec![]),
+            (
+                "block_cache.bytes".into(),
+                s.block_cache_bytes as i64,
                 vec![],
             ),
         ];
-        drop(st);
         for kind in UidKind::ALL {
             let used = self.uids.ids_used(kind).unwrap_or(0) as i64;
             let max = KeyLayout::max_uid(self.uids.width(kind)) as i64;
-            out.push((
-                "uid.ids-used".into(),
-                used,
-                vec![("kind", kind.as_str().into())],
-            ));
-            out.push((
-                "uid.ids-available".into(),
-                max.saturating_sub(used),
-                vec![("kind", kind.as_str().into())],
-            ));
+            let tag = || vec![("kind", kind.as_str().to_string())];
+            out.push(("uid.ids-used".into(), used, tag()));
+            out.push(("uid.ids-available".into(), max.saturating_sub(used), tag()));
             out.push((
                 "uid.cache-size".into(),
                 self.uids.cache_size(kind) as i64,
-                vec![("kind", kind.as_str().into())],
+                tag(),
             ));
         }
         out
     }
+
+    /// Forgets cached names, series and blocks (`dropcaches`).
+    pub fn drop_caches(&self) {
+        self.uids.drop_caches();
+        self.series_cache.clear();
+        self.store.drop_caches();
+    }
+}
+
+/// The metric UID of a series key.
+fn metric_of(layout: &KeyLayout, series_key: &[u8]) -> u64 {
+    series_key
+        .get(layout.salt_width..layout.prefix_width())
+        .map_or(0, crate::codec::rowkey::uid_from_bytes)
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! query layer. Issues one scan per salt bucket (`[salt][metric][start
 //! hour]` to `[salt][metric][end hour]`), run on parallel threads, filters
 //! tag pairs on raw key bytes (literal filters pushed down as UID sets),
-//! decodes cells, and merges the rows being flushed and the head on top
-//! (newest point of an instant wins).
+//! decodes each row's cells (`codec::row`), and merges the rows being
+//! flushed and the head on top (newest point of an instant wins). Points
+//! older than the metric's retention horizon are never returned.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -12,10 +13,9 @@ use std::sync::{Arc, Mutex};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
-use crate::codec::cell::{decode_cell, merge_points};
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
-use crate::storage::{Table, family};
+use crate::storage::Table;
 use crate::uid::{UidError, UidKind};
 
 /// A tag key UID that must be present, with the allowed value UIDs (`None`
@@ -183,36 +183,46 @@ impl Engine {
                         }
                         let start = layout.scan_key(b as u32, scan.metric, scan.lo);
                         let end = layout.scan_key(b as u32, scan.metric, scan.hi);
-                        let res = self.store.scan(Table::Data, &start, &end, &mut |row, cells| {
-                            let Some(parts) = layout.parse_row_key(row) else { return Ok(true) };
-                            if !scan.pf.matches(&layout, parts.tags) {
-                                return Ok(true);
-                            }
-                            pts.clear();
-                            for c in &cells {
-                                if c.column.first() != Some(&family::DATA) {
-                                    continue;
+                        let res = self
+                            .store
+                            .scan(Table::Data, &start, &end, &mut |row, cells| {
+                                let Some(parts) = layout.parse_row_key(row) else {
+                                    return Ok(true);
+                                };
+                                if !scan.pf.matches(&layout, parts.tags) {
+                                    return Ok(true);
                                 }
-                                let before = pts.len();
-                                if let Err(e) = decode_cell(&c.column[1..], &c.value, &mut pts) {
-                                    tracing::error!(error = %e, row = ?row, "skipping an undecodable cell");
-                                    pts.truncate(before);
+                                pts.clear();
+                                if let Err(e) = crate::codec::row::decode_row(&cells, &mut pts) {
+                                    // Never skip damage silently: fail the query.
+                                    return Err(crate::storage::StorageError::Corrupt {
+                                        path: std::path::PathBuf::from("<data row>"),
+                                        offset: None,
+                                        reason: format!("row {row:02X?}: {e}"),
+                                    });
                                 }
-                            }
-                            let merged = if cells.len() > 1 { merge_points(&pts, &[]) } else { std::mem::take(&mut pts) };
-                            if !scan.budget.take(merged.len()) {
-                                return Ok(false);
-                            }
-                            push_row(local.entry(layout.series_of_row(row)).or_default(), parts.base_time, &merged);
-                            Ok(true)
-                        });
+                                if !scan.budget.take(pts.len()) {
+                                    return Ok(false);
+                                }
+                                push_row(
+                                    local.entry(layout.series_of_row(row)).or_default(),
+                                    parts.base_time,
+                                    &pts,
+                                );
+                                Ok(true)
+                            });
                         if let Err(e) = res {
-                            let mut fe = first_err.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            let mut fe = first_err
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
                             fe.get_or_insert(SourceError::Storage(e.to_string()));
                             break;
                         }
                     }
-                    results.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(local);
+                    results
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(local);
                 });
             }
         });
@@ -237,30 +247,36 @@ impl Engine {
     /// head), in that order so newer points come later.
     fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
         let layout = *self.layout();
-        let st = self.lock();
+        let p = layout.prefix_width();
+        let head = self.head();
         let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
-        let Some(ids) = st.by_metric.get(&scan.metric) else {
-            return Ok(out);
-        };
-        for &id in ids {
-            let key = &st.series[id as usize].key;
-            let tags = key.get(layout.prefix_width()..).unwrap_or_default();
-            if !scan.pf.matches(&layout, tags) {
+        let in_range = |base: u32| base >= scan.lo && base < scan.hi;
+        for frozen in &head.frozen {
+            for (key, hour) in frozen.rows.get(&scan.metric).into_iter().flatten() {
+                if !in_range(hour.base)
+                    || !scan.pf.matches(&layout, key.get(p..).unwrap_or_default())
+                {
+                    continue;
+                }
+                let pts = hour.points();
+                if !scan.budget.take(pts.len()) {
+                    return scan.budget.check().map(|()| out);
+                }
+                push_row(out.entry(key.to_vec()).or_default(), hour.base, &pts);
+            }
+        }
+        for e in head.series_of(scan.metric) {
+            if e.hours.iter().all(|h| !in_range(h.base))
+                || !scan.pf.matches(&layout, e.key.get(p..).unwrap_or_default())
+            {
                 continue;
             }
-            for rows in st
-                .frozen
-                .iter()
-                .map(|f| f.get(&id))
-                .chain(std::iter::once(st.head.get(&id)))
-            {
-                let Some((_, by_base)) = rows else { continue };
-                for (&base, pts) in by_base.range(scan.lo..scan.hi) {
-                    if !scan.budget.take(pts.len()) {
-                        return scan.budget.check().map(|()| out);
-                    }
-                    push_row(out.entry(key.to_vec()).or_default(), base, pts);
+            for hour in e.hours.iter().filter(|h| in_range(h.base)) {
+                let pts = hour.points();
+                if !scan.budget.take(pts.len()) {
+                    return scan.budget.check().map(|()| out);
                 }
+                push_row(out.entry(e.key.to_vec()).or_default(), hour.base, &pts);
             }
         }
         Ok(out)
@@ -319,7 +335,7 @@ impl SeriesSource for Engine {
         // the frozen rows, so rows that finish flushing during this query
         // are in the memory snapshot or in the later store scan (or both,
         // deduplicated below), never in neither.
-        let limit = self.query_max_points;
+        let limit = self.settings.query_max_points;
         let budget = Budget(
             AtomicI64::new(i64::try_from(limit).unwrap_or(i64::MAX)),
             limit,
@@ -333,6 +349,11 @@ impl SeriesSource for Engine {
         };
         let mut memory = self.scan_memory(&scan)?;
         let stored = self.scan_store(&scan)?;
+        // Retention: nothing older than the metric's horizon.
+        let horizon = self
+            .retention
+            .horizon_ms(req.metric, self.clock.now_ms())
+            .max(req.scan_start_ms);
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {
@@ -340,7 +361,7 @@ impl SeriesSource for Engine {
             pts.sort_by_key(|p| p.0);
             let mut dedup: Vec<(i64, Num)> = Vec::with_capacity(pts.len());
             for (ts, v) in pts {
-                if ts < req.scan_start_ms || ts >= req.scan_end_ms {
+                if ts < horizon || ts >= req.scan_end_ms {
                     continue;
                 }
                 match dedup.last_mut() {

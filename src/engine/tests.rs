@@ -1,114 +1,178 @@
-//! Engine tests: head, flush and replay give the same reads; the head bound
-//! is enforced.
+//! Engine tests: the head, flushes, checkpoints, deletes, retention and
+//! reopen all give the reads a simple model expects; the model test drives
+//! them at random against a `BTreeMap` oracle.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use hourglass_ingest::{Point, Timestamp, Value};
 use hourglass_query::exec::{FetchRequest, Num, SeriesSource};
 
+use super::clock::ManualClock;
 use super::*;
 
-fn config(dir: &Path, max_points: usize) -> Config {
+const T0_MS: i64 = 1_700_000_000_000;
+
+fn config(dir: &Path) -> Config {
     let mut c = Config::default();
     c.storage.data_dir = dir.to_path_buf();
     c.wal.fsync = crate::config::FsyncPolicy::Never;
-    c.head.max_points = max_points;
+    c.storage.block_cache_bytes = 1 << 20;
     c
 }
 
-fn point(ts: u64, v: i64, host: &str) -> Point<'static> {
+fn open(c: &Config, clock: &ManualClock) -> Arc<Engine> {
+    Engine::open_with(c, Metrics::new(), Arc::new(clock.clone())).unwrap()
+}
+
+fn point(metric: &'static str, ts: u64, v: i64, host: &str) -> Point<'static> {
     Point {
-        metric: Cow::Borrowed("e.m"),
+        metric: Cow::Borrowed(metric),
         timestamp: Timestamp(ts),
         value: Value::Int(v),
         tags: vec![(Cow::Borrowed("host"), Cow::Owned(host.to_string()))],
     }
 }
 
-fn read(e: &Engine) -> Vec<(String, Vec<(i64, i64)>)> {
+fn write(e: &Engine, pts: &[Point<'_>]) {
+    let r = e.write(pts).unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    e.wal().wait_durable_blocking(r.lsn, 0).unwrap();
+}
+
+type Read = Vec<(String, Vec<(i64, i64)>)>;
+
+fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
     let req = FetchRequest {
-        metric: "e.m",
+        metric,
         filters: &[],
         explicit_tags: false,
-        scan_start_ms: 1_356_994_800_000,
-        scan_end_ms: 1_357_020_000_000,
+        scan_start_ms: start_ms,
+        scan_end_ms: end_ms,
     };
-    let mut out: Vec<(String, Vec<(i64, i64)>)> = e
-        .fetch(&req)
-        .unwrap()
-        .into_iter()
-        .map(|s| {
-            let pts = s
-                .points
-                .iter()
-                .map(|(t, v)| (*t, if let Num::Int(i) = v { *i } else { -1 }))
-                .collect();
-            (s.tags[0].value.to_string(), pts)
-        })
-        .collect();
+    let mut out: Read = match e.fetch(&req) {
+        Ok(series) => series
+            .into_iter()
+            .map(|s| {
+                let pts = s
+                    .points
+                    .iter()
+                    .map(|(t, v)| (*t, if let Num::Int(i) = v { *i } else { -1 }))
+                    .collect();
+                (s.tags[0].value.to_string(), pts)
+            })
+            .collect(),
+        Err(hourglass_query::exec::SourceError::NoSuchName { .. }) => Vec::new(),
+        Err(err) => panic!("{err}"),
+    };
     out.sort();
     out
+}
+
+fn read(e: &Engine) -> Read {
+    read_metric(e, "e.m", 0, 4_000_000_000_000)
 }
 
 #[test]
 fn head_flush_and_replay_read_the_same() {
     let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
     let pts: Vec<Point<'static>> = (0..200u64)
         .map(|i| {
             point(
+                "e.m",
                 1_356_998_400 + i * 60,
                 i as i64,
                 if i % 2 == 0 { "a" } else { "b" },
             )
         })
-        .chain([point(1_356_998_400_500, 7, "a")]) // ms point in the first hour
+        .chain([point("e.m", 1_356_998_400_500, 7, "a")]) // ms point in the first hour
         .collect();
     let want;
     {
-        let e = Engine::open(&config(dir.path(), 1_000_000), Metrics::new()).unwrap();
-        let r = e.write(&pts).unwrap();
-        assert_eq!(r.accepted, pts.len());
+        let e = open(&c, &clock);
+        write(&e, &pts);
         want = read(&e);
         assert_eq!(want.len(), 2);
         assert_eq!(want[0].1.len() + want[1].1.len(), 201);
-        e.flush(true).unwrap();
-        assert_eq!(
-            read(&e),
-            want,
-            "after a checkpoint the store serves the same points"
+        assert!(e.flush_closed().unwrap() > 0, "2012 hours are closed");
+        assert_eq!(e.head_usage().1, 0);
+        assert_eq!(read(&e), want, "the store serves the same points");
+        // Overwrite one point and add one in a stored hour: a second cell
+        // of the row, merged on read.
+        write(
+            &e,
+            &[
+                point("e.m", 1_356_998_400, 1000, "a"),
+                point("e.m", 1_356_998_430, 5, "a"),
+            ],
         );
-        // Overwrite one point and add one in a stored hour: merged on read and on flush.
-        e.write(&[
-            point(1_356_998_400, 1000, "a"),
-            point(1_356_998_430, 5, "a"),
-        ])
-        .unwrap();
         let mut w2 = want.clone();
         w2[0].1[0].1 = 1000;
         w2[0].1.insert(2, (1_356_998_430_000, 5));
         assert_eq!(read(&e), w2);
-        e.flush(false).unwrap(); // closed hours only: all of 2013
+        e.flush_closed().unwrap();
         assert_eq!(read(&e), w2);
-        e.write(&[point(1_356_998_460, 42, "b")]).unwrap();
-        e.wal.close(); // crash: no shutdown flush
+        e.compact(true).unwrap();
+        assert_eq!(read(&e), w2, "compaction merges the row's cells");
+        write(&e, &[point("e.m", 1_356_998_460, 42, "b")]);
+        e.wal().close(); // crash: no shutdown
     }
-    let e = Engine::open(&config(dir.path(), 1_000_000), Metrics::new()).unwrap();
+    let e = open(&c, &clock);
     let got = read(&e);
     assert_eq!(got[0].1[0], (1_356_998_400_000, 1000));
     assert!(got[1].1.contains(&(1_356_998_460_000, 42)));
     e.shutdown().unwrap();
     drop(e);
-    let e = Engine::open(&config(dir.path(), 1_000_000), Metrics::new()).unwrap();
+    let e = open(&c, &clock);
     assert_eq!(read(&e), got);
 }
 
 #[test]
-fn head_bound_refuses_writes() {
+fn open_hours_survive_restarts_through_checkpoints_not_table_files() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Engine::open(&config(dir.path(), 10), Metrics::new()).unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let now_s = (T0_MS / 1000) as u64;
+    let pts: Vec<Point<'static>> = (0..100u64)
+        .map(|i| point("e.m", now_s - 700 + i * 7, i as i64, "a"))
+        .collect();
+    {
+        let e = open(&c, &clock);
+        write(&e, &pts);
+        e.checkpoint().unwrap();
+        write(&e, &[point("e.m", now_s + 5, 999, "a")]);
+        assert_eq!(e.flush_closed().unwrap(), 0, "the hour is open");
+        e.wal().close(); // crash after the checkpoint
+    }
+    let e = open(&c, &clock);
+    assert_eq!(read(&e)[0].1.len(), 101);
+    e.shutdown().unwrap();
+    drop(e);
+    // A clean stop writes no table file for open hours.
+    let store = std::fs::read_dir(dir.path().join("store")).unwrap();
+    let ssts = store
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    assert_eq!(ssts, 1, "only the UID table's file");
+    let wal_files = std::fs::read_dir(dir.path().join("wal")).unwrap().count();
+    assert_eq!(wal_files, 1, "the log before the checkpoint is gone");
+    let e = open(&c, &clock);
+    assert_eq!(read(&e)[0].1.len(), 101);
+}
+
+#[test]
+fn head_bound_refuses_writes_and_pressure_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.head.max_bytes = 1;
+    let e = open(&c, &clock);
     // No background thread: nothing drains the head.
-    let batch: Vec<Point<'static>> = (0..20)
-        .map(|i| point(1_356_998_400 + i, i as i64, "a"))
+    let batch: Vec<Point<'static>> = (0..2000)
+        .map(|i| point("e.m", (T0_MS / 1000) as u64 - 3000 + i, i as i64, "a"))
         .collect();
     e.write(&batch).unwrap();
     let err = e.write(&batch[..1]).unwrap_err();
@@ -116,17 +180,288 @@ fn head_bound_refuses_writes() {
         err.to_string().starts_with("Please throttle writes"),
         "{err}"
     );
-    e.flush(true).unwrap();
+    e.maintain_head().unwrap();
+    assert_eq!(e.head_usage().0, 0, "memory pressure flushed open hours");
     e.write(&batch[..1]).unwrap();
+    assert_eq!(read(&e)[0].1.len(), 2000);
 }
 
 #[test]
 fn unknown_names_are_per_point_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path(), 1000);
+    let mut c = config(dir.path());
     c.uid.auto_create_tagvs = false;
-    let e = Engine::open(&c, Metrics::new()).unwrap();
-    let r = e.write(&[point(1_356_998_400, 1, "a")]).unwrap();
+    let e = open(&c, &ManualClock::new(T0_MS));
+    let r = e.write(&[point("e.m", 1_356_998_400, 1, "a")]).unwrap();
     assert_eq!(r.accepted, 0);
     assert_eq!(r.errors[0].1.to_string(), "No such name for 'tagv': 'a'");
+}
+
+fn series_key(e: &Engine, metric: &str, host: &str) -> Vec<u8> {
+    let m = e.uids().lookup(UidKind::Metric, metric).unwrap().unwrap();
+    let k = e.uids().lookup(UidKind::TagK, "host").unwrap().unwrap();
+    let v = e.uids().lookup(UidKind::TagV, host).unwrap().unwrap();
+    e.layout().series_key(m, &[(k, v)])
+}
+
+#[test]
+fn deletes_hit_head_store_and_survive_restart_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let base = 1_356_998_400u64;
+    let pts: Vec<Point<'static>> = (0..360u64)
+        .flat_map(|i| {
+            [
+                point("e.m", base + i * 20, i as i64, "a"),
+                point("e.m", base + i * 20, i as i64, "b"),
+            ]
+        })
+        .collect();
+    {
+        let e = open(&c, &clock);
+        write(&e, &pts[..360]); // the first hour...
+        e.flush_closed().unwrap(); // ... to the store
+        write(&e, &pts[360..]); // the second hour stays in the head
+        let key = series_key(&e, "e.m", "a");
+        // Delete a range across the stored and the head hour, for host=a.
+        let (from, to) = ((base + 3000) as i64 * 1000, (base + 4000) as i64 * 1000);
+        assert_eq!(e.delete_points(&[key], from, to).unwrap(), 1);
+        let r = read(&e);
+        let a = &r[0].1;
+        assert!(a.iter().all(|(t, _)| *t < from || *t > to));
+        assert_eq!(a.len(), 360 - 51);
+        assert_eq!(r[1].1.len(), 360, "host=b untouched");
+        e.wal().close(); // crash
+    }
+    let e = open(&c, &clock);
+    assert_eq!(read(&e)[0].1.len(), 309, "the delete replays from the WAL");
+    e.flush_closed().unwrap();
+    e.compact(true).unwrap();
+    assert_eq!(
+        read(&e)[0].1.len(),
+        309,
+        "compaction resolves the tombstones"
+    );
+    assert_eq!(read(&e)[1].1.len(), 360);
+}
+
+#[test]
+fn retention_hides_and_then_drops_expired_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.retention.ttl = "30d".into();
+    c.retention.metrics.insert("short.*".into(), "2d".into());
+    let e = open(&c, &clock);
+    let now_s = (T0_MS / 1000) as u64;
+    for (metric, host) in [("e.m", "a"), ("short.m", "a")] {
+        let pts: Vec<Point<'static>> = (0..96u64)
+            .map(|h| point(metric, now_s - 95 * 3600 + h * 3600, h as i64, host))
+            .collect();
+        write(&e, &pts);
+    }
+    let short_before = read_metric(&e, "short.m", 0, 4_000_000_000_000)[0].1.len();
+    assert!(
+        (47..=49).contains(&short_before),
+        "{short_before}: only 2 days visible"
+    );
+    assert_eq!(read(&e)[0].1.len(), 96);
+    e.flush_closed().unwrap();
+    e.compact(false).unwrap();
+    // 40 days later: everything of the 30 d default is gone, and the files
+    // holding it are dropped.
+    clock.advance(40 * 86_400_000);
+    assert!(read(&e).is_empty() || read(&e)[0].1.is_empty());
+    assert!(read_metric(&e, "short.m", 0, 4_000_000_000_000).is_empty());
+    e.compact(false).unwrap();
+    assert_eq!(e.store().stats().data_files, 0);
+}
+
+#[test]
+fn late_points_become_a_second_cell_then_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let e = open(&config(dir.path()), &clock);
+    let base = 1_356_998_400u64;
+    write(&e, &[point("e.m", base + 10, 1, "a")]);
+    e.flush_closed().unwrap();
+    write(
+        &e,
+        &[
+            point("e.m", base + 5, 2, "a"),
+            point("e.m", base + 10, 3, "a"),
+        ],
+    );
+    e.flush_closed().unwrap();
+    assert_eq!(
+        read(&e)[0].1,
+        vec![
+            (base as i64 * 1000 + 5000, 2),
+            (base as i64 * 1000 + 10_000, 3)
+        ]
+    );
+    assert_eq!(e.store().stats().data_files, 2);
+    e.compact(false).unwrap();
+    assert_eq!(e.store().stats().data_files, 1);
+    assert_eq!(read(&e)[0].1.len(), 2);
+}
+
+mod model {
+    //! The engine against a `BTreeMap` oracle: random puts (in order, late
+    //! and out of order, rewrites), deletes, clock moves (retention
+    //! expiry), flushes, memory-pressure flushes, compactions, checkpoints,
+    //! clean and unclean reopens; every query compares with the oracle.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const HOSTS: [&str; 3] = ["a", "b", "c"];
+    const METRICS: [&str; 2] = ["m.long", "s.short"];
+
+    #[derive(Debug, Clone)]
+    pub enum Op {
+        /// metric, host, seconds before now, value, ms precision.
+        Put(usize, usize, u32, i64, bool),
+        Delete(usize, usize, u32, u32),
+        Advance(u32),
+        FlushClosed,
+        FlushOldest,
+        Compact(bool),
+        Checkpoint,
+        Reopen(bool),
+        Query(usize),
+    }
+
+    pub fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            12 => (0..2usize, 0..3usize, 0u32..6 * 86_400, -1000i64..1000, proptest::bool::weighted(0.2))
+                .prop_map(|(m, h, ago, v, ms)| Op::Put(m, h, ago, v, ms)),
+            1 => (0..2usize, 0..3usize, 0u32..6 * 86_400, 0u32..20_000)
+                .prop_map(|(m, h, ago, len)| Op::Delete(m, h, ago, len)),
+            2 => (0u32..36 * 3600).prop_map(Op::Advance),
+            2 => Just(Op::FlushClosed),
+            1 => Just(Op::FlushOldest),
+            2 => any::<bool>().prop_map(Op::Compact),
+            1 => Just(Op::Checkpoint),
+            1 => any::<bool>().prop_map(Op::Reopen),
+            3 => (0..2usize).prop_map(Op::Query),
+        ]
+    }
+
+    /// (metric, host, ts_ms) → value.
+    type Oracle = BTreeMap<(usize, usize, i64), i64>;
+
+    fn visible(oracle: &Oracle, metric: usize, horizon: i64) -> Read {
+        let mut out: Read = Vec::new();
+        for (h, host) in HOSTS.iter().enumerate() {
+            let pts: Vec<(i64, i64)> = oracle
+                .range((metric, h, i64::MIN)..=(metric, h, i64::MAX))
+                .filter(|((_, _, t), _)| *t >= horizon)
+                .map(|(&(_, _, t), &v)| (t, v))
+                .collect();
+            if !pts.is_empty() {
+                out.push((host.to_string(), pts));
+            }
+        }
+        out
+    }
+
+    pub fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(T0_MS);
+        let mut c = config(dir.path());
+        c.retention.ttl = "4d".into();
+        c.retention.metrics.insert("s.*".into(), "1d".into());
+        c.storage.memtable_bytes = 4096;
+        let mut e = open(&c, &clock);
+        let mut oracle = Oracle::new();
+        let ttl_ms = [4 * 86_400_000i64, 86_400_000];
+        let check = |e: &Engine,
+                     oracle: &Oracle,
+                     clock: &ManualClock,
+                     m: usize|
+         -> Result<(), TestCaseError> {
+            let now = clock.now_ms();
+            let got = read_metric(e, METRICS[m], 0, 4_000_000_000_000);
+            let want = visible(oracle, m, now - ttl_ms[m]);
+            prop_assert_eq!(got, want, "metric {}", METRICS[m]);
+            Ok(())
+        };
+        for op in ops {
+            match op {
+                Op::Put(m, h, ago, v, ms) => {
+                    let now = clock.now_ms();
+                    let ts_ms = (now / 1000 - i64::from(ago)) * 1000
+                        + if ms { i64::from(ago % 997) } else { 0 };
+                    let raw = if ms {
+                        ts_ms as u64
+                    } else {
+                        (ts_ms / 1000) as u64
+                    };
+                    write(&e, &[point(METRICS[m], raw, v, HOSTS[h])]);
+                    oracle.insert((m, h, ts_ms), v);
+                }
+                Op::Delete(m, h, ago, len) => {
+                    let now = clock.now_ms();
+                    let start = now - i64::from(ago) * 1000;
+                    let end = start + i64::from(len) * 1000;
+                    if e.uids()
+                        .lookup(UidKind::Metric, METRICS[m])
+                        .unwrap()
+                        .is_none()
+                        || e.uids().lookup(UidKind::TagV, HOSTS[h]).unwrap().is_none()
+                    {
+                        continue;
+                    }
+                    let key = series_key(&e, METRICS[m], HOSTS[h]);
+                    e.delete_points(&[key], start, end).unwrap();
+                    let gone: Vec<_> = oracle
+                        .range((m, h, start)..=(m, h, end))
+                        .map(|(k, _)| *k)
+                        .collect();
+                    for k in gone {
+                        oracle.remove(&k);
+                    }
+                }
+                Op::Advance(secs) => clock.advance(i64::from(secs) * 1000),
+                Op::FlushClosed => {
+                    e.flush_closed().unwrap();
+                }
+                Op::FlushOldest => {
+                    e.flush(Take::Bytes(1)).unwrap();
+                }
+                Op::Compact(force) => {
+                    e.compact(force).unwrap();
+                }
+                Op::Checkpoint => e.checkpoint().unwrap(),
+                Op::Reopen(clean) => {
+                    if clean {
+                        e.shutdown().unwrap();
+                    } else {
+                        e.wal().close();
+                    }
+                    drop(e);
+                    e = open(&c, &clock);
+                }
+                Op::Query(m) => check(&e, &oracle, &clock, m)?,
+            }
+        }
+        for m in 0..METRICS.len() {
+            check(&e, &oracle, &clock, m)?;
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("HOURGLASS_MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24),
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn engine_matches_the_oracle(ops in proptest::collection::vec(op(), 1..60)) {
+            run(ops)?;
+        }
+    }
 }

@@ -248,7 +248,7 @@ async fn put_inner(
     for (j, e) in &receipt.errors {
         let msg = match e {
             PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
-            PointError::Uid(other) => other.to_string(),
+            other => other.to_string(),
         };
         errors.push((index[*j], msg));
     }
@@ -469,7 +469,7 @@ async fn filters() -> Response {
 }
 
 async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
-    ctx.engine.uids().drop_caches();
+    ctx.engine.drop_caches();
     Json(serde_json::json!({"status": "200", "message": "Caches dropped"})).into_response()
 }
 

@@ -51,7 +51,7 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
     // behind, hold the batch and stop reading, so TCP slows the client down.
     let mut backoff = Duration::from_millis(10);
     let res = loop {
-        match tokio::task::block_in_place(|| ctx.engine.write(points)) {
+        match ctx.engine.write_durable(points).await {
             Err(crate::engine::EngineError::Overloaded { .. }) => {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(500));
@@ -68,12 +68,8 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
                         format!("put: unknown metric: {u}")
                     }
                     PointError::Uid(u) => format!("put: illegal argument: {u}"),
+                    PointError::Timestamp(_) => format!("put: illegal argument: {e}"),
                 });
-            }
-            if receipt.lsn > 0
-                && let Err(e) = ctx.engine.wal().wait_durable(receipt.lsn).await
-            {
-                replies.send(format!("put: storage error: {e}"));
             }
         }
         Err(e) => replies.send(format!("put: storage error: {e}")),
@@ -144,7 +140,7 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
                     }
                     Command::DropCaches => {
                         flush(ctx, &mut points, replies).await;
-                        ctx.engine.uids().drop_caches();
+                        ctx.engine.drop_caches();
                         replies.send("Caches dropped.".into());
                     }
                     Command::Exit => {

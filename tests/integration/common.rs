@@ -13,6 +13,7 @@ pub struct Server {
     pub addr: SocketAddr,
     pub dir: PathBuf,
     extra: String,
+    env: Vec<(String, String)>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -25,14 +26,23 @@ impl Server {
     /// A server on a fresh data directory with extra TOML appended to the
     /// test config.
     pub fn start_with(extra: &str) -> Self {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// With extra environment variables (e.g. `HOURGLASS_FAILPOINTS`).
+    pub fn start_with_env(extra: &str, env: &[(&str, &str)]) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
-        let mut s = Self::spawn(&dir, extra);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut s = Self::spawn(&dir, extra, &env).unwrap_or_else(|e| panic!("{e}"));
         s._tmp = Some(tmp);
         s
     }
 
-    fn spawn(dir: &Path, extra: &str) -> Self {
+    fn spawn(dir: &Path, extra: &str, env: &[(String, String)]) -> Result<Self, String> {
         let cfg = dir.join("test.toml");
         // Port and data directory come from the command line (as an
         // operator overrides them), so `extra` may use any table.
@@ -47,6 +57,7 @@ impl Server {
             .arg(&cfg)
             .arg("--data-dir")
             .arg(dir.join("data"))
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()
@@ -60,18 +71,21 @@ impl Server {
             .split_whitespace()
             .skip_while(|w| *w != "on")
             .nth(1)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-                panic!("no address in startup line {line:?}; log:\n{log}")
-            });
-        Server {
+            .and_then(|a| a.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            return Err(format!("no address in startup line {line:?}; log:\n{log}"));
+        };
+        Ok(Server {
             child: Some(child),
             addr,
             dir: dir.to_path_buf(),
             extra: extra.to_string(),
+            env: env.to_vec(),
             _tmp: None,
-        }
+        })
     }
 
     /// Stops with SIGTERM (clean shutdown) and waits.
@@ -106,10 +120,44 @@ impl Server {
 
     /// Starts again on the same data directory (new port).
     pub fn restart(&mut self) {
+        if let Err(e) = self.try_restart() {
+            panic!("{e}");
+        }
+    }
+
+    /// Starts again; `Err` with the server log if it refuses to start.
+    pub fn try_restart(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "stop or kill first");
-        let mut fresh = Self::spawn(&self.dir, &self.extra);
+        let mut fresh = Self::spawn(&self.dir, &self.extra, &self.env)?;
         self.child = fresh.child.take();
         self.addr = fresh.addr;
+        Ok(())
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Runs `hourglass fsck` on the (stopped) server's data directory;
+    /// returns its exit status and output.
+    pub fn fsck(&self, repair: bool) -> (bool, String) {
+        assert!(self.child.is_none(), "stop or kill first");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hourglass"));
+        cmd.args(["fsck", "--config"])
+            .arg(self.dir.join("test.toml"))
+            .arg("--data-dir")
+            .arg(self.data_dir());
+        if repair {
+            cmd.arg("--repair");
+        }
+        let out = cmd.output().expect("run fsck");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
     }
 
     pub fn log(&self) -> String {

@@ -89,29 +89,74 @@ fn background_flush_of_closed_hours_then_kill9() {
     assert_eq!(read_back(&s), want);
 }
 
-/// Writes from 4 threads until the server dies; returns the acknowledged
-/// timestamps. Each writer uses its own timestamp range, offset by `round`.
-fn write_until_killed(s: &mut Server, round: i64, run_for: Duration) -> (Vec<i64>, u64) {
+/// xorshift64*: deterministic moments from a printed seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// What the writers did in one cycle: timestamps acknowledged, and every
+/// timestamp sent (an unacknowledged write may or may not have landed).
+#[derive(Default)]
+struct Written {
+    acked: Vec<i64>,
+    sent: Vec<i64>,
+    /// Flushes, checkpoints and compactions the server had done when killed.
+    work: [u64; 3],
+}
+
+fn counter(metrics: &str, name: &str) -> u64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Writes from 4 threads until the server is killed `run_for` from now.
+/// Writers 0–2 write long-closed hours (flushed every second, then
+/// compacted); writer 3 writes the current hour (held in the head, saved by
+/// checkpoints). Every point's value is its timestamp.
+fn write_until_killed(s: &mut Server, cycle: i64, run_for: Duration) -> Written {
     let addr = s.addr;
-    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+    let out: Arc<Mutex<Written>> = Arc::new(Mutex::new(Written::default()));
     let stop = Arc::new(AtomicBool::new(false));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let mut writers = Vec::new();
     for w in 0..4i64 {
-        let acked = Arc::clone(&acked);
+        let out = Arc::clone(&out);
         let stop = Arc::clone(&stop);
         writers.push(std::thread::spawn(move || {
             let mut batch = 0i64;
             while !stop.load(Ordering::Relaxed) {
-                let base = 1400000000 + round * 10_000_000 + w * 1_000_000 + batch * 50;
-                let body: Vec<String> = (0..50)
+                // Historical writers spread each batch over several hours.
+                let ts: Vec<i64> = (0..50)
                     .map(|i| {
+                        if w < 3 {
+                            1_400_000_000 + cycle * 400_000 + w * 100_000 + batch * 50 + i * 397
+                        } else {
+                            now - 1800 + (cycle * 1000 + batch * 50 + i) % 1700
+                        }
+                    })
+                    .collect();
+                let body: Vec<String> = ts
+                    .iter()
+                    .map(|t| {
                         format!(
-                            r#"{{"metric":"k.m","timestamp":{},"value":{},"tags":{{"w":"{w}"}}}}"#,
-                            base + i,
-                            base + i
+                            r#"{{"metric":"k.m","timestamp":{t},"value":{t},"tags":{{"w":"{w}"}}}}"#
                         )
                     })
                     .collect();
+                out.lock().expect("lock").sent.extend(&ts);
                 match try_http(
                     addr,
                     "POST",
@@ -119,121 +164,186 @@ fn write_until_killed(s: &mut Server, round: i64, run_for: Duration) -> (Vec<i64
                     &[],
                     format!("[{}]", body.join(",")).as_bytes(),
                 ) {
-                    Ok(r) if r.status == 204 => acked
-                        .lock()
-                        .expect("lock")
-                        .extend((0..50).map(|i| base + i)),
+                    Ok(r) if r.status == 204 => out.lock().expect("lock").acked.extend(&ts),
                     _ => break,
                 }
                 batch += 1;
+                // Keep the data of 20 cycles small enough to check quickly.
+                std::thread::sleep(Duration::from_millis(4));
             }
         }));
     }
     std::thread::sleep(run_for);
-    // How many flushes (checkpoints included) ran while writing.
-    let flushes = try_http(addr, "GET", "/metrics", &[], b"")
-        .ok()
-        .and_then(|r| {
-            r.text().lines().find_map(|l| {
-                l.strip_prefix("hourglass_flushes_total ")
-                    .and_then(|v| v.trim().parse().ok())
-            })
+    let work = try_http(addr, "GET", "/metrics", &[], b"")
+        .map(|r| {
+            let m = r.text();
+            [
+                counter(&m, "hourglass_flushes_total "),
+                counter(&m, "hourglass_head_checkpoints_total "),
+                counter(&m, "hourglass_compactions_total "),
+            ]
         })
-        .unwrap_or(0);
+        .unwrap_or_default();
     s.kill9();
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         let _ = w.join();
     }
-    let acked = acked.lock().expect("lock").clone();
-    (acked, flushes)
+    let mut w = std::mem::take(&mut *out.lock().expect("lock"));
+    w.work = work;
+    w
 }
 
-fn stored_timestamps(s: &Server) -> std::collections::HashSet<i64> {
-    let r = s.query("/api/query?start=1400000000&end=1500000000&m=none:k.m");
-    let mut have = std::collections::HashSet::new();
+/// Every stored point of `k.m` as (writer tag, timestamp), checking that
+/// each value equals its timestamp.
+fn stored(s: &Server) -> Vec<(String, i64)> {
+    let r = s.query("/api/query?start=1400000000&end=4000000000&m=none:k.m{w=*}&ms=true");
+    let mut have = Vec::new();
     for series in r.as_array().expect("array") {
+        let w = series["tags"]["w"].as_str().expect("w tag").to_string();
         for (k, v) in dps(series) {
-            let ts: i64 = k.parse().expect("numeric timestamp");
+            let ts: i64 = k.parse::<i64>().expect("numeric timestamp") / 1000;
             assert_eq!(v, ts as f64, "value of {ts}");
-            have.insert(ts);
+            have.push((w.clone(), ts));
         }
     }
     have
 }
 
 #[test]
-fn kill9_during_checkpoints_and_merges() {
-    // Tiny bounds: the WAL is checkpointed (every row written to table
-    // files) every few hundred requests, files are merged constantly, and
-    // closed hours are flushed every second.
+fn kill9_at_random_moments_during_flush_checkpoint_and_compaction() {
+    let cycles: u64 = std::env::var("HOURGLASS_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    eprintln!("crash test seed {seed} ({cycles} cycles)");
+    let mut rng = Rng(seed);
+    // Everything happens all the time: closed hours flush every second, the
+    // head is checkpointed every few hundred requests, compaction runs
+    // every second and small windows fill up fast.
     let mut s = Server::start_with(
-        "[wal]\ncheckpoint_bytes = 200000\n[storage]\nmax_tables = 3\n[head]\nflush_interval_secs = 1\n",
+        "[wal]\ncheckpoint_bytes = 60000\n[head]\nflush_interval_secs = 1\nflush_grace_secs = 0\n[storage]\ncompaction_interval_secs = 1\nmemtable_bytes = 20000\n",
     );
-    let mut all_acked = Vec::new();
-    let mut flushes = 0;
-    for round in 0..3 {
-        let (acked, f) = write_until_killed(&mut s, round, Duration::from_millis(1500));
-        all_acked.extend(acked);
-        flushes += f;
-        s.restart();
-        let have = stored_timestamps(&s);
-        let missing = all_acked.iter().filter(|t| !have.contains(t)).count();
-        assert_eq!(
-            missing,
-            0,
-            "round {round}: {missing} of {} acknowledged points lost",
-            all_acked.len()
+    let mut acked: std::collections::HashSet<(String, i64)> = Default::default();
+    let mut sent: std::collections::HashSet<(String, i64)> = Default::default();
+    let mut total_acked = 0usize;
+    let mut work = [0u64; 3];
+    for cycle in 0..cycles as i64 {
+        if cycle > 0 {
+            s.restart();
+        }
+        let run_for = Duration::from_millis(150 + rng.below(900));
+        let written = write_until_killed(&mut s, cycle, run_for);
+        // Writers w<3 use disjoint timestamps per cycle; the current-hour
+        // writer may rewrite a timestamp with the same value.
+        let tag = |ts: i64| -> String {
+            if ts > 1_500_000_000 {
+                "3".into()
+            } else {
+                (((ts - 1_400_000_000) % 400_000) / 100_000).to_string()
+            }
+        };
+        total_acked += written.acked.len();
+        for (a, b) in work.iter_mut().zip(written.work) {
+            *a += b;
+        }
+        acked.extend(written.acked.iter().map(|&t| (tag(t), t)));
+        sent.extend(written.sent.iter().map(|&t| (tag(t), t)));
+        let (clean, out) = s.fsck(false);
+        assert!(
+            clean,
+            "cycle {cycle} (seed {seed}): fsck after kill -9 found damage:\n{out}"
         );
+        s.restart();
+        let have = stored(&s);
+        let unique: std::collections::HashSet<(String, i64)> = have.iter().cloned().collect();
+        assert_eq!(
+            unique.len(),
+            have.len(),
+            "cycle {cycle}: a point is stored twice"
+        );
+        let missing: Vec<_> = acked
+            .iter()
+            .filter(|p| !unique.contains(*p))
+            .take(5)
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "cycle {cycle} (seed {seed}): acknowledged points lost, e.g. {missing:?}\n{}",
+            s.log()
+        );
+        let invented: Vec<_> = unique
+            .iter()
+            .filter(|p| !sent.contains(*p))
+            .take(5)
+            .collect();
+        assert!(
+            invented.is_empty(),
+            "cycle {cycle}: points nobody wrote: {invented:?}"
+        );
+        s.kill9();
     }
     assert!(
-        all_acked.len() >= 600,
-        "too few acknowledged points: {}",
-        all_acked.len()
+        total_acked >= 2000,
+        "too few acknowledged points: {total_acked}"
     );
+    let [flushes, checkpoints, compactions] = work;
     assert!(
-        flushes >= 3,
-        "expected checkpoints while writing, saw {flushes} flushes"
-    );
-    let tables = std::fs::read_dir(s.dir.join("data/store"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
-        .count();
-    assert!(
-        (1..=4).contains(&tables),
-        "{tables} table files with max_tables = 3"
+        flushes > 0 && checkpoints > 0 && compactions > 0,
+        "the kills must fall among flushes ({flushes}), checkpoints ({checkpoints}) and compactions ({compactions})"
     );
     eprintln!(
-        "kill -9 x3 under checkpoints: {} acknowledged points, all present; {flushes} flushes",
-        all_acked.len()
+        "kill -9 x{cycles}: {total_acked} acknowledged points, all present exactly once; {flushes} flushes, {checkpoints} checkpoints, {compactions} compactions ran"
     );
 }
 
 #[test]
-fn kill9_loses_no_acknowledged_point() {
-    let mut s = Server::start();
-    let (acked, _) = write_until_killed(&mut s, 0, Duration::from_millis(1500));
+fn a_failed_fsync_refuses_writes_and_keeps_serving_reads() {
+    // The first 3 WAL fsyncs succeed, every later one fails.
+    let s = Server::start_with_env("", &[("HOURGLASS_FAILPOINTS", "wal_fsync=3")]);
+    let mut t = s.telnet();
+    t.send("put f.m 1356998400 1 host=a\n");
+    assert!(t.sync().is_empty());
+    let mut refused = None;
+    for i in 1..20 {
+        let body = format!(
+            r#"{{"metric":"f.m","timestamp":{},"value":{i},"tags":{{"host":"a"}}}}"#,
+            1356998400 + i
+        );
+        let r = s.post_json("/api/put", &body);
+        if r.status != 204 {
+            refused = Some(r);
+            break;
+        }
+    }
+    let r = refused.expect("writes kept succeeding after fsync started failing");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("refuses further writes"), "{}", r.text());
+    // Later writes are refused too, over both protocols...
+    let r = s.post_json(
+        "/api/put",
+        r#"{"metric":"f.m","timestamp":1356999999,"value":5,"tags":{"host":"a"}}"#,
+    );
+    assert_eq!(r.status, 503);
+    let mut t = s.telnet();
+    t.send("put f.m 1356999998 1 host=a\n");
+    let lines = t.sync();
     assert!(
-        acked.len() >= 200,
-        "too few acknowledged points to mean anything: {}",
-        acked.len()
+        lines.iter().any(|l| l.contains("refuses further writes")),
+        "{lines:?}"
     );
-    s.restart();
-    let have = stored_timestamps(&s);
-    let missing: Vec<&i64> = acked.iter().filter(|t| !have.contains(t)).collect();
+    // ... while reads are served: the acknowledged points are there.
+    let q = s.query("/api/query?start=1356998400&end=1357000000&m=sum:f.m");
+    let got = dps(&q[0]);
     assert!(
-        missing.is_empty(),
-        "{} of {} acknowledged points lost, e.g. {:?}",
-        missing.len(),
-        acked.len(),
-        &missing[..missing.len().min(5)]
+        got.iter().any(|(k, v)| k == "1356998400" && *v == 1.0),
+        "{got:?}"
     );
-    eprintln!(
-        "kill -9: {} acknowledged points, all present ({} stored)",
-        acked.len(),
-        have.len()
-    );
+    assert_eq!(s.get("/api/version").status, 200);
 }
 
 #[test]
@@ -241,9 +351,17 @@ fn second_server_on_the_same_directory_is_refused() {
     let s = Server::start();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
         .args(["serve", "--port", "0", "--data-dir"])
-        .arg(s.dir.join("data"))
+        .arg(s.data_dir())
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another hourglass process"));
+    // fsck refuses a directory a server is using, too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
+        .args(["fsck", "--data-dir"])
+        .arg(s.data_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("in use by a running hourglass"));
 }

@@ -1,6 +1,6 @@
 //! The write-ahead log of the series head: numbered segment files of
-//! checksummed frames (framing in [`crate::logfile`]), written by one sync
-//! thread with group commit.
+//! checksummed frames (framing in [`crate::logfile`], record schema in
+//! [`record`]), written by one sync thread with group commit.
 //!
 //! Writers append whole frames to an in-memory buffer under a mutex and get
 //! a log sequence number (LSN, bytes appended so far); the sync thread
@@ -10,30 +10,28 @@
 //! slows ingest down instead of growing memory. A failed write or fsync
 //! poisons the log for good (no retry after fsync failure).
 //!
-//! Record schema (payload of a frame), drawn in `docs/format/wal.md`:
-//! ```text
-//! record := 0x01 series_id:varint series_key:bytes          (series definition)
-//!         | 0x02 series_id:varint timestamp:varint value     (point)
-//! value  := 0x00 zigzag-varint | 0x01 f32 LE | 0x02 f64 LE
-//! ```
-//! Series ids are local to a segment: every segment defines the series it
-//! uses before their points, so any suffix of segments replays on its own.
+//! Segments are numbered; a head checkpoint names the segment from which
+//! replay starts, and older segments are deleted once it is durable. A torn
+//! tail (a frame cut short by a crash) is truncated on open; a complete
+//! frame that fails its checksum or does not decode stops `open` with the
+//! file and offset, unless repair is on, which keeps the frames before the
+//! damage and moves the rest to `lost+found/`.
 
-use std::collections::HashMap;
+pub mod record;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::codec::StoredValue;
 use crate::config::FsyncPolicy;
-use crate::logfile::{self, LogError, LogWriter, varint};
+use crate::logfile::{self, LogError, LogWriter};
 
-pub const MAGIC: &[u8; 8] = b"HGWAL001";
-pub const VERSION: u32 = 1;
-const REC_SERIES: u8 = 1;
-const REC_POINT: u8 = 2;
+pub use record::{Event, FrameBuilder};
+
+pub const MAGIC: &[u8; 8] = b"HGWAL002";
+pub const VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error, Clone)]
 pub enum WalError {
@@ -41,6 +39,88 @@ pub enum WalError {
     Poisoned(String),
     #[error("write-ahead log is shut down")]
     Closed,
+}
+
+/// Verifies every segment without changing anything (`hourglass fsck`).
+/// Returns the highest UIDs the logged series refer to, per kind.
+pub fn check(
+    dir: &Path,
+    layout: &crate::codec::KeyLayout,
+    report: &mut crate::tools::Report,
+) -> [u64; 3] {
+    use crate::tools::Severity::{Error, Info};
+    let mut uids = [0u64; 3];
+    let segments = match list_segments(dir) {
+        Ok(s) => s,
+        Err(e) => {
+            if dir.exists() {
+                report.push(Error, dir, None, e.to_string());
+            }
+            return uids;
+        }
+    };
+    let mut points = 0u64;
+    for &n in &segments {
+        let path = segment_path(dir, n);
+        let mut defs = record::Defs::new();
+        let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
+            record::decode(payload, &mut defs, &mut |_| points += 1).map_err(|reason| {
+                LogError::BadRecord {
+                    path: path.clone(),
+                    offset,
+                    reason,
+                }
+            })
+        });
+        match read {
+            Ok(r) if r.torn_bytes > 0 => report.push(
+                Info,
+                &path,
+                Some(r.valid_len),
+                format!(
+                    "torn tail of {} bytes (an unacknowledged write; truncated on open)",
+                    r.torn_bytes
+                ),
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                let offset = match &e {
+                    LogError::Corrupt { offset, .. } | LogError::BadRecord { offset, .. } => {
+                        Some(*offset)
+                    }
+                    _ => None,
+                };
+                report.push(Error, &path, offset, e.to_string());
+            }
+        }
+        let uid = crate::codec::rowkey::uid_from_bytes;
+        for key in defs.values() {
+            if let Some(m) = key.get(layout.salt_width..layout.prefix_width()) {
+                uids[0] = uids[0].max(uid(m));
+            }
+            for (k, v) in layout.tag_pairs(key.get(layout.prefix_width()..).unwrap_or_default()) {
+                uids[1] = uids[1].max(uid(k));
+                uids[2] = uids[2].max(uid(v));
+            }
+        }
+    }
+    report.checked.push(format!(
+        "write-ahead log: {} segments, {points} records",
+        segments.len()
+    ));
+    uids
+}
+
+/// How the log is written.
+#[derive(Debug, Clone)]
+pub struct WalOptions {
+    pub policy: FsyncPolicy,
+    /// fsync interval of [`FsyncPolicy::Interval`].
+    pub interval: Duration,
+    /// Bytes of frames waiting to be written before appends wait.
+    pub max_pending: usize,
+    /// Cut a damaged segment at the damage instead of refusing to open.
+    pub repair: bool,
 }
 
 /// Durable progress published by the sync thread.
@@ -81,64 +161,6 @@ pub struct Wal {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// Encodes records into one frame.
-#[derive(Debug, Default)]
-pub struct FrameBuilder {
-    buf: Vec<u8>,
-    pos: usize,
-}
-
-impl FrameBuilder {
-    pub fn new() -> Self {
-        let mut buf = Vec::with_capacity(4096);
-        let pos = logfile::begin_frame(&mut buf);
-        Self { buf, pos }
-    }
-
-    pub fn series(&mut self, id: u32, key: &[u8]) {
-        self.buf.push(REC_SERIES);
-        varint::put(&mut self.buf, u64::from(id));
-        varint::put_bytes(&mut self.buf, key);
-    }
-
-    pub fn point(&mut self, id: u32, raw_ts: u64, value: StoredValue) {
-        self.buf.push(REC_POINT);
-        varint::put(&mut self.buf, u64::from(id));
-        varint::put(&mut self.buf, raw_ts);
-        match value {
-            StoredValue::Int(v) => {
-                self.buf.push(0);
-                varint::put(&mut self.buf, ((v << 1) ^ (v >> 63)) as u64);
-            }
-            StoredValue::Float(f) => {
-                self.buf.push(1);
-                self.buf.extend_from_slice(&f.to_le_bytes());
-            }
-            StoredValue::Double(d) => {
-                self.buf.push(2);
-                self.buf.extend_from_slice(&d.to_le_bytes());
-            }
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.buf.len() == self.pos + logfile::FRAME_HEADER_LEN
-    }
-
-    fn finish(mut self) -> Result<Vec<u8>, LogError> {
-        logfile::finish_frame(&mut self.buf, self.pos)?;
-        Ok(self.buf)
-    }
-}
-
-/// One replayed point.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayedPoint<'a> {
-    pub series_key: &'a [u8],
-    pub raw_ts: u64,
-    pub value: StoredValue,
-}
-
 fn segment_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:08}.wal"))
 }
@@ -157,89 +179,69 @@ fn list_segments(dir: &Path) -> Result<Vec<u64>, LogError> {
     Ok(v)
 }
 
-fn decode_frame(
-    payload: &[u8],
-    path: &Path,
-    visit: &mut dyn FnMut(ReplayedPoint<'_>),
-    defs: &mut HashMap<u64, Vec<u8>>,
-) -> Result<(), LogError> {
-    let bad = |reason| LogError::Corrupt {
-        path: path.to_path_buf(),
-        offset: 0,
-        reason,
-    };
-    let mut r = varint::Reader::new(payload);
-    while !r.is_empty() {
-        match r.u8() {
-            Some(REC_SERIES) => {
-                let id = r.varint().ok_or_else(|| bad("bad series record"))?;
-                let key = r.bytes().ok_or_else(|| bad("bad series record"))?;
-                defs.insert(id, key.to_vec());
-            }
-            Some(REC_POINT) => {
-                let id = r.varint().ok_or_else(|| bad("bad point record"))?;
-                let raw_ts = r.varint().ok_or_else(|| bad("bad point record"))?;
-                let value = match r.u8() {
-                    Some(0) => {
-                        let z = r.varint().ok_or_else(|| bad("bad point value"))?;
-                        StoredValue::Int(((z >> 1) as i64) ^ -((z & 1) as i64))
-                    }
-                    Some(1) => StoredValue::Float(f32::from_le_bytes(
-                        r.take(4)
-                            .and_then(|b| b.try_into().ok())
-                            .ok_or_else(|| bad("bad point value"))?,
-                    )),
-                    Some(2) => StoredValue::Double(f64::from_le_bytes(
-                        r.take(8)
-                            .and_then(|b| b.try_into().ok())
-                            .ok_or_else(|| bad("bad point value"))?,
-                    )),
-                    _ => return Err(bad("bad point value kind")),
-                };
-                let key = defs
-                    .get(&id)
-                    .ok_or_else(|| bad("point of an undefined series"))?;
-                visit(ReplayedPoint {
-                    series_key: key,
-                    raw_ts,
-                    value,
-                });
-            }
-            _ => return Err(bad("unknown record type")),
-        }
-    }
-    Ok(())
-}
-
 impl Wal {
-    /// Replays every segment in `dir` through `visit`, then opens a fresh
-    /// segment for appending. Old segments stay until [`Wal::remove_before`].
+    /// Replays the segments numbered `replay_from` and later through
+    /// `visit` (older ones are covered by a head checkpoint and deleted),
+    /// then opens a fresh segment for appending. Replayed segments stay
+    /// until [`Wal::remove_before`].
     pub fn open(
         dir: &Path,
-        policy: FsyncPolicy,
-        interval: Duration,
-        max_pending: usize,
-        mut visit: impl FnMut(ReplayedPoint<'_>),
+        opts: &WalOptions,
+        replay_from: u64,
+        visit: &mut dyn FnMut(Event<'_>),
     ) -> Result<Arc<Self>, LogError> {
         std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
-        let segments = list_segments(dir)?;
+        let mut segments = list_segments(dir)?;
+        for &n in segments.iter().filter(|&&n| n < replay_from) {
+            let path = segment_path(dir, n);
+            std::fs::remove_file(&path).map_err(|source| LogError::Io { path, source })?;
+        }
+        segments.retain(|&n| n >= replay_from);
         let mut total = 0u64;
         for (i, &n) in segments.iter().enumerate() {
             let path = segment_path(dir, n);
-            let mut defs: HashMap<u64, Vec<u8>> = HashMap::new();
-            let rec = logfile::read_log(&path, MAGIC, VERSION, |payload| {
-                decode_frame(payload, &path, &mut visit, &mut defs)
-            })?;
+            let mut defs = record::Defs::new();
+            let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
+                record::decode(payload, &mut defs, visit).map_err(|reason| LogError::BadRecord {
+                    path: path.clone(),
+                    offset,
+                    reason,
+                })
+            });
+            let rec = match read {
+                Ok(r) => r,
+                Err(
+                    LogError::Corrupt { offset, reason, .. }
+                    | LogError::BadRecord { offset, reason, .. },
+                ) if opts.repair => {
+                    let lost = dir
+                        .parent()
+                        .unwrap_or(dir)
+                        .join(crate::storage::embedded::LOST_AND_FOUND);
+                    let moved = logfile::cut_and_move_aside(&path, offset, &lost)?;
+                    tracing::error!(segment = %path.display(), offset, reason, moved = %moved.display(), "repair: damaged write-ahead log segment cut at the damage; the rest was moved aside and is not replayed");
+                    logfile::Recovered {
+                        valid_len: offset,
+                        torn_bytes: 0,
+                    }
+                }
+                Err(e) => return Err(e),
+            };
             if rec.torn_bytes > 0 {
                 let last = i + 1 == segments.len();
-                tracing::warn!(segment = %path.display(), bytes = rec.torn_bytes, last, "dropped a torn write-ahead log tail (never acknowledged under fsync=always)");
+                tracing::warn!(segment = %path.display(), bytes = rec.torn_bytes, last, "dropped a torn write-ahead log tail (a write that was never acknowledged)");
             }
             total += rec.valid_len;
         }
-        let next = segments.last().map_or(1, |n| n + 1);
+        let (policy, interval, max_pending) = (
+            opts.policy,
+            opts.interval.max(Duration::from_millis(1)),
+            opts.max_pending.max(1 << 16),
+        );
+        let next = segments.last().map_or(replay_from.max(1), |n| n + 1);
         let writer = LogWriter::create(&segment_path(dir, next), MAGIC, VERSION)?;
         total += writer.len();
         let (durable_tx, _) = watch::channel(Durable {
@@ -426,6 +428,24 @@ impl Wal {
         }
     }
 
+    fn fsync(writer: &mut LogWriter) -> Result<(), LogError> {
+        crate::failpoint::check("wal_fsync").map_err(|source| LogError::Io {
+            path: writer.path().to_path_buf(),
+            source,
+        })?;
+        writer.sync()
+    }
+
+    /// Segment number the next appends go to.
+    pub fn segment(&self) -> u64 {
+        self.lock().segment
+    }
+
+    /// True once a write or fsync failed (the log refuses writes).
+    pub fn poisoned(&self) -> Option<String> {
+        self.lock().poisoned.clone()
+    }
+
     fn sync_loop(self: Arc<Self>, mut writer: LogWriter) {
         let mut segment = self.lock().segment;
         let mut last_sync = Instant::now();
@@ -467,7 +487,7 @@ impl Wal {
                 if let Some((split, next)) = rotate {
                     writer.append(&rest[..split])?;
                     if self.policy != FsyncPolicy::Never {
-                        writer.sync()?;
+                        Self::fsync(&mut writer)?;
                     }
                     rest = &rest[split..];
                     writer = LogWriter::create(&segment_path(&self.dir, next), MAGIC, VERSION)?;
@@ -486,7 +506,7 @@ impl Wal {
                     FsyncPolicy::Never => false,
                 };
                 if must_sync {
-                    writer.sync()?;
+                    Self::fsync(&mut writer)?;
                     dirty = false;
                     last_sync = Instant::now();
                 }
@@ -525,20 +545,36 @@ impl Wal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::StoredValue;
 
     type Replayed = Vec<(Vec<u8>, u64, StoredValue)>;
 
-    fn collect(dir: &Path) -> (Arc<Wal>, Replayed) {
+    fn options(repair: bool) -> WalOptions {
+        WalOptions {
+            policy: FsyncPolicy::Always,
+            interval: Duration::from_millis(10),
+            max_pending: 1 << 20,
+            repair,
+        }
+    }
+
+    fn open(dir: &Path, repair: bool) -> Result<(Arc<Wal>, Replayed), LogError> {
         let mut out = Vec::new();
-        let wal = Wal::open(
-            dir,
-            FsyncPolicy::Always,
-            Duration::from_millis(10),
-            1 << 20,
-            |p| out.push((p.series_key.to_vec(), p.raw_ts, p.value)),
-        )
-        .unwrap();
-        (wal, out)
+        let wal = Wal::open(dir, &options(repair), 0, &mut |e| {
+            if let Event::Point {
+                series_key,
+                raw_ts,
+                value,
+            } = e
+            {
+                out.push((series_key.to_vec(), raw_ts, value));
+            }
+        })?;
+        Ok((wal, out))
+    }
+
+    fn collect(dir: &Path) -> (Arc<Wal>, Replayed) {
+        open(dir, false).unwrap()
     }
 
     #[test]
@@ -611,5 +647,40 @@ mod tests {
         wal.close();
         let (_w, got) = collect(dir.path());
         assert_eq!(got[0].2, StoredValue::Int(i64::MIN));
+    }
+
+    #[test]
+    fn a_flipped_byte_in_the_last_frame_is_an_error_unless_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_dir = dir.path().join("wal");
+        {
+            let (wal, _) = collect(&wal_dir);
+            for i in 0..3u64 {
+                let mut f = FrameBuilder::new();
+                f.series(0, b"k");
+                f.point(0, 100 + i, StoredValue::Int(i as i64));
+                let lsn = wal.append(f).unwrap();
+                wal.wait_durable_blocking(lsn, 0).unwrap();
+            }
+            wal.close();
+        }
+        let seg = segment_path(&wal_dir, 1);
+        let mut bytes = std::fs::read(&seg).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        std::fs::write(&seg, &bytes).unwrap();
+        let err = open(&wal_dir, false).unwrap_err().to_string();
+        assert!(
+            err.contains("00000001.wal") && err.contains("offset"),
+            "{err}"
+        );
+        let (_w, got) = open(&wal_dir, true).unwrap();
+        assert_eq!(got.len(), 2, "frames before the damage are kept");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(crate::storage::embedded::LOST_AND_FOUND))
+                .unwrap()
+                .count(),
+            1
+        );
     }
 }

@@ -1,0 +1,565 @@
+//! The series head: every series the engine knows (the series registry)
+//! and, per series, its open hours as compressed appendable chunks in the
+//! native cell codec — a few bytes per point plus a bounded overhead per
+//! series and per open hour.
+//!
+//! Points that arrive in order are appended to the hour's chunk; a point at
+//! or before the chunk's last offset (out of order, or a rewrite of an
+//! existing timestamp) goes to the hour's small out-of-order buffer, which
+//! wins over the chunk on an equal timestamp and is merged into the cell
+//! when the hour is flushed.
+//!
+//! The registry is bounded (`head.max_series`): series without points in
+//! the head are forgotten, second-chance (CLOCK) order, when the bound is
+//! passed; they are resolved again if they come back. Series ids are slots
+//! reused after eviction; a generation number tells a stale cache entry
+//! from the slot's new owner.
+//!
+//! Hours being flushed ("frozen") stay readable here until the store has
+//! published them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::codec::cell::{DecodedPoint, merge_points};
+use crate::codec::native::{self, Chunk};
+use crate::codec::rowkey::split_timestamp;
+use crate::codec::{KeyLayout, StoredValue};
+
+/// One open hour of one series.
+#[derive(Debug)]
+pub struct HourData {
+    pub base: u32,
+    pub chunk: Chunk,
+    /// Out-of-order points in arrival order (a later one wins).
+    pub ooo: Vec<DecodedPoint>,
+}
+
+impl HourData {
+    fn new(base: u32) -> Self {
+        Self {
+            base,
+            chunk: Chunk::new(),
+            ooo: Vec::new(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.chunk.heap_bytes() + self.ooo.capacity() * std::mem::size_of::<DecodedPoint>()
+    }
+
+    fn len(&self) -> usize {
+        self.chunk.len() + self.ooo.len()
+    }
+
+    /// Every point of the hour, sorted, one per offset (the out-of-order
+    /// buffer wins).
+    pub fn points(&self) -> Vec<DecodedPoint> {
+        let mut pts = Vec::with_capacity(self.len());
+        if let Err(e) = self.chunk.decode(&mut pts) {
+            // A chunk the head itself built cannot be malformed; if it ever
+            // is, say so rather than return wrong data silently.
+            tracing::error!(error = %e, "undecodable head chunk");
+        }
+        if self.ooo.is_empty() {
+            pts
+        } else {
+            merge_points(&pts, &self.ooo)
+        }
+    }
+
+    /// Rebuilds the hour from points (after a delete or a merge).
+    fn from_points(base: u32, points: &[DecodedPoint]) -> Self {
+        let mut h = Self::new(base);
+        for &p in points {
+            if let Err(p) = h.chunk.push(p) {
+                h.ooo.push(p);
+            }
+        }
+        h
+    }
+}
+
+#[derive(Debug)]
+pub struct SeriesEntry {
+    pub key: Arc<[u8]>,
+    pub metric: u64,
+    pub generation: u32,
+    /// WAL segment epoch in which this series was last defined.
+    pub wal_epoch: u64,
+    /// Open hours, sorted by base.
+    pub hours: Vec<HourData>,
+    referenced: bool,
+}
+
+/// One frozen row: series key and hour.
+pub type FrozenRow = (Arc<[u8]>, HourData);
+
+/// Rows taken out of the head for a flush, readable until published.
+#[derive(Debug, Default)]
+pub struct Frozen {
+    /// Per metric UID.
+    pub rows: HashMap<u64, Vec<FrozenRow>>,
+}
+
+impl Frozen {
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.rows.values().map(Vec::len).sum()
+    }
+}
+
+/// How a flush picks hours.
+#[derive(Debug, Clone, Copy)]
+pub enum Take {
+    /// Hours whose base is below this (closed hours).
+    Before(u32),
+    /// Oldest hours first until at least this many bytes are taken.
+    Bytes(usize),
+    /// Everything.
+    All,
+}
+
+#[derive(Debug, Default)]
+pub struct Head {
+    slots: Vec<Option<SeriesEntry>>,
+    free: Vec<u32>,
+    by_key: HashMap<Arc<[u8]>, u32>,
+    by_metric: HashMap<u64, HashSet<u32>>,
+    next_gen: u32,
+    hand: usize,
+    /// Heap bytes of chunks and out-of-order buffers.
+    pub bytes: usize,
+    pub points: usize,
+    /// Open hours across all series.
+    pub hours: usize,
+    pub frozen: Vec<Arc<Frozen>>,
+}
+
+impl Head {
+    pub fn series_count(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub fn entry(&self, id: u32) -> Option<&SeriesEntry> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
+    pub fn entry_mut(&mut self, id: u32) -> Option<&mut SeriesEntry> {
+        self.slots.get_mut(id as usize)?.as_mut()
+    }
+
+    /// True if `id` still belongs to generation `generation`.
+    pub fn is_current(&self, id: u32, generation: u32) -> bool {
+        self.entry(id).is_some_and(|e| e.generation == generation)
+    }
+
+    pub fn id_of(&self, key: &[u8]) -> Option<u32> {
+        self.by_key.get(key).copied()
+    }
+
+    /// The id of a series, registering it if new. Returns `(id, generation)`.
+    pub fn register(&mut self, key: Arc<[u8]>, metric: u64) -> (u32, u32) {
+        if let Some(&id) = self.by_key.get(&key)
+            && let Some(e) = self.entry_mut(id)
+        {
+            e.referenced = true;
+            return (id, e.generation);
+        }
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let generation = self.next_gen;
+        let entry = SeriesEntry {
+            key: Arc::clone(&key),
+            metric,
+            generation,
+            wal_epoch: 0,
+            hours: Vec::new(),
+            referenced: true,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(entry);
+                id
+            }
+            None => {
+                self.slots.push(Some(entry));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.by_key.insert(key, id);
+        self.by_metric.entry(metric).or_default().insert(id);
+        (id, generation)
+    }
+
+    /// Forgets idle series (no points in the head) until at most
+    /// `max_series` remain or none is idle; second-chance order. Returns
+    /// how many were forgotten.
+    pub fn evict(&mut self, max_series: usize) -> usize {
+        let mut evicted = 0;
+        let mut scanned = 0;
+        let n = self.slots.len();
+        while self.by_key.len() > max_series && scanned < 2 * n {
+            scanned += 1;
+            self.hand = (self.hand + 1) % n.max(1);
+            let id = self.hand as u32;
+            let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+                continue;
+            };
+            if !e.hours.is_empty() {
+                continue;
+            }
+            if e.referenced {
+                e.referenced = false;
+                continue;
+            }
+            let Some(e) = self.slots[id as usize].take() else {
+                continue;
+            };
+            self.by_key.remove(&e.key);
+            if let Some(set) = self.by_metric.get_mut(&e.metric) {
+                set.remove(&id);
+                if set.is_empty() {
+                    self.by_metric.remove(&e.metric);
+                }
+            }
+            self.free.push(id);
+            evicted += 1;
+        }
+        evicted
+    }
+
+    /// Appends one point. The caller has logged it.
+    pub fn insert(&mut self, id: u32, raw_ts: u64, value: StoredValue) {
+        let (base, offset_ms, ms) = split_timestamp(raw_ts);
+        let p = DecodedPoint {
+            offset_ms,
+            ms,
+            value,
+        };
+        let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        e.referenced = true;
+        let i = match e.hours.binary_search_by_key(&base, |h| h.base) {
+            Ok(i) => i,
+            Err(i) => {
+                e.hours.insert(i, HourData::new(base));
+                self.hours += 1;
+                i
+            }
+        };
+        let h = &mut e.hours[i];
+        let before = h.heap_bytes();
+        if let Err(p) = h.chunk.push(p) {
+            h.ooo.push(p);
+        }
+        self.points += 1;
+        // A chunk may shrink when it seals a block.
+        self.bytes = (self.bytes + h.heap_bytes()).saturating_sub(before);
+    }
+
+    /// Removes the points of `key` with `start_ms <= ts <= end_ms`.
+    /// Returns how many were removed.
+    pub fn delete(&mut self, key: &[u8], start_ms: i64, end_ms: i64) -> usize {
+        let Some(&id) = self.by_key.get(key) else {
+            return 0;
+        };
+        let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+            return 0;
+        };
+        let mut removed = 0;
+        let (mut bytes, mut points, mut hours) = (self.bytes, self.points, self.hours);
+        e.hours.retain_mut(|h| {
+            let base_ms = i64::from(h.base) * 1000;
+            if base_ms + 3_600_000 <= start_ms || base_ms > end_ms {
+                return true;
+            }
+            let pts = h.points();
+            let kept: Vec<DecodedPoint> = pts
+                .iter()
+                .copied()
+                .filter(|p| {
+                    let ts = base_ms + i64::from(p.offset_ms);
+                    ts < start_ms || ts > end_ms
+                })
+                .collect();
+            removed += pts.len() - kept.len();
+            bytes -= h.heap_bytes();
+            points -= h.len();
+            if kept.is_empty() {
+                hours -= 1;
+                return false;
+            }
+            *h = HourData::from_points(h.base, &kept);
+            bytes += h.heap_bytes();
+            points += h.len();
+            true
+        });
+        (self.bytes, self.points, self.hours) = (bytes, points, hours);
+        removed
+    }
+
+    /// Takes hours out for a flush; they stay readable (frozen) until
+    /// [`Head::unfreeze`].
+    pub fn take(&mut self, take: Take) -> Arc<Frozen> {
+        let mut frozen = Frozen::default();
+        let cutoff = match take {
+            Take::Before(b) => Some(b),
+            Take::All => Some(u32::MAX),
+            Take::Bytes(want) => {
+                // The base below which taking every hour frees `want` bytes.
+                let mut by_base: Vec<(u32, usize)> = self
+                    .slots
+                    .iter()
+                    .flatten()
+                    .flat_map(|e| e.hours.iter().map(|h| (h.base, h.heap_bytes())))
+                    .collect();
+                by_base.sort_unstable();
+                let mut acc = 0;
+                let mut cut = None;
+                for (base, b) in by_base {
+                    if acc >= want {
+                        break;
+                    }
+                    acc += b;
+                    cut = Some(base.saturating_add(1));
+                }
+                cut
+            }
+        };
+        let Some(cutoff) = cutoff else {
+            return Arc::new(frozen);
+        };
+        let (mut bytes, mut points, mut hours) = (self.bytes, self.points, self.hours);
+        for e in self.slots.iter_mut().flatten() {
+            if e.hours.first().is_none_or(|h| h.base >= cutoff) {
+                continue;
+            }
+            let keep_from = e.hours.partition_point(|h| h.base < cutoff);
+            let rest = e.hours.split_off(keep_from);
+            let taken = std::mem::replace(&mut e.hours, rest);
+            let rows = frozen.rows.entry(e.metric).or_default();
+            for h in taken {
+                bytes -= h.heap_bytes();
+                points -= h.len();
+                hours -= 1;
+                rows.push((Arc::clone(&e.key), h));
+            }
+        }
+        (self.bytes, self.points, self.hours) = (bytes, points, hours);
+        let frozen = Arc::new(frozen);
+        if !frozen.is_empty() {
+            self.frozen.push(Arc::clone(&frozen));
+        }
+        frozen
+    }
+
+    /// Drops frozen rows once the store has them.
+    pub fn unfreeze(&mut self, frozen: &Arc<Frozen>) {
+        self.frozen.retain(|f| !Arc::ptr_eq(f, frozen));
+    }
+
+    /// Puts frozen rows back after a failed flush, under anything newer.
+    pub fn restore(&mut self, frozen: &Arc<Frozen>) {
+        self.unfreeze(frozen);
+        for (metric, rows) in &frozen.rows {
+            for (key, h) in rows {
+                let (id, _) = self.register(Arc::clone(key), *metric);
+                let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+                    continue;
+                };
+                let old = h.points();
+                let (new, replaced) = match e.hours.binary_search_by_key(&h.base, |x| x.base) {
+                    Ok(i) => {
+                        let newer = e.hours[i].points();
+                        self.bytes -= e.hours[i].heap_bytes();
+                        self.points -= e.hours[i].len();
+                        (
+                            HourData::from_points(h.base, &merge_points(&old, &newer)),
+                            Some(i),
+                        )
+                    }
+                    Err(_) => (HourData::from_points(h.base, &old), None),
+                };
+                self.bytes += new.heap_bytes();
+                self.points += new.len();
+                match replaced {
+                    Some(i) => e.hours[i] = new,
+                    None => {
+                        let i = e.hours.partition_point(|x| x.base < h.base);
+                        e.hours.insert(i, new);
+                        self.hours += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Series of `metric` (for reads); may include idle ones.
+    pub fn series_of(&self, metric: u64) -> impl Iterator<Item = &SeriesEntry> + '_ {
+        self.by_metric
+            .get(&metric)
+            .into_iter()
+            .flat_map(|ids| ids.iter())
+            .filter_map(|&id| self.entry(id))
+            .filter(move |e| e.metric == metric)
+    }
+
+    /// Every series with open hours (checkpoints).
+    pub fn all_series(&self) -> impl Iterator<Item = &SeriesEntry> + '_ {
+        self.slots.iter().flatten().filter(|e| !e.hours.is_empty())
+    }
+
+    /// Highest UID referenced by the keys of series with points, per kind.
+    pub fn referenced_uids(&self, layout: &KeyLayout) -> [u64; 3] {
+        let mut out = [0u64; 3];
+        let uid = crate::codec::rowkey::uid_from_bytes;
+        let p = layout.prefix_width();
+        for e in self.slots.iter().flatten() {
+            if let Some(m) = e.key.get(layout.salt_width..p) {
+                out[0] = out[0].max(uid(m));
+            }
+            for (k, v) in layout.tag_pairs(e.key.get(p..).unwrap_or_default()) {
+                out[1] = out[1].max(uid(k));
+                out[2] = out[2].max(uid(v));
+            }
+        }
+        out
+    }
+
+    /// Loads one hour from a checkpoint: `cell` holds the chunk's points,
+    /// `ooo` (possibly empty) the out-of-order ones that win over them.
+    pub fn load_hour(
+        &mut self,
+        key: Arc<[u8]>,
+        metric: u64,
+        base: u32,
+        cell: &[u8],
+        ooo: &[u8],
+    ) -> Result<(), native::NativeError> {
+        let chunk = Chunk::from_cell(cell)?;
+        let mut late = Vec::new();
+        if !ooo.is_empty() {
+            native::decode_cell(ooo, &mut late)?;
+        }
+        let (id, _) = self.register(key, metric);
+        let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        let h = HourData {
+            base,
+            chunk,
+            ooo: late,
+        };
+        self.bytes += h.heap_bytes();
+        self.points += h.len();
+        match e.hours.binary_search_by_key(&base, |x| x.base) {
+            Ok(i) => {
+                // Two checkpoint entries for one hour cannot happen; merge
+                // rather than lose either.
+                let merged = merge_points(&e.hours[i].points(), &h.points());
+                self.bytes -= e.hours[i].heap_bytes() + h.heap_bytes();
+                self.points -= e.hours[i].len() + h.len();
+                let new = HourData::from_points(base, &merged);
+                self.bytes += new.heap_bytes();
+                self.points += new.len();
+                e.hours[i] = new;
+            }
+            Err(i) => {
+                e.hours.insert(i, h);
+                self.hours += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u8) -> Arc<[u8]> {
+        Arc::from(vec![0, 0, 0, 1, 0, 0, 1, 0, 0, n])
+    }
+
+    fn int(p: &DecodedPoint) -> i64 {
+        match p.value {
+            StoredValue::Int(v) => v,
+            _ => -1,
+        }
+    }
+
+    #[test]
+    fn in_order_out_of_order_and_rewrites() {
+        let mut h = Head::default();
+        let (id, _) = h.register(key(1), 1);
+        for (ts, v) in [(3600, 1), (3610, 2), (3605, 3), (3610, 4), (7200, 5)] {
+            h.insert(id, ts, StoredValue::Int(v));
+        }
+        let e = h.entry(id).unwrap();
+        assert_eq!(e.hours.len(), 2);
+        let pts = e.hours[0].points();
+        let vals: Vec<(u32, i64)> = pts.iter().map(|p| (p.offset_ms / 1000, int(p))).collect();
+        assert_eq!(vals, vec![(0, 1), (5, 3), (10, 4)]);
+        assert_eq!(h.points, 5);
+        assert_eq!(h.hours, 2);
+    }
+
+    #[test]
+    fn take_freeze_restore_and_delete() {
+        let mut h = Head::default();
+        let (a, _) = h.register(key(1), 1);
+        for i in 0..10u64 {
+            h.insert(a, 3600 * i + 5, StoredValue::Int(i as i64));
+        }
+        let before = h.bytes;
+        let frozen = h.take(Take::Before(3 * 3600));
+        assert_eq!(frozen.row_count(), 3);
+        assert_eq!(h.hours, 7);
+        assert!(h.bytes < before);
+        assert_eq!(h.frozen.len(), 1);
+        // New points for a frozen hour, then the flush fails: both kept.
+        h.insert(a, 3600 + 6, StoredValue::Int(99));
+        h.restore(&frozen);
+        assert!(h.frozen.is_empty());
+        assert_eq!(h.hours, 10);
+        let e = h.entry(a).unwrap();
+        assert_eq!(e.hours[1].points().len(), 2);
+        assert_eq!(h.delete(&key(1), 3600 * 1000, 3600 * 1000 + 5_500), 1);
+        assert_eq!(h.entry(a).unwrap().hours[1].points().len(), 1);
+        assert_eq!(h.delete(&key(1), 0, i64::MAX), 10);
+        assert_eq!((h.points, h.hours, h.bytes), (0, 0, 0));
+    }
+
+    #[test]
+    fn take_oldest_by_bytes() {
+        let mut h = Head::default();
+        let (a, _) = h.register(key(1), 1);
+        for i in 0..100u64 {
+            h.insert(a, 3600 * (i % 10) + i, StoredValue::Double(i as f64 * 0.37));
+        }
+        let f = h.take(Take::Bytes(1));
+        assert_eq!(f.row_count(), 1);
+        assert_eq!(f.rows[&1][0].1.base, 0);
+    }
+
+    #[test]
+    fn idle_series_are_evicted_and_slots_reused() {
+        let mut h = Head::default();
+        let (a, ga) = h.register(key(1), 1);
+        let (b, _) = h.register(key(2), 1);
+        h.insert(b, 5, StoredValue::Int(1));
+        assert_eq!(h.evict(1), 1, "the idle one goes");
+        assert!(!h.is_current(a, ga));
+        assert!(h.id_of(&key(1)).is_none());
+        assert_eq!(h.evict(0), 0, "a series with points stays");
+        let (c, gc) = h.register(key(3), 2);
+        assert_eq!(c, a, "slot reused");
+        assert_ne!(gc, ga);
+        assert_eq!(h.series_of(1).count(), 1);
+        assert_eq!(h.series_of(2).count(), 1);
+    }
+}
