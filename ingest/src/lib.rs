@@ -8,6 +8,8 @@
 //!   ([`telnet::parse_line`]).
 //! * [`json`] — the HTTP `/api/put` body decoder ([`json::decode_put_body`]) and per-point
 //!   validation ([`json::JsonPoint::to_point`]).
+//! * [`timestamp`] — the one timestamp rule of every write format ([`parse_timestamp`],
+//!   [`timestamp_from_millis`], [`MAX_TIMESTAMP_MS`]).
 //! * [`number`] — OpenTSDB's number rules (`Tags.parseLong`, value classification).
 //! * [`validate`] — name validation and the semantic checks shared by every write path.
 //! * [`point`] — the data model ([`Point`], [`Timestamp`], [`Value`], [`PutError`]).
@@ -16,12 +18,17 @@ pub mod json;
 pub mod number;
 pub mod point;
 pub mod telnet;
+pub mod timestamp;
 pub mod validate;
 
 pub use json::{BodyError, JsonPoint, decode_put_body};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
 pub use telnet::{Command, LineResult, next_line, parse_line, unknown_command_line};
+pub use timestamp::{
+    MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_timestamp, timestamp_from_millis,
+    timestamp_from_secs,
+};
 pub use validate::{check_point, validate_name};
 
 /// Limits applied while parsing and validating writes.

@@ -120,7 +120,7 @@ impl fmt::Display for Value {
 pub struct Point<'a> {
     /// Metric name (validated).
     pub metric: Cow<'a, str>,
-    /// Raw timestamp (> 0, ms values <= 9999999999999).
+    /// Raw timestamp (> 0; ms values <= [`crate::timestamp::MAX_TIMESTAMP_MS`]).
     pub timestamp: Timestamp,
     /// Classified value.
     pub value: Value,

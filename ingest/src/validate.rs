@@ -4,8 +4,10 @@
 
 use crate::Limits;
 use crate::point::{Point, java_bytes, java_map};
+use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
 
-/// Largest accepted millisecond timestamp (OpenTSDB `addPointInternal`).
+/// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
+/// kept: hourglass refuses everything after [`MAX_TIMESTAMP_MS`] (2106), see [`crate::timestamp`].
 pub const MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
 
 /// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
@@ -31,8 +33,11 @@ pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
 
 /// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
 ///
-/// 1. ms timestamps above 9999999999999 → `bad timestamp=<ts> when trying to add
-///    value=[<bytes>]/<flags> to metric=<m>, tags={...}`;
+/// 1. timestamp range: `0` → `invalid timestamp: 0`; ms timestamps above 9999999999999 →
+///    OpenTSDB's `bad timestamp=<ts> when trying to add value=[<bytes>]/<flags> to metric=<m>,
+///    tags={...}`; ms timestamps above [`MAX_TIMESTAMP_MS`] (after 2106, which the row key's base
+///    time cannot hold) → the [`crate::timestamp`] message. The parsers refuse such timestamps
+///    earlier; this is the last line of defence for every write path;
 /// 2. no tags → `Need at least one tag (metric=<m>, tags={})`;
 ///    more than `limits.max_tags` → `Too many tags: <n> maximum allowed: <max>, tags: {...}`;
 /// 3. metric name, then each tag key and value, via [`validate_name`].
@@ -40,6 +45,9 @@ pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
 /// Returns the IllegalArgument message on failure.
 pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
     let ts = point.timestamp.0;
+    if ts == 0 {
+        return Err(TimestampError::NotPositive("0".to_owned()).to_string());
+    }
     if point.timestamp.is_ms() && ts > MAX_MS_TIMESTAMP {
         return Err(format!(
             "bad timestamp={ts} when trying to add value={}/{} to metric={}, tags={}",
@@ -48,6 +56,9 @@ pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
             point.metric,
             java_map(&point.tags)
         ));
+    }
+    if ts > MAX_TIMESTAMP_MS {
+        return Err(TimestampError::AfterMax(ts.to_string()).to_string());
     }
     if point.tags.is_empty() {
         return Err(format!(
@@ -125,10 +136,22 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(
             check_point(
-                &point("m", 9_999_999_999_999, Value::Int(1), &[("a", "b")]),
+                &point("m", 4_294_967_295_999, Value::Int(1), &[("a", "b")]),
                 &limits
             ),
             Ok(())
+        );
+        // After 2106 the row key's base time wraps: refused (OpenTSDB accepted it).
+        assert_eq!(
+            check_point(
+                &point("m", 9_999_999_999_999, Value::Int(1), &[("a", "b")]),
+                &limits
+            ),
+            Err("invalid timestamp: 9999999999999 is after 2106-02-07T06:28:15Z, the latest time a row key can hold".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 0, Value::Int(1), &[("a", "b")]), &limits),
+            Err("invalid timestamp: 0".into())
         );
         assert_eq!(
             check_point(

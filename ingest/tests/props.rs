@@ -5,8 +5,9 @@
 use std::borrow::Cow;
 
 use hourglass_ingest::{
-    Command, Limits, LineResult, Point, Timestamp, Value, check_point, decode_put_body, next_line,
-    parse_line, parse_value, unknown_command_line,
+    Command, Limits, LineResult, MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, Point, Timestamp, Value,
+    check_point, decode_put_body, next_line, parse_line, parse_timestamp, parse_value,
+    timestamp_from_millis, unknown_command_line,
 };
 use proptest::prelude::*;
 
@@ -114,10 +115,18 @@ fn value() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Raw timestamps the text rule can express: seconds (1-10 digits) or 13-digit milliseconds.
+fn raw_timestamp() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        1u64..=MAX_TIMESTAMP_SECS,
+        1_000_000_000_000u64..=MAX_TIMESTAMP_MS
+    ]
+}
+
 fn valid_point() -> impl Strategy<Value = Point<'static>> {
     (
         name(),
-        1u64..=9_999_999_999_999,
+        raw_timestamp(),
         value(),
         prop::collection::btree_map(name(), name(), 1..=8),
     )
@@ -285,5 +294,128 @@ proptest! {
         // Python-style non-numeric tokens in the mix.
         let body = body.replace("null", "NaN");
         drive_json(body.as_bytes(), &Limits::default());
+    }
+}
+
+// ---- the shared timestamp rule (hourglass_ingest::timestamp) ----
+
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The rule written down independently: the intended millisecond of an accepted text, `None` for
+/// a refused one.
+fn intended_ms(t: &str) -> Option<u64> {
+    let in_range_ms = |ms: u64| {
+        (1..=MAX_TIMESTAMP_MS).contains(&ms) && (ms > u64::from(u32::MAX) || ms.is_multiple_of(1000))
+    };
+    if digits(t) && t.len() <= 10 {
+        let s: u64 = t.parse().ok()?;
+        (1..=MAX_TIMESTAMP_SECS).contains(&s).then_some(s * 1000)
+    } else if digits(t) && t.len() == 13 {
+        let ms: u64 = t.parse().ok()?;
+        in_range_ms(ms).then_some(ms)
+    } else {
+        let (s, f) = t.split_once('.')?;
+        if !(digits(s) && s.len() <= 10 && digits(f) && f.len() == 3) {
+            return None;
+        }
+        let ms = s.parse::<u64>().ok()? * 1000 + f.parse::<u64>().ok()?;
+        in_range_ms(ms).then_some(ms)
+    }
+}
+
+/// Texts the rule accepts, with the millisecond each one means.
+fn accepted_timestamp() -> impl Strategy<Value = (String, u64)> {
+    prop_oneof![
+        // Seconds, with leading zeros up to 10 digits.
+        (1u64..=MAX_TIMESTAMP_SECS, 0usize..=10).prop_map(|(s, w)| (format!("{s:0w$}"), s * 1000)),
+        // 13-digit milliseconds (from 2001-09-09 on; smaller values have leading zeros).
+        (1_000_000_000_000u64..=MAX_TIMESTAMP_MS).prop_map(|ms| (format!("{ms:013}"), ms)),
+        // <seconds>.<3 digits> above the smallest millisecond encoding.
+        (4_294_968u64..=MAX_TIMESTAMP_SECS, 0u64..1000)
+            .prop_map(|(s, f)| (format!("{s}.{f:03}"), s * 1000 + f)),
+        // <seconds>.000 for any positive second.
+        (1u64..=MAX_TIMESTAMP_SECS).prop_map(|s| (format!("{s}.000"), s * 1000)),
+    ]
+}
+
+/// Texts the rule refuses.
+fn refused_timestamp() -> impl Strategy<Value = String> {
+    prop_oneof![
+        // 11 or 12 digits: neither seconds nor milliseconds.
+        "[0-9]{11,12}",
+        // 14 to 19 digits.
+        "[1-9][0-9]{13,18}",
+        // Seconds after 2106.
+        (MAX_TIMESTAMP_SECS + 1..=9_999_999_999u64).prop_map(|s| s.to_string()),
+        // 13-digit milliseconds after 2106.
+        (MAX_TIMESTAMP_MS + 1..=9_999_999_999_999u64).prop_map(|ms| ms.to_string()),
+        // Other fraction lengths.
+        ("[0-9]{1,10}", prop_oneof!["[0-9]{1,2}", "[0-9]{4,6}"])
+            .prop_map(|(s, f)| format!("{s}.{f}")),
+        // Several dots, empty parts.
+        "[0-9]{0,10}\\.[0-9]{0,3}\\.[0-9]{0,3}",
+        "\\.[0-9]{3}",
+        "[0-9]{1,10}\\.",
+        // Signs.
+        ("[+-]", "[0-9]{1,10}").prop_map(|(sign, d)| format!("{sign}{d}")),
+        // Zero in every form.
+        "0{1,10}",
+        "0{1,10}\\.000",
+        "0{13}",
+        // Junk around or inside an accepted text.
+        (accepted_timestamp(), "[a-zA-Z ,:eE_x]", 0usize..15).prop_map(|((t, _), junk, at)| {
+            let at = at.min(t.len());
+            format!("{}{junk}{}", &t[..at], &t[at..])
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn accepted_timestamps_map_to_the_intended_millisecond((text, ms) in accepted_timestamp()) {
+        let ts = parse_timestamp(&text);
+        prop_assert_eq!(ts.map(Timestamp::as_millis), Ok(ms), "{}", text);
+        prop_assert_eq!(intended_ms(&text), Some(ms));
+        // The numeric entry point agrees.
+        let ms_i64 = i64::try_from(ms).unwrap();
+        prop_assert_eq!(timestamp_from_millis(ms_i64).map(Timestamp::as_millis), Ok(ms));
+        // And the telnet port stores the same instant.
+        let line = format!("put m {text} 1 a=b");
+        match parse_line(line.as_bytes(), &Limits::default()) {
+            Command::Put(Ok(p)) => prop_assert_eq!(p.timestamp.as_millis(), ms),
+            other => prop_assert!(false, "{} -> {:?}", line, other),
+        }
+    }
+
+    #[test]
+    fn refused_timestamps_are_refused(text in refused_timestamp()) {
+        prop_assert!(parse_timestamp(&text).is_err(), "{} accepted", text);
+        prop_assert_eq!(intended_ms(&text), None);
+        let line = format!("put m {text} 1 a=b");
+        if !text.contains(' ') {
+            let cmd = parse_line(line.as_bytes(), &Limits::default());
+            prop_assert!(matches!(cmd, Command::Put(Err(_))), "{} -> {:?}", line, cmd);
+        }
+    }
+
+    #[test]
+    fn timestamp_rule_matches_its_definition(text in prop_oneof![
+        "[0-9.+-]{0,16}",
+        "[0-9]{1,14}(\\.[0-9]{0,4})?",
+    ]) {
+        let got = parse_timestamp(&text).ok().map(Timestamp::as_millis);
+        prop_assert_eq!(got, intended_ms(&text), "{}", text);
+    }
+
+    #[test]
+    fn numeric_millis_rule(ms in prop_oneof![any::<i64>(), -5i64..=5_000_000_000_000]) {
+        let expect = u64::try_from(ms).ok().filter(|&m| {
+            (1..=MAX_TIMESTAMP_MS).contains(&m) && (m > u64::from(u32::MAX) || m.is_multiple_of(1000))
+        });
+        prop_assert_eq!(timestamp_from_millis(ms).ok().map(Timestamp::as_millis), expect);
     }
 }
