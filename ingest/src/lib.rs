@@ -10,18 +10,30 @@
 //!   validation ([`json::JsonPoint::to_point`]).
 //! * [`timestamp`] — the one timestamp rule of every write format ([`parse_timestamp`],
 //!   [`timestamp_from_millis`], [`MAX_TIMESTAMP_MS`]).
+//! * [`influx`] — InfluxDB line protocol: whole `/write` bodies ([`influx::parse_body`]) with
+//!   per-line errors and InfluxDB 1.x/2.x responses, single telnet-port lines
+//!   ([`influx::parse_line`]).
+//! * [`port`] — sharing one TCP port: HTTP or line protocol from a connection's first bytes
+//!   ([`port::sniff_connection`]), OpenTSDB command or InfluxDB line per line
+//!   ([`port::classify_line`]).
 //! * [`number`] — OpenTSDB's number rules (`Tags.parseLong`, value classification).
+//! * [`names`] — the reversible `%XX` mapping of foreign names (InfluxDB, Prometheus) onto
+//!   OpenTSDB's name characters ([`encode_name`], [`decode_name`]).
 //! * [`validate`] — name validation and the semantic checks shared by every write path.
 //! * [`point`] — the data model ([`Point`], [`Timestamp`], [`Value`], [`PutError`]).
 
+pub mod influx;
 pub mod json;
+pub mod names;
 pub mod number;
 pub mod point;
+pub mod port;
 pub mod telnet;
 pub mod timestamp;
 pub mod validate;
 
 pub use json::{BodyError, JsonPoint, decode_put_body};
+pub use names::{decode_name, encode_name};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
 pub use telnet::{Command, LineResult, next_line, parse_line, unknown_command_line};
@@ -29,7 +41,7 @@ pub use timestamp::{
     MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_timestamp, timestamp_from_millis,
     timestamp_from_secs,
 };
-pub use validate::{check_point, validate_name};
+pub use validate::{check_point, check_series, validate_name};
 
 /// Limits applied while parsing and validating writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

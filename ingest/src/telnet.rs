@@ -19,6 +19,8 @@
 //! 13-digit milliseconds or `<seconds>.<3 digits>`, up to 2106 — stricter than OpenTSDB, which
 //! stored `1600000000.5` in 1970 and wrapped ms times after 2106 into the past.
 //!
+//! Names: OpenTSDB's characters plus `%XX` escapes ([`crate::names`], a documented deviation).
+//!
 //! Supported commands: `put`, `version`, `help`, `stats`, `dropcaches`, `exit` (case-sensitive).
 //! Everything else — including OpenTSDB's `rollup`, `histogram`, `status` and `diediedie` — is
 //! [`Command::Unknown`].
@@ -737,6 +739,14 @@ mod tests {
         assert_eq!(
             err("put m 1 1 k=v:1"),
             "put: illegal argument: Invalid tag value with key [k] (\"v:1\"): illegal character: :"
+        );
+        // `%XX` escapes (the InfluxDB/Prometheus name mapping) are accepted; a lone `%` is not.
+        let p = ok("put cpu%20load 1 1 k=a%2Cb");
+        assert_eq!(p.metric, "cpu%20load");
+        assert_eq!(tags(&p), kv(&[("k", "a%2Cb")]));
+        assert_eq!(
+            err("put m 1 1 k=50%"),
+            "put: illegal argument: Invalid tag value with key [k] (\"50%\"): illegal character: %"
         );
         // Unicode letters are allowed (Telegraf relies on it).
         let p = ok("put température.salle 1 1 ville=Zürich");

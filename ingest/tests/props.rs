@@ -307,7 +307,8 @@ fn digits(s: &str) -> bool {
 /// a refused one.
 fn intended_ms(t: &str) -> Option<u64> {
     let in_range_ms = |ms: u64| {
-        (1..=MAX_TIMESTAMP_MS).contains(&ms) && (ms > u64::from(u32::MAX) || ms.is_multiple_of(1000))
+        (1..=MAX_TIMESTAMP_MS).contains(&ms)
+            && (ms > u64::from(u32::MAX) || ms.is_multiple_of(1000))
     };
     if digits(t) && t.len() <= 10 {
         let s: u64 = t.parse().ok()?;
@@ -417,5 +418,110 @@ proptest! {
             (1..=MAX_TIMESTAMP_MS).contains(&m) && (m > u64::from(u32::MAX) || m.is_multiple_of(1000))
         });
         prop_assert_eq!(timestamp_from_millis(ms).ok().map(Timestamp::as_millis), expect);
+    }
+}
+
+// ---- InfluxDB line protocol ----
+
+mod influx_props {
+    use super::*;
+    use hourglass_ingest::influx::{Precision, parse_body};
+    use hourglass_ingest::{decode_name, encode_name};
+
+    fn check_batch(body: &[u8], limits: &Limits) {
+        let batch = parse_body(body, Precision::Nanoseconds, 1_700_000_000_000, limits);
+        for p in batch.points() {
+            assert_eq!(check_point(&p, limits), Ok(()), "{p:?}");
+        }
+        for e in &batch.errors {
+            assert!(e.line_no >= 1);
+            assert!(e.to_string().starts_with("unable to parse '"));
+        }
+        let _ = (batch.v1_response(), batch.v2_response());
+    }
+
+    /// Any text that can be written as a line-protocol name (no newline, no trailing backslash,
+    /// no leading blank or `#` for measurements).
+    fn lp_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{1,6}",
+            "[a-zA-Z0-9 ,=\"\\\\%:é😀._-]{1,8}",
+            any::<String>(),
+        ]
+        .prop_filter("writable", |s| {
+            !s.is_empty() && !s.contains(['\n', '\r']) && !s.ends_with('\\')
+        })
+    }
+
+    fn escape(s: &str, special: &[char]) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            if special.contains(&c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn influx_arbitrary_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..2000)) {
+            check_batch(&body, &Limits::default());
+        }
+
+        #[test]
+        fn influx_line_like_text_never_panics(body in "[a-z,= \"\\\\0-9.ieutfTF#\n\r-]{0,200}") {
+            check_batch(body.as_bytes(), &Limits::default());
+            check_batch(body.as_bytes(), &Limits { max_tags: 1, max_line_len: 8 });
+        }
+
+        #[test]
+        fn influx_escaping_round_trips(
+            measurement in lp_name().prop_filter("no leading blank or #", |m| !m.starts_with(['\t', '#'])),
+            tags in prop::collection::btree_map(lp_name(), lp_name(), 1..4),
+            fields in prop::collection::btree_map(lp_name(), any::<i64>(), 1..4),
+            ts in 1_000_000_000_000u64..=MAX_TIMESTAMP_MS,
+        ) {
+            let mut line = escape(&measurement, &[',', ' ']);
+            for (k, v) in &tags {
+                line.push_str(&format!(",{}={}", escape(k, &[',', '=', ' ']), escape(v, &[',', '=', ' '])));
+            }
+            let fields_text: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}={v}i", escape(k, &[',', '=', ' '])))
+                .collect();
+            line.push_str(&format!(" {} {}", fields_text.join(","), ts * 1_000_000));
+            let body = format!("{line}\n{line}\r\n");
+            let batch = parse_body(body.as_bytes(), Precision::Nanoseconds, 1, &Limits::default());
+            prop_assert!(batch.errors.is_empty(), "{:?} -> {:?}", line, batch.errors);
+            prop_assert_eq!(batch.lines.len(), 2);
+            for l in &batch.lines {
+                prop_assert_eq!(l.timestamp.as_millis(), ts);
+                let got_tags: Vec<(String, String)> = l
+                    .tags
+                    .iter()
+                    .map(|(k, v)| (decode_name(k).into_owned(), decode_name(v).into_owned()))
+                    .collect();
+                let want_tags: Vec<(String, String)> = tags.clone().into_iter().collect();
+                prop_assert_eq!(got_tags, want_tags);
+                let want_fields: Vec<(String, Value)> = fields
+                    .iter()
+                    .map(|(k, v)| (format!("{}.{}", encode_name(&measurement), encode_name(k)), Value::Int(*v)))
+                    .collect();
+                prop_assert_eq!(&l.fields, &want_fields);
+            }
+        }
+
+        #[test]
+        fn names_round_trip(s in any::<String>()) {
+            let encoded = encode_name(&s);
+            prop_assert_eq!(decode_name(&encoded), s.as_str());
+            if !s.is_empty() {
+                prop_assert!(hourglass_ingest::validate_name("metric name", &encoded).is_ok());
+            }
+        }
     }
 }
