@@ -1,8 +1,9 @@
 //! `hourglass-ingest`: pure parsers and validators for hourglass's OpenTSDB-compatible write formats.
 //!
 //! This crate owns the *wire-format* half of ingestion and nothing else: it turns bytes into
-//! validated [`Point`]s (or OpenTSDB's exact error texts) and never performs I/O, never touches
-//! the UID tables and never stores anything.
+//! validated [`Point`]s (or precise errors: OpenTSDB's, InfluxDB's and Prometheus's texts where
+//! they have one) and never performs I/O, never reads a clock, never touches the UID tables and
+//! never stores anything.
 //!
 //! * [`telnet`] — line framing ([`telnet::next_line`]) and the telnet command / `put` parser
 //!   ([`telnet::parse_line`]).
@@ -13,6 +14,9 @@
 //! * [`influx`] — InfluxDB line protocol: whole `/write` bodies ([`influx::parse_body`]) with
 //!   per-line errors and InfluxDB 1.x/2.x responses, single telnet-port lines
 //!   ([`influx::parse_line`]).
+//! * [`prom`] — Prometheus remote write ([`prom::decode_write`]) and remote read
+//!   ([`prom::decode_read`], [`prom::encode_read_response`]): hand-derived `prost` messages,
+//!   bounded snappy decoding, the name mapping both ways.
 //! * [`port`] — sharing one TCP port: HTTP or line protocol from a connection's first bytes
 //!   ([`port::sniff_connection`]), OpenTSDB command or InfluxDB line per line
 //!   ([`port::classify_line`]).
@@ -28,6 +32,7 @@ pub mod names;
 pub mod number;
 pub mod point;
 pub mod port;
+pub mod prom;
 pub mod telnet;
 pub mod timestamp;
 pub mod validate;

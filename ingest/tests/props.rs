@@ -525,3 +525,44 @@ mod influx_props {
         }
     }
 }
+
+// ---- Prometheus remote write ----
+
+mod prom_props {
+    use super::*;
+    use hourglass_ingest::prom::{DEFAULT_MAX_DECODED_LEN, decode_read, decode_write};
+
+    fn check(body: &[u8]) {
+        let limits = Limits::default();
+        if let Ok(w) = decode_write(body, DEFAULT_MAX_DECODED_LEN, &limits) {
+            for p in w.points() {
+                assert_eq!(check_point(&p, &limits), Ok(()), "{p:?}");
+            }
+        }
+        let _ = decode_read(body, DEFAULT_MAX_DECODED_LEN);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn prom_arbitrary_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..1000)) {
+            check(&body);
+            // The same bytes as a valid snappy frame, so the protobuf decoder sees them.
+            let framed = snap::raw::Encoder::new().compress_vec(&body).unwrap();
+            check(&framed);
+        }
+
+        #[test]
+        fn prom_protobuf_like_bodies_never_panic(parts in prop::collection::vec(prop_oneof![
+            Just(vec![0x0a_u8]), Just(vec![0x12]), Just(vec![0x1a]), Just(vec![0x09]), Just(vec![0x10]),
+            (0u8..40).prop_map(|n| vec![n]),
+            "[a-z_:]{0,6}".prop_map(String::into_bytes),
+            any::<f64>().prop_map(|f| f.to_le_bytes().to_vec()),
+        ], 0..40)) {
+            let payload: Vec<u8> = parts.concat();
+            let framed = snap::raw::Encoder::new().compress_vec(&payload).unwrap();
+            check(&framed);
+        }
+    }
+}
