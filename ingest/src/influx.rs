@@ -524,11 +524,11 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
         if b[end] == b'=' {
             return err("invalid tag format");
         }
-        if tags.iter().any(|(k, _)| *k == key) {
-            return err("duplicate tags");
-        }
         tags.push((key, value));
         i = end;
+    }
+    if has_duplicate(tags.iter().map(|(k, _)| k.as_ref())) {
+        return err("duplicate tags");
     }
     // Fields.
     i = skip_spaces(b, i);
@@ -563,11 +563,7 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
                 .iter()
                 .position(|&c| c == b',' || c == b' ')
                 .map_or(b.len(), |p| i + p);
-            let value = field_value(&s[i..end])?;
-            match fields.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value,
-                None => fields.push((key, value)),
-            }
+            fields.push((key, field_value(&s[i..end])?));
             i = end;
         }
         if b.get(i) == Some(&b',') {
@@ -576,6 +572,7 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
             break;
         }
     }
+    dedup_last_wins(&mut fields);
     // Timestamp.
     i = skip_spaces(b, i);
     let timestamp = if i < b.len() {
@@ -605,6 +602,34 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
         string_fields,
         timestamp,
     })
+}
+
+/// `true` when a name repeats (sorting, so a line with many tags stays O(n log n)).
+fn has_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> bool {
+    let mut sorted: Vec<&str> = names.collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Keeps one entry per key, at its first position, with its last value.
+fn dedup_last_wins(fields: &mut Vec<(Cow<'_, str>, Value)>) {
+    if !has_duplicate(fields.iter().map(|(k, _)| k.as_ref())) {
+        return;
+    }
+    let mut last: std::collections::HashMap<&str, Value> = std::collections::HashMap::new();
+    for (k, v) in fields.iter() {
+        last.insert(k.as_ref(), *v);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(last.len());
+    for (k, _) in fields.iter() {
+        if seen.insert(k.as_ref())
+            && let Some(v) = last.get(k.as_ref())
+        {
+            out.push((k.clone(), *v));
+        }
+    }
+    *fields = out;
 }
 
 /// Skips a string field value starting after its opening quote; returns the index after the
@@ -1036,6 +1061,7 @@ mod tests {
             ("cpu,host", "missing tag value"),
             ("cpu,host=a=b v=1", "invalid tag format"),
             ("cpu,host=a,host=b v=1", "duplicate tags"),
+            ("cpu,b=1,a=2,b=3 v=1", "duplicate tags"),
             ("cpu,h=a =1", "missing field key"),
             ("cpu,h=a v=1,=2", "missing field key"),
             ("cpu,h=a v", "invalid field format"),
@@ -1232,6 +1258,15 @@ mod tests {
             fields(&ok("cpu,h=a v=1,w=2,v=3i")),
             fv(&[("cpu.v", Value::Int(3)), ("cpu.w", Value::Float(2.0))])
         );
+        // Many tags and fields stay fast (duplicate checks sort instead of comparing pairs).
+        let many: String = (0..50_000).map(|i| format!(",t{i}=v")).collect();
+        let fields_many: Vec<String> = (0..50_000).map(|i| format!("f{}={i}i", i % 100)).collect();
+        let text = format!("m{many} {}", fields_many.join(","));
+        assert!(reason(&text).starts_with("Too many tags: 50000 maximum allowed: 8"));
+        let text = format!("m,h=a {}", fields_many.join(","));
+        let l = ok(&text);
+        assert_eq!(l.fields.len(), 100);
+        assert_eq!(l.fields[0], ("m.f0".to_owned(), Value::Int(49_900)));
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! an object or array `value` fails with "Unable to parse value to a number".
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Deserialize;
@@ -445,11 +446,16 @@ fn parse_tag_entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
 /// `tags` as an ordered, de-duplicated (last value wins) list of scalar pairs.
 fn decode_tags(raw: &str) -> Option<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
     let mut tags: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
+    // Index by key so that an object with very many keys stays linear.
+    let mut slots: HashMap<Cow<'_, str>, usize> = HashMap::new();
     for (k, v) in parse_tag_entries(raw)? {
         let v = scalar_text(v.get())?;
-        match tags.iter_mut().find(|(tk, _)| *tk == k) {
-            Some(slot) => slot.1 = v,
-            None => tags.push((k, v)),
+        match slots.get(&k) {
+            Some(&i) => tags[i].1 = v,
+            None => {
+                slots.insert(k.clone(), tags.len());
+                tags.push((k, v));
+            }
         }
     }
     Some(tags)
@@ -882,6 +888,26 @@ mod tests {
         assert_eq!(
             err_of(body),
             "Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}"
+        );
+    }
+
+    #[test]
+    fn many_tag_keys_stay_linear() {
+        let keys: Vec<String> = (0..200_000)
+            .map(|i| format!("\"k{}\":\"v{i}\"", i % 1000))
+            .collect();
+        let body = format!(
+            r#"{{"metric":"m","timestamp":1,"value":1,"tags":{{{}}}}}"#,
+            keys.join(",")
+        );
+        assert_eq!(
+            err_of(&body),
+            format!("Too many tags: 1000 maximum allowed: 8, tags: {}", {
+                let t: Vec<String> = (0..1000)
+                    .map(|i| format!("k{i}=v{}", 199_000 + i))
+                    .collect();
+                format!("{{{}}}", t.join(", "))
+            })
         );
     }
 

@@ -599,12 +599,14 @@ fn classify(d: f64) -> Value {
 type Mapped = (String, Vec<(String, String)>);
 
 fn map_labels(labels: &[pb::Label], limits: &Limits) -> Result<Mapped, String> {
+    let mut names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("duplicate label name {:?}", w[0]));
+    }
     let mut metric = None;
     let mut tags = Vec::with_capacity(labels.len());
-    for (i, l) in labels.iter().enumerate() {
-        if labels[..i].iter().any(|p| p.name == l.name) {
-            return Err(format!("duplicate label name {:?}", l.name));
-        }
+    for l in labels {
         if l.value.is_empty() {
             continue;
         }
