@@ -57,13 +57,11 @@ pub enum TimestampError {
     NotPositive(String),
     /// A number, but none of the accepted forms (11 or 12 digits, other fraction lengths, several
     /// dots, a sign, ...).
-    #[error(
-        "invalid timestamp: {0} (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
-    )]
+    #[error("invalid timestamp: {0} ({ACCEPTED_FORMS})")]
     Malformed(String),
     /// After [`MAX_TIMESTAMP_TEXT`].
     #[error(
-        "invalid timestamp: {0} is after 2106-02-07T06:28:15Z, the latest time a row key can hold"
+        "invalid timestamp: {0} is after {MAX_TIMESTAMP_TEXT}, the latest time a row key can hold"
     )]
     AfterMax(String),
     /// A millisecond instant at or before 1970-02-19T17:02:47.295Z that is not a whole second:
