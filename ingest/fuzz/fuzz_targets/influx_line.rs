@@ -24,7 +24,10 @@ fn body(data: &[u8], precision: Precision, limits: &Limits) {
     }
     let (v1, v2) = (batch.v1_response(), batch.v2_response());
     assert!(v1.status == 204 || v1.status == 400);
-    assert_eq!(v2.status == 204, batch.errors.is_empty() && !batch.empty_body);
+    assert_eq!(
+        v2.status == 204,
+        batch.errors.is_empty() && !batch.empty_body
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
