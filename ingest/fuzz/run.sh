@@ -36,7 +36,7 @@ if [ -n "${CARGO_TARGET_DIR:-}" ]; then
 fi
 
 status=0
-for target in telnet_line put_json; do
+for target in telnet_line put_json influx_line prom_write; do
     corpus="fuzz/corpus/$target"
     mkdir -p "$corpus"
     echo "== fuzzing $target for ${secs}s (sanitizer: $sanitizer)"

@@ -8,7 +8,11 @@
 //!   surrounding characters `<= ' '` are trimmed; content after the first JSON value is ignored;
 //! * the non-numeric tokens `NaN`, `Infinity`, `+Infinity`, `-Infinity`, `+INF`, `-INF` are
 //!   accepted outside strings (Python's `json.dumps` emits them) and read as their text;
-//! * `timestamp` may be a JSON integer, a float (truncated) or a numeric string;
+//! * `timestamp` may be a JSON number or a numeric string; either way its text follows the rule
+//!   shared by every write format ([`crate::timestamp`]: seconds, 13-digit milliseconds or
+//!   `<seconds>.<3 digits>`, up to 2106). OpenTSDB truncated JSON floats; here `1365465600.9`
+//!   is refused like the same text on the telnet port. Not a number, or `<= 0`: OpenTSDB's
+//!   `Invalid timestamp`; the new refusals: the precise message (as telnet, without prefix);
 //! * `value` may be a JSON number (its exact source text is classified, so `42` is an int and
 //!   `42.5` a float), a string (its content is classified) or a boolean (fails to parse);
 //! * `metric` and tag values may be JSON numbers or booleans (their text is used).
@@ -20,6 +24,7 @@
 //! an object or array `value` fails with "Unable to parse value to a number".
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Deserialize;
@@ -28,6 +33,7 @@ use serde_json::value::RawValue;
 
 use crate::Limits;
 use crate::point::{Point, PutError, Timestamp, complete};
+use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
 
 /// Per-point error for a `null` array element.
 pub const MSG_NULL: &str = "Unexpected null datapoint encountered in set.";
@@ -171,9 +177,8 @@ impl JsonPoint<'_> {
         let ts = f
             .timestamp
             .as_ref()
-            .and_then(|r| decode_timestamp(r.get()))
-            .filter(|&t| t > 0)
-            .ok_or(MSG_BAD_TIMESTAMP)?;
+            .ok_or_else(|| MSG_BAD_TIMESTAMP.to_owned())
+            .and_then(|r| checked_timestamp(r.get()))?;
         let value = f
             .value
             .as_ref()
@@ -186,7 +191,7 @@ impl JsonPoint<'_> {
             .and_then(|r| decode_tags(r.get()))
             .filter(|t| !t.is_empty())
             .ok_or(MSG_NO_TAGS)?;
-        complete(metric, Timestamp(ts.unsigned_abs()), &value, tags, limits).map_err(|e| match e {
+        complete(metric, ts, &value, tags, limits).map_err(|e| match e {
             PutError::InvalidValue(_) => MSG_BAD_NUMBER.to_owned(),
             PutError::IllegalArgument(m) => m,
         })
@@ -216,7 +221,11 @@ impl JsonPoint<'_> {
             out.insert("metric".to_owned(), v);
         }
         if let Some(t) = present(&f.timestamp) {
-            let v = decode_timestamp(&t).map_or_else(|| raw_to_value(&t), J::from);
+            let v = timestamp_text(&t)
+                .and_then(|text| parse_timestamp(&text).ok())
+                .map(|ts| J::from(ts.0))
+                .or_else(|| decode_timestamp(&t).map(J::from))
+                .unwrap_or_else(|| raw_to_value(&t));
             out.insert("timestamp".to_owned(), v);
         }
         if let Some(t) = present(&f.value) {
@@ -393,13 +402,28 @@ fn value_text(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// `timestamp` as Jackson reads a `long`: integer, float truncated, or a numeric string.
+/// The text of a `timestamp`: a JSON number's source text or a string's content; `None` for
+/// other JSON types.
+fn timestamp_text(raw: &str) -> Option<Cow<'_, str>> {
+    match raw.as_bytes().first()? {
+        b'"' => decode_string(raw),
+        b'-' | b'0'..=b'9' => Some(Cow::Borrowed(raw)),
+        _ => None,
+    }
+}
+
+/// `timestamp` by the shared rule ([`crate::timestamp`]) applied to its text; the error is the
+/// per-point message. Plain integers above 9999999999999 are carried on so that
+/// [`crate::validate::check_point`] refuses them with OpenTSDB's `bad timestamp=...` text.
+fn checked_timestamp(raw: &str) -> Result<Timestamp, String> {
+    let text = timestamp_text(raw).ok_or_else(|| MSG_BAD_TIMESTAMP.to_owned())?;
+    parse_timestamp(&text).or_else(|e| opentsdb_out_of_range(&text).ok_or_else(|| e.http_message()))
+}
+
+/// `timestamp` as Jackson reads a `long` (integer, float truncated, or a numeric string); only
+/// for the `details` echo of timestamps the rule refuses.
 fn decode_timestamp(raw: &str) -> Option<i64> {
-    let text = match raw.as_bytes().first()? {
-        b'"' => decode_string(raw)?,
-        b'-' | b'0'..=b'9' => Cow::Borrowed(raw),
-        _ => return None,
-    };
+    let text = timestamp_text(raw)?;
     if let Ok(v) = text.parse::<i64>() {
         return Some(v);
     }
@@ -422,11 +446,16 @@ fn parse_tag_entries(raw: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
 /// `tags` as an ordered, de-duplicated (last value wins) list of scalar pairs.
 fn decode_tags(raw: &str) -> Option<Vec<(Cow<'_, str>, Cow<'_, str>)>> {
     let mut tags: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
+    // Index by key so that an object with very many keys stays linear.
+    let mut slots: HashMap<Cow<'_, str>, usize> = HashMap::new();
     for (k, v) in parse_tag_entries(raw)? {
         let v = scalar_text(v.get())?;
-        match tags.iter_mut().find(|(tk, _)| *tk == k) {
-            Some(slot) => slot.1 = v,
-            None => tags.push((k, v)),
+        match slots.get(&k) {
+            Some(&i) => tags[i].1 = v,
+            None => {
+                slots.insert(k.clone(), tags.len());
+                tags.push((k, v));
+            }
         }
     }
     Some(tags)
@@ -677,7 +706,7 @@ mod tests {
         );
         check(
             r#"{"metric":"m","timestamp":0.5,"value":1,"tags":{"a":"b"}}"#,
-            MSG_BAD_TIMESTAMP,
+            "invalid timestamp: 0.5 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)",
         );
         check(
             r#"{"metric":"m","timestamp":"abc","value":1,"tags":{"a":"b"}}"#,
@@ -796,11 +825,23 @@ mod tests {
         };
         assert_eq!(ts("1365465600"), Ok(1_365_465_600));
         assert_eq!(ts("1365465600000"), Ok(1_365_465_600_000));
-        assert_eq!(ts("1365465600.9"), Ok(1_365_465_600));
-        assert_eq!(ts("1.3654656e9"), Ok(1_365_465_600));
         assert_eq!(ts(r#""1365465600""#), Ok(1_365_465_600));
-        assert_eq!(ts(r#""1365465600.5""#), Ok(1_365_465_600));
-        assert_eq!(ts("9999999999999"), Ok(9_999_999_999_999));
+        assert_eq!(ts("1365465600.250"), Ok(1_365_465_600_250));
+        assert_eq!(ts(r#""1365465600.250""#), Ok(1_365_465_600_250));
+        // The shared rule: no truncated fractions, no exponents, nothing after 2106.
+        let malformed = |t: &str| {
+            Err(format!(
+                "invalid timestamp: {t} (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
+            ))
+        };
+        assert_eq!(ts("1365465600.9"), malformed("1365465600.9"));
+        assert_eq!(ts(r#""1365465600.5""#), malformed("1365465600.5"));
+        assert_eq!(ts("13654656000"), malformed("13654656000"));
+        assert_eq!(ts("1.3654656e9"), Err(MSG_BAD_TIMESTAMP.to_owned()));
+        assert_eq!(
+            ts("9999999999999"),
+            Err("invalid timestamp: 9999999999999 is after 2106-02-07T06:28:15Z, the latest time a row key can hold".to_owned())
+        );
         assert_eq!(
             ts("10000000000000"),
             Err("bad timestamp=10000000000000 when trying to add value=[1]/0 to metric=m, tags={a=b}".to_owned())
@@ -847,6 +888,26 @@ mod tests {
         assert_eq!(
             err_of(body),
             "Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}"
+        );
+    }
+
+    #[test]
+    fn many_tag_keys_stay_linear() {
+        let keys: Vec<String> = (0..200_000)
+            .map(|i| format!("\"k{}\":\"v{i}\"", i % 1000))
+            .collect();
+        let body = format!(
+            r#"{{"metric":"m","timestamp":1,"value":1,"tags":{{{}}}}}"#,
+            keys.join(",")
+        );
+        assert_eq!(
+            err_of(&body),
+            format!("Too many tags: 1000 maximum allowed: 8, tags: {}", {
+                let t: Vec<String> = (0..1000)
+                    .map(|i| format!("k{i}=v{}", 199_000 + i))
+                    .collect();
+                format!("{{{}}}", t.join(", "))
+            })
         );
     }
 
@@ -916,6 +977,10 @@ mod tests {
         assert_eq!(
             decode(r#"{"timestamp":1.5}"#)[0].echo(),
             json!({"timestamp":1})
+        );
+        assert_eq!(
+            decode(r#"{"timestamp":"1365465600.250"}"#)[0].echo(),
+            json!({"timestamp":1365465600250u64})
         );
         assert_eq!(decode(r#"{"tags":"x"}"#)[0].echo(), json!({"tags":"x"}));
         assert_eq!(

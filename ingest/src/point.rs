@@ -120,7 +120,7 @@ impl fmt::Display for Value {
 pub struct Point<'a> {
     /// Metric name (validated).
     pub metric: Cow<'a, str>,
-    /// Raw timestamp (> 0, ms values <= 9999999999999).
+    /// Raw timestamp (> 0; ms values <= [`crate::timestamp::MAX_TIMESTAMP_MS`]).
     pub timestamp: Timestamp,
     /// Classified value.
     pub value: Value,
@@ -182,15 +182,15 @@ impl PutError {
 }
 
 /// Formats tags like a Java `Map.toString()`: `{k1=v1, k2=v2}` (input order).
-pub(crate) fn java_map(tags: &[(Cow<'_, str>, Cow<'_, str>)]) -> String {
+pub(crate) fn java_map<K: AsRef<str>, V: AsRef<str>>(tags: &[(K, V)]) -> String {
     let mut out = String::from("{");
     for (i, (k, v)) in tags.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        out.push_str(k);
+        out.push_str(k.as_ref());
         out.push('=');
-        out.push_str(v);
+        out.push_str(v.as_ref());
     }
     out.push('}');
     out
@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(java_bytes(&[0x2A]), "[42]");
         assert_eq!(java_bytes(&[0, 1, 0, 1]), "[0, 1, 0, 1]");
         assert_eq!(java_bytes(&[0xD6]), "[-42]");
-        assert_eq!(java_map(&[]), "{}");
+        assert_eq!(java_map::<&str, &str>(&[]), "{}");
         let tags = vec![
             (Cow::Borrowed("a"), Cow::Borrowed("b")),
             (Cow::Borrowed("c"), Cow::Borrowed("d")),

@@ -15,6 +15,12 @@
 //! trailing spaces, Telegraf's trailing space) depend on it and OpenTSDB already skipped empty
 //! words among the tags. Only the space character separates; tabs are ordinary characters.
 //!
+//! Timestamps follow the rule shared by every write format ([`crate::timestamp`]): seconds,
+//! 13-digit milliseconds or `<seconds>.<3 digits>`, up to 2106 — stricter than OpenTSDB, which
+//! stored `1600000000.5` in 1970 and wrapped ms times after 2106 into the past.
+//!
+//! Names: OpenTSDB's characters plus `%XX` escapes ([`crate::names`], a documented deviation).
+//!
 //! Supported commands: `put`, `version`, `help`, `stats`, `dropcaches`, `exit` (case-sensitive).
 //! Everything else — including OpenTSDB's `rollup`, `histogram`, `status` and `diediedie` — is
 //! [`Command::Unknown`].
@@ -22,8 +28,8 @@
 use std::borrow::Cow;
 
 use crate::Limits;
-use crate::number::parse_long;
-use crate::point::{Point, PutError, Timestamp, complete, java_map};
+use crate::point::{Point, PutError, complete, java_map};
+use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
 
 /// Outcome of looking for the next line in a receive buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,16 +169,12 @@ fn parse_put<'a>(
     if metric.is_empty() {
         return Err(illegal("empty metric name".to_owned()));
     }
-    // 3. Timestamp: all dots removed (`1364410924.250` -> 1364410924250 ms), then parseLong.
-    let ts = if ts_word.contains('.') {
-        parse_long(&ts_word.replace('.', ""))
-    } else {
-        parse_long(ts_word)
-    }
-    .map_err(PutError::InvalidValue)?;
-    if ts <= 0 {
-        return Err(illegal(format!("invalid timestamp: {ts}")));
-    }
+    // 3. Timestamp: the shared rule (seconds, 13-digit ms or `<s>.<3 digits>`, up to 2106).
+    //    Plain integers above 9999999999999 go on to step 7, where OpenTSDB refuses them.
+    let ts = match parse_timestamp(ts_word) {
+        Ok(ts) => ts,
+        Err(e) => opentsdb_out_of_range(ts_word).ok_or_else(|| e.put_error())?,
+    };
     // 4. Guard, as step 2.
     if value.is_empty() {
         return Err(illegal("empty value".to_owned()));
@@ -183,13 +185,7 @@ fn parse_put<'a>(
         parse_tag(word, &mut tags)?;
     }
     // 6-7. Value classification and the semantic checks.
-    complete(
-        Cow::Borrowed(metric),
-        Timestamp(ts.unsigned_abs()),
-        value,
-        tags,
-        limits,
-    )
+    complete(Cow::Borrowed(metric), ts, value, tags, limits)
 }
 
 /// OpenTSDB's `Tags.parse`: exactly one `=`, both sides non-empty; an identical `k=v` repeated is
@@ -222,7 +218,7 @@ fn parse_tag<'a>(
 #[allow(clippy::unwrap_used, clippy::excessive_precision)]
 mod tests {
     use super::*;
-    use crate::point::Value;
+    use crate::point::{Timestamp, Value};
 
     fn parse(line: &str) -> Command<'_> {
         parse_line(line.as_bytes(), &Limits::default())
@@ -476,20 +472,46 @@ mod tests {
             ok("put m 1364410924250 1 a=b").timestamp,
             Timestamp(1_364_410_924_250)
         );
+        // The shared timestamp rule (crate::timestamp) refuses what OpenTSDB stored at the wrong
+        // time: a 1-digit fraction (read as 13644109245 ms, 1970), several dots, a sign, 11 or
+        // 12 digits, and anything after 2106 (wrapped in the row key).
         assert_eq!(
-            ok("put m 1364410924.5 1 a=b").timestamp,
-            Timestamp(13_644_109_245)
+            err("put m 1364410924.5 1 a=b"),
+            "put: illegal argument: invalid timestamp: 1364410924.5 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
         );
-        assert_eq!(ok("put m 1.2.3 1 a=b").timestamp, Timestamp(123));
-        assert_eq!(ok("put m +5 1 a=b").timestamp, Timestamp(5));
+        assert_eq!(
+            err("put m 1.2.3 1 a=b"),
+            "put: illegal argument: invalid timestamp: 1.2.3 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
+        );
+        assert_eq!(
+            err("put m +5 1 a=b"),
+            "put: illegal argument: invalid timestamp: +5 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
+        );
+        assert_eq!(
+            err("put m 16000000000 1 a=b"),
+            "put: illegal argument: invalid timestamp: 16000000000 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
+        );
         assert_eq!(ok("put m 1 1 a=b").timestamp, Timestamp(1));
         assert_eq!(
             ok("put m 4294967295 1 a=b").timestamp,
             Timestamp(4_294_967_295)
         );
         assert_eq!(
-            ok("put m 9999999999999 1 a=b").timestamp,
-            Timestamp(9_999_999_999_999)
+            ok("put m 4294967295999 1 a=b").timestamp,
+            Timestamp(4_294_967_295_999)
+        );
+        assert_eq!(
+            err("put m 9999999999999 1 a=b"),
+            "put: illegal argument: invalid timestamp: 9999999999999 is after 2106-02-07T06:28:15Z, the latest time a row key can hold"
+        );
+        assert_eq!(
+            err("put m 4294967296 1 a=b"),
+            "put: illegal argument: invalid timestamp: 4294967296 is after 2106-02-07T06:28:15Z, the latest time a row key can hold"
+        );
+        // The timestamp is checked before the tags (step 3 before step 5).
+        assert_eq!(
+            err("put m 1600000000.5 1 ab"),
+            "put: illegal argument: invalid timestamp: 1600000000.5 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
         );
         assert_eq!(
             err("put m 0 1 a=b"),
@@ -717,6 +739,14 @@ mod tests {
         assert_eq!(
             err("put m 1 1 k=v:1"),
             "put: illegal argument: Invalid tag value with key [k] (\"v:1\"): illegal character: :"
+        );
+        // `%XX` escapes (the InfluxDB/Prometheus name mapping) are accepted; a lone `%` is not.
+        let p = ok("put cpu%20load 1 1 k=a%2Cb");
+        assert_eq!(p.metric, "cpu%20load");
+        assert_eq!(tags(&p), kv(&[("k", "a%2Cb")]));
+        assert_eq!(
+            err("put m 1 1 k=50%"),
+            "put: illegal argument: Invalid tag value with key [k] (\"50%\"): illegal character: %"
         );
         // Unicode letters are allowed (Telegraf relies on it).
         let p = ok("put température.salle 1 1 ville=Zürich");

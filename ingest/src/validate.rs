@@ -3,9 +3,12 @@
 //! each tag key and value — in that order, first failure wins.
 
 use crate::Limits;
+use crate::names::starts_with_escape_tail;
 use crate::point::{Point, java_bytes, java_map};
+use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
 
-/// Largest accepted millisecond timestamp (OpenTSDB `addPointInternal`).
+/// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
+/// kept: hourglass refuses everything after [`MAX_TIMESTAMP_MS`] (2106), see [`crate::timestamp`].
 pub const MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
 
 /// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
@@ -14,7 +17,9 @@ pub fn is_valid_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') || c.is_alphabetic()
 }
 
-/// OpenTSDB's `Tags.validateString(what, s)`.
+/// OpenTSDB's `Tags.validateString(what, s)`, plus one documented deviation: `%` followed by two
+/// upper-case hex digits is accepted, because that is how [`crate::names::encode_name`] writes
+/// the characters InfluxDB and Prometheus names may contain but OpenTSDB's may not.
 ///
 /// Errors: `Invalid <what>: empty string` or `Invalid <what> ("<s>"): illegal character: <c>`
 /// (first offending char). `what` is e.g. `metric name`, `tag name with value [<v>]`,
@@ -23,16 +28,25 @@ pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
     if s.is_empty() {
         return Err(format!("Invalid {what}: empty string"));
     }
-    match s.chars().find(|&c| !is_valid_name_char(c)) {
-        Some(c) => Err(format!("Invalid {what} (\"{s}\"): illegal character: {c}")),
-        None => Ok(()),
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c == '%' && starts_with_escape_tail(&s.as_bytes()[i + 1..]) {
+            // The two hex digits are ASCII: skip them.
+            chars.nth(1);
+        } else if !is_valid_name_char(c) {
+            return Err(format!("Invalid {what} (\"{s}\"): illegal character: {c}"));
+        }
     }
+    Ok(())
 }
 
 /// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
 ///
-/// 1. ms timestamps above 9999999999999 → `bad timestamp=<ts> when trying to add
-///    value=[<bytes>]/<flags> to metric=<m>, tags={...}`;
+/// 1. timestamp range: `0` → `invalid timestamp: 0`; ms timestamps above 9999999999999 →
+///    OpenTSDB's `bad timestamp=<ts> when trying to add value=[<bytes>]/<flags> to metric=<m>,
+///    tags={...}`; ms timestamps above [`MAX_TIMESTAMP_MS`] (after 2106, which the row key's base
+///    time cannot hold) → the [`crate::timestamp`] message. The parsers refuse such timestamps
+///    earlier; this is the last line of defence for every write path;
 /// 2. no tags → `Need at least one tag (metric=<m>, tags={})`;
 ///    more than `limits.max_tags` → `Too many tags: <n> maximum allowed: <max>, tags: {...}`;
 /// 3. metric name, then each tag key and value, via [`validate_name`].
@@ -40,6 +54,9 @@ pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
 /// Returns the IllegalArgument message on failure.
 pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
     let ts = point.timestamp.0;
+    if ts == 0 {
+        return Err(TimestampError::NotPositive("0".to_owned()).to_string());
+    }
     if point.timestamp.is_ms() && ts > MAX_MS_TIMESTAMP {
         return Err(format!(
             "bad timestamp={ts} when trying to add value={}/{} to metric={}, tags={}",
@@ -49,22 +66,35 @@ pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
             java_map(&point.tags)
         ));
     }
-    if point.tags.is_empty() {
+    if ts > MAX_TIMESTAMP_MS {
+        return Err(TimestampError::AfterMax(ts.to_string()).to_string());
+    }
+    check_series(&point.metric, &point.tags, limits)
+}
+
+/// Steps 2–3 of [`check_point`] (tag count, then metric and tag names) for a series, for write
+/// paths that emit many points of one series (InfluxDB fields, Prometheus samples).
+pub fn check_series<K: AsRef<str>, V: AsRef<str>>(
+    metric: &str,
+    tags: &[(K, V)],
+    limits: &Limits,
+) -> Result<(), String> {
+    if tags.is_empty() {
         return Err(format!(
-            "Need at least one tag (metric={}, tags={{}})",
-            point.metric
+            "Need at least one tag (metric={metric}, tags={{}})"
         ));
     }
-    if point.tags.len() > limits.max_tags {
+    if tags.len() > limits.max_tags {
         return Err(format!(
             "Too many tags: {} maximum allowed: {}, tags: {}",
-            point.tags.len(),
+            tags.len(),
             limits.max_tags,
-            java_map(&point.tags)
+            java_map(tags)
         ));
     }
-    validate_name("metric name", &point.metric)?;
-    for (k, v) in &point.tags {
+    validate_name("metric name", metric)?;
+    for (k, v) in tags {
+        let (k, v) = (k.as_ref(), v.as_ref());
         validate_name(&format!("tag name with value [{v}]"), k)?;
         validate_name(&format!("tag value with key [{k}]"), v)?;
     }
@@ -121,14 +151,54 @@ mod tests {
     }
 
     #[test]
+    fn percent_escapes_are_accepted() {
+        for ok in ["%20", "a%2Cb", "%F0%9F%98%80", "%25", "x%41y", "%2E%2E"] {
+            assert_eq!(validate_name("metric name", ok), Ok(()), "{ok}");
+        }
+        for (bad, c) in [
+            ("%", '%'),
+            ("a%2", '%'),
+            ("a%2a", '%'),
+            ("%G0", '%'),
+            ("%%20", '%'),
+            ("%20%", '%'),
+            ("%2 ", '%'),
+        ] {
+            assert_eq!(
+                validate_name("metric name", bad),
+                Err(format!(
+                    "Invalid metric name (\"{bad}\"): illegal character: {c}"
+                )),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            validate_name("metric name", "%20 "),
+            Err("Invalid metric name (\"%20 \"): illegal character:  ".into())
+        );
+    }
+
+    #[test]
     fn timestamp_range() {
         let limits = Limits::default();
+        assert_eq!(
+            check_point(
+                &point("m", 4_294_967_295_999, Value::Int(1), &[("a", "b")]),
+                &limits
+            ),
+            Ok(())
+        );
+        // After 2106 the row key's base time wraps: refused (OpenTSDB accepted it).
         assert_eq!(
             check_point(
                 &point("m", 9_999_999_999_999, Value::Int(1), &[("a", "b")]),
                 &limits
             ),
-            Ok(())
+            Err("invalid timestamp: 9999999999999 is after 2106-02-07T06:28:15Z, the latest time a row key can hold".into())
+        );
+        assert_eq!(
+            check_point(&point("m", 0, Value::Int(1), &[("a", "b")]), &limits),
+            Err("invalid timestamp: 0".into())
         );
         assert_eq!(
             check_point(

@@ -5,8 +5,9 @@
 use std::borrow::Cow;
 
 use hourglass_ingest::{
-    Command, Limits, LineResult, Point, Timestamp, Value, check_point, decode_put_body, next_line,
-    parse_line, parse_value, unknown_command_line,
+    Command, Limits, LineResult, MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, Point, Timestamp, Value,
+    check_point, decode_put_body, next_line, parse_line, parse_timestamp, parse_value,
+    timestamp_from_millis, unknown_command_line,
 };
 use proptest::prelude::*;
 
@@ -114,10 +115,18 @@ fn value() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Raw timestamps the text rule can express: seconds (1-10 digits) or 13-digit milliseconds.
+fn raw_timestamp() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        1u64..=MAX_TIMESTAMP_SECS,
+        1_000_000_000_000u64..=MAX_TIMESTAMP_MS
+    ]
+}
+
 fn valid_point() -> impl Strategy<Value = Point<'static>> {
     (
         name(),
-        1u64..=9_999_999_999_999,
+        raw_timestamp(),
         value(),
         prop::collection::btree_map(name(), name(), 1..=8),
     )
@@ -285,5 +294,275 @@ proptest! {
         // Python-style non-numeric tokens in the mix.
         let body = body.replace("null", "NaN");
         drive_json(body.as_bytes(), &Limits::default());
+    }
+}
+
+// ---- the shared timestamp rule (hourglass_ingest::timestamp) ----
+
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The rule written down independently: the intended millisecond of an accepted text, `None` for
+/// a refused one.
+fn intended_ms(t: &str) -> Option<u64> {
+    let in_range_ms = |ms: u64| {
+        (1..=MAX_TIMESTAMP_MS).contains(&ms)
+            && (ms > u64::from(u32::MAX) || ms.is_multiple_of(1000))
+    };
+    if digits(t) && t.len() <= 10 {
+        let s: u64 = t.parse().ok()?;
+        (1..=MAX_TIMESTAMP_SECS).contains(&s).then_some(s * 1000)
+    } else if digits(t) && t.len() == 13 {
+        let ms: u64 = t.parse().ok()?;
+        in_range_ms(ms).then_some(ms)
+    } else {
+        let (s, f) = t.split_once('.')?;
+        if !(digits(s) && s.len() <= 10 && digits(f) && f.len() == 3) {
+            return None;
+        }
+        let ms = s.parse::<u64>().ok()? * 1000 + f.parse::<u64>().ok()?;
+        in_range_ms(ms).then_some(ms)
+    }
+}
+
+/// Texts the rule accepts, with the millisecond each one means.
+fn accepted_timestamp() -> impl Strategy<Value = (String, u64)> {
+    prop_oneof![
+        // Seconds, with leading zeros up to 10 digits.
+        (1u64..=MAX_TIMESTAMP_SECS, 0usize..=10).prop_map(|(s, w)| (format!("{s:0w$}"), s * 1000)),
+        // 13-digit milliseconds (from 2001-09-09 on; smaller values have leading zeros).
+        (1_000_000_000_000u64..=MAX_TIMESTAMP_MS).prop_map(|ms| (format!("{ms:013}"), ms)),
+        // <seconds>.<3 digits> above the smallest millisecond encoding.
+        (4_294_968u64..=MAX_TIMESTAMP_SECS, 0u64..1000)
+            .prop_map(|(s, f)| (format!("{s}.{f:03}"), s * 1000 + f)),
+        // <seconds>.000 for any positive second.
+        (1u64..=MAX_TIMESTAMP_SECS).prop_map(|s| (format!("{s}.000"), s * 1000)),
+    ]
+}
+
+/// Texts the rule refuses.
+fn refused_timestamp() -> impl Strategy<Value = String> {
+    prop_oneof![
+        // 11 or 12 digits: neither seconds nor milliseconds.
+        "[0-9]{11,12}",
+        // 14 to 19 digits.
+        "[1-9][0-9]{13,18}",
+        // Seconds after 2106.
+        (MAX_TIMESTAMP_SECS + 1..=9_999_999_999u64).prop_map(|s| s.to_string()),
+        // 13-digit milliseconds after 2106.
+        (MAX_TIMESTAMP_MS + 1..=9_999_999_999_999u64).prop_map(|ms| ms.to_string()),
+        // Other fraction lengths.
+        ("[0-9]{1,10}", prop_oneof!["[0-9]{1,2}", "[0-9]{4,6}"])
+            .prop_map(|(s, f)| format!("{s}.{f}")),
+        // Several dots, empty parts.
+        "[0-9]{0,10}\\.[0-9]{0,3}\\.[0-9]{0,3}",
+        "\\.[0-9]{3}",
+        "[0-9]{1,10}\\.",
+        // Signs.
+        ("[+-]", "[0-9]{1,10}").prop_map(|(sign, d)| format!("{sign}{d}")),
+        // Zero in every form.
+        "0{1,10}",
+        "0{1,10}\\.000",
+        "0{13}",
+        // Junk around or inside an accepted text.
+        (accepted_timestamp(), "[a-zA-Z ,:eE_x]", 0usize..15).prop_map(|((t, _), junk, at)| {
+            let at = at.min(t.len());
+            format!("{}{junk}{}", &t[..at], &t[at..])
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn accepted_timestamps_map_to_the_intended_millisecond((text, ms) in accepted_timestamp()) {
+        let ts = parse_timestamp(&text);
+        prop_assert_eq!(ts.map(Timestamp::as_millis), Ok(ms), "{}", text);
+        prop_assert_eq!(intended_ms(&text), Some(ms));
+        // The numeric entry point agrees.
+        let ms_i64 = i64::try_from(ms).unwrap();
+        prop_assert_eq!(timestamp_from_millis(ms_i64).map(Timestamp::as_millis), Ok(ms));
+        // And the telnet port stores the same instant.
+        let line = format!("put m {text} 1 a=b");
+        match parse_line(line.as_bytes(), &Limits::default()) {
+            Command::Put(Ok(p)) => prop_assert_eq!(p.timestamp.as_millis(), ms),
+            other => prop_assert!(false, "{} -> {:?}", line, other),
+        }
+    }
+
+    #[test]
+    fn refused_timestamps_are_refused(text in refused_timestamp()) {
+        prop_assert!(parse_timestamp(&text).is_err(), "{} accepted", text);
+        prop_assert_eq!(intended_ms(&text), None);
+        let line = format!("put m {text} 1 a=b");
+        if !text.contains(' ') {
+            let cmd = parse_line(line.as_bytes(), &Limits::default());
+            prop_assert!(matches!(cmd, Command::Put(Err(_))), "{} -> {:?}", line, cmd);
+        }
+    }
+
+    #[test]
+    fn timestamp_rule_matches_its_definition(text in prop_oneof![
+        "[0-9.+-]{0,16}",
+        "[0-9]{1,14}(\\.[0-9]{0,4})?",
+    ]) {
+        let got = parse_timestamp(&text).ok().map(Timestamp::as_millis);
+        prop_assert_eq!(got, intended_ms(&text), "{}", text);
+    }
+
+    #[test]
+    fn numeric_millis_rule(ms in prop_oneof![any::<i64>(), -5i64..=5_000_000_000_000]) {
+        let expect = u64::try_from(ms).ok().filter(|&m| {
+            (1..=MAX_TIMESTAMP_MS).contains(&m) && (m > u64::from(u32::MAX) || m.is_multiple_of(1000))
+        });
+        prop_assert_eq!(timestamp_from_millis(ms).ok().map(Timestamp::as_millis), expect);
+    }
+}
+
+// ---- InfluxDB line protocol ----
+
+mod influx_props {
+    use super::*;
+    use hourglass_ingest::influx::{Precision, parse_body};
+    use hourglass_ingest::{decode_name, encode_name};
+
+    fn check_batch(body: &[u8], limits: &Limits) {
+        let batch = parse_body(body, Precision::Nanoseconds, 1_700_000_000_000, limits);
+        for p in batch.points() {
+            assert_eq!(check_point(&p, limits), Ok(()), "{p:?}");
+        }
+        for e in &batch.errors {
+            assert!(e.line_no >= 1);
+            assert!(e.to_string().starts_with("unable to parse '"));
+        }
+        let _ = (batch.v1_response(), batch.v2_response());
+    }
+
+    /// Any text that can be written as a line-protocol name (no newline, no trailing backslash,
+    /// no leading blank or `#` for measurements).
+    fn lp_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{1,6}",
+            "[a-zA-Z0-9 ,=\"\\\\%:é😀._-]{1,8}",
+            any::<String>(),
+        ]
+        .prop_filter("writable", |s| {
+            !s.is_empty() && !s.contains(['\n', '\r']) && !s.ends_with('\\')
+        })
+    }
+
+    fn escape(s: &str, special: &[char]) -> String {
+        let mut out = String::new();
+        for c in s.chars() {
+            if special.contains(&c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn influx_arbitrary_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..2000)) {
+            check_batch(&body, &Limits::default());
+        }
+
+        #[test]
+        fn influx_line_like_text_never_panics(body in "[a-z,= \"\\\\0-9.ieutfTF#\n\r-]{0,200}") {
+            check_batch(body.as_bytes(), &Limits::default());
+            check_batch(body.as_bytes(), &Limits { max_tags: 1, max_line_len: 8 });
+        }
+
+        #[test]
+        fn influx_escaping_round_trips(
+            measurement in lp_name().prop_filter("no leading blank or #", |m| !m.starts_with(['\t', '#'])),
+            tags in prop::collection::btree_map(lp_name(), lp_name(), 1..4),
+            fields in prop::collection::btree_map(lp_name(), any::<i64>(), 1..4),
+            ts in 1_000_000_000_000u64..=MAX_TIMESTAMP_MS,
+        ) {
+            let mut line = escape(&measurement, &[',', ' ']);
+            for (k, v) in &tags {
+                line.push_str(&format!(",{}={}", escape(k, &[',', '=', ' ']), escape(v, &[',', '=', ' '])));
+            }
+            let fields_text: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}={v}i", escape(k, &[',', '=', ' '])))
+                .collect();
+            line.push_str(&format!(" {} {}", fields_text.join(","), ts * 1_000_000));
+            let body = format!("{line}\n{line}\r\n");
+            let batch = parse_body(body.as_bytes(), Precision::Nanoseconds, 1, &Limits::default());
+            prop_assert!(batch.errors.is_empty(), "{:?} -> {:?}", line, batch.errors);
+            prop_assert_eq!(batch.lines.len(), 2);
+            for l in &batch.lines {
+                prop_assert_eq!(l.timestamp.as_millis(), ts);
+                let got_tags: Vec<(String, String)> = l
+                    .tags
+                    .iter()
+                    .map(|(k, v)| (decode_name(k).into_owned(), decode_name(v).into_owned()))
+                    .collect();
+                let want_tags: Vec<(String, String)> = tags.clone().into_iter().collect();
+                prop_assert_eq!(got_tags, want_tags);
+                let want_fields: Vec<(String, Value)> = fields
+                    .iter()
+                    .map(|(k, v)| (format!("{}.{}", encode_name(&measurement), encode_name(k)), Value::Int(*v)))
+                    .collect();
+                prop_assert_eq!(&l.fields, &want_fields);
+            }
+        }
+
+        #[test]
+        fn names_round_trip(s in any::<String>()) {
+            let encoded = encode_name(&s);
+            prop_assert_eq!(decode_name(&encoded), s.as_str());
+            if !s.is_empty() {
+                prop_assert!(hourglass_ingest::validate_name("metric name", &encoded).is_ok());
+            }
+        }
+    }
+}
+
+// ---- Prometheus remote write ----
+
+mod prom_props {
+    use super::*;
+    use hourglass_ingest::prom::{DEFAULT_MAX_DECODED_LEN, decode_read, decode_write};
+
+    fn check(body: &[u8]) {
+        let limits = Limits::default();
+        if let Ok(w) = decode_write(body, DEFAULT_MAX_DECODED_LEN, &limits) {
+            for p in w.points() {
+                assert_eq!(check_point(&p, &limits), Ok(()), "{p:?}");
+            }
+        }
+        let _ = decode_read(body, DEFAULT_MAX_DECODED_LEN);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn prom_arbitrary_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..1000)) {
+            check(&body);
+            // The same bytes as a valid snappy frame, so the protobuf decoder sees them.
+            let framed = snap::raw::Encoder::new().compress_vec(&body).unwrap();
+            check(&framed);
+        }
+
+        #[test]
+        fn prom_protobuf_like_bodies_never_panic(parts in prop::collection::vec(prop_oneof![
+            Just(vec![0x0a_u8]), Just(vec![0x12]), Just(vec![0x1a]), Just(vec![0x09]), Just(vec![0x10]),
+            (0u8..40).prop_map(|n| vec![n]),
+            "[a-z_:]{0,6}".prop_map(String::into_bytes),
+            any::<f64>().prop_map(|f| f.to_le_bytes().to_vec()),
+        ], 0..40)) {
+            let payload: Vec<u8> = parts.concat();
+            let framed = snap::raw::Encoder::new().compress_vec(&payload).unwrap();
+            check(&framed);
+        }
     }
 }

@@ -1,0 +1,53 @@
+//! Fuzz target: InfluxDB line protocol bodies (`influx::parse_body`), single telnet-port lines
+//! (`influx::parse_line`), the port-sharing decisions and the response renderers must never
+//! panic, and every point they return must pass `check_point`.
+#![no_main]
+
+use hourglass_ingest::influx::{Precision, parse_body, parse_line};
+use hourglass_ingest::port::{classify_line, sniff_connection};
+use hourglass_ingest::{Limits, check_point};
+use libfuzzer_sys::fuzz_target;
+
+const NOW_MS: i64 = 1_700_000_000_123;
+
+fn body(data: &[u8], precision: Precision, limits: &Limits) {
+    let batch = parse_body(data, precision, NOW_MS, limits);
+    let mut points = 0;
+    for p in batch.points() {
+        assert_eq!(check_point(&p, limits), Ok(()), "{p:?}");
+        points += 1;
+    }
+    assert_eq!(points, batch.point_count());
+    for e in &batch.errors {
+        assert!(e.line_no >= 1);
+        let _ = e.to_string();
+    }
+    let (v1, v2) = (batch.v1_response(), batch.v2_response());
+    assert!(v1.status == 204 || v1.status == 400);
+    assert_eq!(
+        v2.status == 204,
+        batch.errors.is_empty() && !batch.empty_body
+    );
+}
+
+fuzz_target!(|data: &[u8]| {
+    let limits = Limits::default();
+    body(data, Precision::Nanoseconds, &limits);
+    body(
+        data,
+        Precision::Seconds,
+        &Limits {
+            max_tags: 2,
+            max_line_len: 64,
+        },
+    );
+    let _ = sniff_connection(data);
+    for line in data.split(|&b| b == b'\n') {
+        let _ = classify_line(line);
+        if let Ok(Some(l)) = parse_line(line, Precision::Milliseconds, NOW_MS, &limits) {
+            for p in l.points() {
+                assert_eq!(check_point(&p, &limits), Ok(()), "{p:?}");
+            }
+        }
+    }
+});
