@@ -12,16 +12,21 @@
 //!   `align(scan_start)` to `align(scan_end)` (exclusive);
 //! * `all`: one point at the query start aggregating `query_start <= ts <
 //!   query_end`;
-//! * calendar mode (UTC only): boundaries step `n` units from an anchor derived
-//!   from the first data point (see `Calendar::previous_interval`).
+//! * calendar mode: boundaries step `n` units from an anchor derived
+//!   from the first data point, in the query's time zone (see
+//!   [`crate::calendar`] for the Java `Calendar` arithmetic).
 //!
 //! Bucket values are always computed in double mode and emitted as doubles.
 
+use jiff::tz::TimeZone;
+
 use crate::aggregate::Aggregator;
+pub use crate::calendar::CalendarUnit;
+use crate::calendar::JavaCalendar;
 use crate::error::QueryError;
 use crate::filter::java_split;
 use crate::num::Num;
-use crate::time::{DAY_MS, civil_from_days, days_from_civil, parse_duration};
+use crate::time::parse_duration;
 
 /// What to emit for a bucket without data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,27 +66,6 @@ impl FillPolicy {
         .into_iter()
         .find(|p| p.name().eq_ignore_ascii_case(s))
     }
-}
-
-/// Calendar units for calendar-aligned downsampling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CalendarUnit {
-    /// `ms`
-    Millis,
-    /// `s`
-    Seconds,
-    /// `m`
-    Minutes,
-    /// `h`
-    Hours,
-    /// `d`
-    Days,
-    /// `w`
-    Weeks,
-    /// `n`
-    Months,
-    /// `y`
-    Years,
 }
 
 /// The bucketing part of a downsample spec.
@@ -226,10 +210,21 @@ pub(crate) struct Bounds {
 
 /// Downsamples one series (points sorted by time) the way OpenTSDB's
 /// downsampler yields them after `seek(scan_start)`. Values are always doubles.
+#[cfg(test)]
 pub(crate) fn downsample(
     points: &[(i64, Num)],
     spec: &DownsampleSpec,
     b: Bounds,
+) -> Result<Vec<(i64, Num)>, QueryError> {
+    downsample_tz(points, spec, b, &TimeZone::UTC)
+}
+
+/// [`downsample`] with calendar buckets in `tz`.
+pub(crate) fn downsample_tz(
+    points: &[(i64, Num)],
+    spec: &DownsampleSpec,
+    b: Bounds,
+    tz: &TimeZone,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
     let agg = spec.aggregator;
     if spec.fill != FillPolicy::None && spec.interval_ms() > 0 {
@@ -274,9 +269,10 @@ pub(crate) fn downsample(
             fill(buckets, expected, spec.fill)
         }
         DownsampleInterval::Calendar { count, unit, .. } => {
-            let cal = Calendar {
+            let cal = JavaCalendar {
                 count: *count,
                 unit: *unit,
+                tz: tz.clone(),
             };
             // Seek to the first calendar boundary at or after the scan start.
             let mut seek = cal.previous_interval(b.scan_start);
@@ -284,11 +280,20 @@ pub(crate) fn downsample(
                 seek = cal.add(seek, 1);
             }
             // Data buckets are anchored at the first point after the seek and
-            // step whole intervals from there (not re-anchored per point).
-            let mut anchor: Option<i64> = None;
+            // step whole intervals from there (not re-anchored per point),
+            // like the two calendars of OpenTSDB's `ValuesInInterval`.
+            let mut current: Option<(i64, i64)> = None;
             let bucket_of = |ts: i64| -> i64 {
-                let a = *anchor.get_or_insert_with(|| cal.previous_interval(ts));
-                cal.bucket_start(a, ts)
+                let (start, end) = *current.get_or_insert_with(|| {
+                    let start = cal.previous_interval(ts);
+                    (start, cal.add(start, 1))
+                });
+                if ts < end {
+                    return start;
+                }
+                let start = cal.bucket_start(end, ts);
+                current = Some((start, cal.add(start, 1)));
+                start
             };
             let buckets = buckets(points, seek, bucket_of, agg)?;
             if spec.fill == FillPolicy::None {
@@ -390,147 +395,11 @@ fn fill(
     Ok(out)
 }
 
-/// UTC calendar stepping for calendar downsampling (`DateTime.previousInterval`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Calendar {
-    pub count: i64,
-    pub unit: CalendarUnit,
-}
-
-impl Calendar {
-    /// The boundary at or before `ts`: an anchor (start of the enclosing
-    /// second/minute/hour/day/week/month/year, depending on whether `count`
-    /// divides the next larger unit) plus whole steps of `count` units.
-    pub(crate) fn previous_interval(&self, ts: i64) -> i64 {
-        let n = self.count;
-        let day = ts.div_euclid(DAY_MS);
-        let start_of_day = day * DAY_MS;
-        let (y, m, _) = civil_from_days(day);
-        let start_of_month = days_from_civil(y, m, 1) * DAY_MS;
-        let start_of_year = days_from_civil(y, 1, 1) * DAY_MS;
-        let floor_to = |anchor: i64, step: i64| anchor + (ts - anchor).div_euclid(step) * step;
-        match self.unit {
-            CalendarUnit::Millis => {
-                let anchor = if 1000 % n == 0 {
-                    ts - ts.rem_euclid(1000)
-                } else {
-                    ts - ts.rem_euclid(60_000)
-                };
-                floor_to(anchor, n)
-            }
-            CalendarUnit::Seconds => {
-                let anchor = if 60 % n == 0 {
-                    ts - ts.rem_euclid(60_000)
-                } else {
-                    ts - ts.rem_euclid(3_600_000)
-                };
-                floor_to(anchor, n * 1000)
-            }
-            CalendarUnit::Minutes => {
-                let anchor = if 60 % n == 0 {
-                    ts - ts.rem_euclid(3_600_000)
-                } else {
-                    start_of_day
-                };
-                floor_to(anchor, n * 60_000)
-            }
-            CalendarUnit::Hours => {
-                let anchor = if 24 % n == 0 {
-                    start_of_day
-                } else {
-                    start_of_month
-                };
-                floor_to(anchor, n * 3_600_000)
-            }
-            CalendarUnit::Days => {
-                if n == 1 {
-                    start_of_day
-                } else {
-                    floor_to(start_of_year, n * DAY_MS)
-                }
-            }
-            CalendarUnit::Weeks => {
-                // OpenTSDB snaps to the locale's first day of the week (Sunday
-                // for en-US) and steps single weeks while searching, so the
-                // result is always the Sunday starting the week of `ts`.
-                let weekday_from_sunday = (day + 4).rem_euclid(7);
-                (day - weekday_from_sunday) * DAY_MS
-            }
-            CalendarUnit::Months => {
-                let k = (m - 1) / n;
-                days_from_civil(y, 1 + k * n, 1) * DAY_MS
-            }
-            CalendarUnit::Years => start_of_year,
-        }
-    }
-
-    /// The last boundary `anchor + k * interval` (k >= 0) at or before `ts`.
-    pub(crate) fn bucket_start(&self, anchor: i64, ts: i64) -> i64 {
-        if ts <= anchor {
-            return anchor;
-        }
-        let fixed = |unit_ms: i64| {
-            let step = self.count.saturating_mul(unit_ms);
-            anchor + (ts - anchor) / step * step
-        };
-        match self.unit {
-            CalendarUnit::Millis => fixed(1),
-            CalendarUnit::Seconds => fixed(1000),
-            CalendarUnit::Minutes => fixed(60_000),
-            CalendarUnit::Hours => fixed(3_600_000),
-            CalendarUnit::Days => fixed(DAY_MS),
-            CalendarUnit::Weeks => fixed(7 * DAY_MS),
-            CalendarUnit::Months | CalendarUnit::Years => {
-                let step = if self.unit == CalendarUnit::Months {
-                    self.count
-                } else {
-                    self.count.saturating_mul(12)
-                };
-                let month_index = |t: i64| {
-                    let (y, m, _) = civil_from_days(t.div_euclid(DAY_MS));
-                    y * 12 + (m - 1)
-                };
-                let k = (month_index(ts) - month_index(anchor)) / step;
-                // Month starts never overshoot: the k-th boundary is at or
-                // before the first day of ts's month.
-                self.add(anchor, k)
-            }
-        }
-    }
-
-    /// `boundary` advanced by `k` buckets (k may be negative).
-    pub(crate) fn add(&self, boundary: i64, k: i64) -> i64 {
-        let n = self.count.saturating_mul(k);
-        let fixed = |unit_ms: i64| boundary.saturating_add(n.saturating_mul(unit_ms));
-        match self.unit {
-            CalendarUnit::Millis => fixed(1),
-            CalendarUnit::Seconds => fixed(1000),
-            CalendarUnit::Minutes => fixed(60_000),
-            CalendarUnit::Hours => fixed(3_600_000),
-            CalendarUnit::Days => fixed(DAY_MS),
-            CalendarUnit::Weeks => fixed(7 * DAY_MS),
-            CalendarUnit::Months | CalendarUnit::Years => {
-                let months = if self.unit == CalendarUnit::Months {
-                    n
-                } else {
-                    n.saturating_mul(12)
-                };
-                let day = boundary.div_euclid(DAY_MS);
-                let time_of_day = boundary.rem_euclid(DAY_MS);
-                let (y, m, d) = civil_from_days(day);
-                let total = y * 12 + (m - 1) + months;
-                let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) + 1);
-                // Boundaries are always the 1st of a month, so no day clamping.
-                days_from_civil(ny, nm, d) * DAY_MS + time_of_day
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
+    use crate::time::{DAY_MS, days_from_civil};
 
     fn ds(s: &str) -> DownsampleSpec {
         DownsampleSpec::parse(s, false).unwrap()
@@ -807,7 +676,7 @@ mod tests {
     fn calendar_previous_interval() {
         // 2013-01-01T00:00:00Z is a Tuesday.
         let jan1 = 1_356_998_400_000;
-        let cal = |count, unit| Calendar { count, unit };
+        let cal = JavaCalendar::utc;
         let t = jan1 + 3 * DAY_MS + 5 * 3_600_000 + 17 * 60_000 + 42_123;
         assert_eq!(
             cal(1, CalendarUnit::Days).previous_interval(t),

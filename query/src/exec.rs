@@ -21,7 +21,10 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::aggregate::Aggregator;
-use crate::downsample::{Bounds, DownsampleSpec, downsample};
+use jiff::tz::TimeZone;
+
+use crate::calendar::{JavaCalendar, lookup_zone};
+use crate::downsample::{Bounds, DownsampleInterval, DownsampleSpec, FillPolicy, downsample_tz};
 use crate::error::QueryError;
 use crate::filter::TagFilter;
 use crate::merge;
@@ -146,8 +149,15 @@ pub fn scan_window(start_ms: i64, end_ms: i64, downsample: Option<&DownsampleSpe
 /// Runs every sub query of `q` against `src`, in order.
 pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, QueryError> {
     let mut results = Vec::new();
+    // Validation already rejected unknown names; UTC is the default.
+    let tz = q
+        .timezone
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .and_then(lookup_zone)
+        .unwrap_or(TimeZone::UTC);
     for sub in &q.queries {
-        run_sub_query(q, sub, src, &mut results)?;
+        run_sub_query(q, sub, src, &tz, &mut results)?;
     }
     Ok(results)
 }
@@ -156,6 +166,7 @@ fn run_sub_query(
     q: &TsQuery,
     sub: &SubQuery,
     src: &dyn SeriesSource,
+    tz: &TimeZone,
     results: &mut Vec<QueryResult>,
 ) -> Result<(), QueryError> {
     let (scan_start, scan_end) = scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
@@ -220,7 +231,7 @@ fn run_sub_query(
         query_end: q.end_ms,
     };
     for group in groups {
-        let dps = aggregate_group(&group, sub, bounds)?
+        let dps = aggregate_group(&group, sub, bounds, tz)?
             .into_iter()
             .filter(|(ts, _)| *ts >= q.start_ms && *ts <= q.end_ms)
             .collect();
@@ -276,11 +287,12 @@ fn aggregate_group(
     group: &[&Series],
     sub: &SubQuery,
     bounds: Bounds,
+    tz: &TimeZone,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
     let mut prepared: Vec<Cow<'_, [(i64, Num)]>> = Vec::with_capacity(group.len());
     for s in group {
         let stage: Cow<'_, [(i64, Num)]> = match &sub.downsample {
-            Some(ds) => Cow::Owned(downsample(&s.points, ds, bounds)?),
+            Some(ds) => Cow::Owned(downsample_tz(&s.points, ds, bounds, tz)?),
             None => Cow::Borrowed(&s.points),
         };
         let stage = match &sub.rate {
@@ -292,11 +304,36 @@ fn aggregate_group(
     let refs: Vec<&[(i64, Num)]> = prepared.iter().map(|c| c.as_ref()).collect();
     merge::aggregate(
         &refs,
-        bounds.scan_start,
+        merge_start(sub, bounds, tz),
         bounds.scan_end,
         sub.aggregator,
         sub.rate.is_some(),
     )
+}
+
+/// Where the cross-series merge starts: the scan start, except for calendar
+/// downsampling with a fill policy, whose first filled bucket (the calendar
+/// boundary at or before the scan start) may precede it in a non-UTC zone.
+/// OpenTSDB drops such a series entirely (its first point fails the
+/// iterator's seek check); we keep it. The bucket precedes the query start,
+/// so it is never written either way.
+fn merge_start(sub: &SubQuery, bounds: Bounds, tz: &TimeZone) -> i64 {
+    match &sub.downsample {
+        Some(DownsampleSpec {
+            interval: DownsampleInterval::Calendar { count, unit, .. },
+            fill,
+            ..
+        }) if *fill != FillPolicy::None => {
+            let cal = JavaCalendar {
+                count: *count,
+                unit: *unit,
+                tz: tz.clone(),
+            };
+            cal.previous_interval(bounds.scan_start)
+                .min(bounds.scan_start)
+        }
+        _ => bounds.scan_start,
+    }
 }
 
 /// `tags` = keys with one value across the group, `aggregateTags` = keys seen

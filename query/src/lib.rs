@@ -12,6 +12,8 @@
 //!   GET query string with `m=` ([`parse_query_string`]); validation in
 //!   OpenTSDB's order so the first error matches.
 //! * [`time`]: time strings and durations.
+//! * [`calendar`]: time-zone lookup (bundled tz database) and Java `Calendar`
+//!   arithmetic for absolute dates and calendar downsampling.
 //! * [`filter`]: the seven tag-value filter types and legacy `tags` conversion.
 //! * [`aggregate`]: the 35 aggregators, integer and double modes.
 //! * [`downsample`]: downsample specs and per-series bucketing with fill policies.
@@ -43,10 +45,14 @@
 //!   integer; downsampled and rate values are always doubles.
 //! * A downsample bucket that starts before `start` is dropped from the output
 //!   even if it holds in-range data.
+//! * Calendar downsampling copies `java.util.Calendar`: hour/minute/second
+//!   steps are absolute, day/week/month/year steps keep local wall time, and
+//!   ambiguous local times resolve to the later instant.
 //! * Unsupported, rejected with clear 400s: TSUID sub queries, histogram /
-//!   percentile queries, non-UTC time zones.
+//!   percentile queries.
 
 pub mod aggregate;
+pub mod calendar;
 pub mod downsample;
 pub mod error;
 pub mod exec;

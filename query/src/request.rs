@@ -49,7 +49,7 @@ pub struct TsQuery {
     pub global_annotations: bool,
     /// `useCalendar`: every downsampler is calendar based.
     pub use_calendar: bool,
-    /// `timezone` (only UTC-equivalent zones are honoured).
+    /// `timezone`: absolute dates and calendar downsampling (IANA name).
     pub timezone: Option<String>,
     /// `delete` (JSON) or `method_override=delete` (query string); parsed
     /// only, the root decides what to do with it.
@@ -1018,16 +1018,22 @@ mod tests {
         );
         assert_eq!(
             post_err(
-                r#"{"start":"2013/01/01","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m"}]}"#
+                r#"{"start":"2013/01/01","timezone":"America/Nowhere","queries":[{"aggregator":"sum","metric":"m"}]}"#
             ),
-            "Invalid timezone name: America/Denver"
+            "Invalid timezone name: America/Nowhere"
         );
         assert_eq!(
             post_err(
-                r#"{"start":"1h-ago","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m","downsample":"1m-avg"}]}"#
+                r#"{"start":"1h-ago","timezone":"America/Nowhere","queries":[{"aggregator":"sum","metric":"m","downsample":"1m-avg"}]}"#
             ),
             "The timezone specification could not be found"
         );
+        // every IANA zone works, for dates and for downsampling
+        let q = post(
+            r#"{"start":"2013/01/01","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m","downsample":"1dc-avg"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(q.start_ms, 1_357_023_600_000);
     }
 
     #[test]
