@@ -9,7 +9,11 @@
 //!    concatenated tag-value UIDs of the group-by keys, unsigned byte order);
 //! 5. per series: downsample → rate; then the cross-series merge
 //!    ([`crate::merge`]) over the scan window;
-//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags`/`tsuids`.
+//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags`/`tsuids`;
+//! 7. attach the series' annotations (scan window) and the global ones.
+//!
+//! TSUID sub queries fetch exactly the listed series (all of one metric,
+//! whose name the source resolves) and ignore metric and filters.
 //!
 //! Nothing here knows about storage layout beyond the UID bytes the source
 //! hands over, and nothing does I/O itself.
@@ -21,6 +25,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::aggregate::Aggregator;
+use crate::annotation::{Annotation, time_ms};
 use jiff::tz::TimeZone;
 
 use crate::calendar::{JavaCalendar, lookup_zone};
@@ -30,7 +35,7 @@ use crate::filter::TagFilter;
 use crate::merge;
 pub use crate::num::Num;
 use crate::rate::rates;
-use crate::request::{SubQuery, TsQuery};
+use crate::request::{SubQuery, TsQuery, decode_hex};
 
 /// One tag of a series, with the UIDs the storage layer knows it by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +71,9 @@ pub struct FetchRequest<'a> {
     pub filters: &'a [TagFilter],
     /// Series may only carry tag keys that have filters.
     pub explicit_tags: bool,
+    /// A TSUID sub query: fetch exactly these series (metric uid ‖ (tagk uid
+    /// ‖ tagv uid)*, all of `metric`); `filters` is then empty.
+    pub tsuids: Option<&'a [Vec<u8>]>,
     /// Scan window start (ms, inclusive, hour aligned).
     pub scan_start_ms: i64,
     /// Scan window end (ms, exclusive, hour aligned).
@@ -98,10 +106,60 @@ pub enum SourceError {
 }
 
 /// Where series come from. Implemented by the root crate over its engine.
+///
+/// Only [`SeriesSource::fetch`] is required; the other methods have
+/// defaults for sources without TSUID or annotation support.
 pub trait SeriesSource {
     /// Returns every series of `req.metric` whose points fall in the scan
-    /// window (points outside it are ignored). May pre-filter.
+    /// window (points outside it are ignored). May pre-filter. With
+    /// `req.tsuids`, only those series are wanted (extra ones are dropped).
     fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError>;
+
+    /// Width in bytes of a metric UID, i.e. of a TSUID's metric prefix.
+    fn metric_uid_width(&self) -> usize {
+        3
+    }
+
+    /// The name of a metric UID (TSUID sub queries name their results with
+    /// it). The default knows no UIDs.
+    fn metric_name(&self, metric_uid: &[u8]) -> Result<String, SourceError> {
+        Err(SourceError::NoSuchName {
+            kind: "metrics",
+            name: hex_upper(metric_uid),
+        })
+    }
+
+    /// Annotations of the given series (TSUID bytes) whose start time falls
+    /// in `[start_ms, end_ms)` (the scan window). Each note's `tsuid` must be
+    /// its series' hex TSUID. The default has none.
+    fn series_annotations(
+        &self,
+        tsuids: &[&[u8]],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<Annotation>, SourceError> {
+        let _ = (tsuids, start_ms, end_ms);
+        Ok(Vec::new())
+    }
+
+    /// Global annotations (no TSUID) whose start time falls in
+    /// `[start_ms, end_ms]`. The default has none.
+    fn global_annotations(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<Annotation>, SourceError> {
+        let _ = (start_ms, end_ms);
+        Ok(Vec::new())
+    }
+}
+
+fn source_error(e: SourceError) -> QueryError {
+    match e {
+        SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
+        SourceError::Storage(msg) => QueryError::Source(msg),
+        too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
+    }
 }
 
 /// One result series (one object of the JSON response array).
@@ -117,6 +175,12 @@ pub struct QueryResult {
     pub aggregate_tags: Vec<String>,
     /// Upper-case hex TSUIDs of the group's series (sorted).
     pub tsuids: Vec<String>,
+    /// The group's annotations in the scan window (the renderer keeps those
+    /// starting in `[start, end]`, sorted by start time).
+    pub annotations: Vec<Annotation>,
+    /// Global annotations (with `globalAnnotations`), the same for every
+    /// result.
+    pub global_annotations: Vec<Annotation>,
     /// Points, already clipped to `[start_ms, end_ms]`.
     pub dps: Vec<(i64, Num)>,
 }
@@ -156,8 +220,13 @@ pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, 
         .filter(|t| !t.is_empty())
         .and_then(lookup_zone)
         .unwrap_or(TimeZone::UTC);
+    let globals = if q.global_annotations && !q.no_annotations {
+        fetch_global_annotations(q, src)?
+    } else {
+        Vec::new()
+    };
     for sub in &q.queries {
-        run_sub_query(q, sub, src, &tz, &mut results)?;
+        run_sub_query(q, sub, src, &tz, &globals, &mut results)?;
     }
     Ok(results)
 }
@@ -167,21 +236,29 @@ fn run_sub_query(
     sub: &SubQuery,
     src: &dyn SeriesSource,
     tz: &TimeZone,
+    globals: &[Annotation],
     results: &mut Vec<QueryResult>,
 ) -> Result<(), QueryError> {
     let (scan_start, scan_end) = scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
+    let tsuids: Vec<Vec<u8>> = sub.tsuids.iter().map(|t| decode_hex(t)).collect();
+    let metric = if tsuids.is_empty() {
+        sub.metric.clone()
+    } else {
+        tsuid_metric(&tsuids, src)?
+    };
     let req = FetchRequest {
-        metric: &sub.metric,
+        metric: &metric,
         filters: &sub.filters,
         explicit_tags: sub.explicit_tags,
+        tsuids: (!tsuids.is_empty()).then_some(tsuids.as_slice()),
         scan_start_ms: scan_start,
         scan_end_ms: scan_end,
     };
-    let fetched = src.fetch(&req).map_err(|e| match e {
-        SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
-        SourceError::Storage(msg) => QueryError::Source(msg),
-        too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
-    })?;
+    let mut fetched = src.fetch(&req).map_err(source_error)?;
+    if !tsuids.is_empty() {
+        let wanted: HashSet<&[u8]> = tsuids.iter().map(Vec::as_slice).collect();
+        fetched.retain(|s| wanted.contains(s.tsuid.as_slice()));
+    }
 
     // Only rows inside the scan window exist for OpenTSDB; a series without
     // points there was never scanned.
@@ -230,6 +307,19 @@ fn run_sub_query(
         query_start: q.start_ms,
         query_end: q.end_ms,
     };
+    let mut notes_by_tsuid: BTreeMap<String, Vec<Annotation>> = BTreeMap::new();
+    if !q.no_annotations && !series.is_empty() {
+        let ids: Vec<&[u8]> = series.iter().map(|s| s.tsuid.as_slice()).collect();
+        for note in src
+            .series_annotations(&ids, scan_start, scan_end)
+            .map_err(source_error)?
+        {
+            notes_by_tsuid
+                .entry(note.tsuid.to_ascii_uppercase())
+                .or_default()
+                .push(note);
+        }
+    }
     for group in groups {
         let dps = aggregate_group(&group, sub, bounds, tz)?
             .into_iter()
@@ -237,17 +327,60 @@ fn run_sub_query(
             .collect();
         let (tags, aggregate_tags) = group_tags(&group);
         let mut tsuids: Vec<String> = group.iter().map(|s| hex_upper(&s.tsuid)).collect();
+        // Notes in span order (row-key order), like SpanGroup.getAnnotations.
+        let annotations: Vec<Annotation> = tsuids
+            .iter()
+            .filter_map(|t| notes_by_tsuid.get(t))
+            .flatten()
+            .cloned()
+            .collect();
         tsuids.sort();
         results.push(QueryResult {
             sub_query: sub.index,
-            metric: sub.metric.clone(),
+            metric: metric.clone(),
             tags,
             aggregate_tags,
             tsuids,
+            annotations,
+            global_annotations: globals.to_vec(),
             dps,
         });
     }
     Ok(())
+}
+
+/// The metric name of a TSUID sub query: every TSUID must start with the
+/// same metric UID (OpenTSDB's check and message).
+fn tsuid_metric(tsuids: &[Vec<u8>], src: &dyn SeriesSource) -> Result<String, QueryError> {
+    let width = src.metric_uid_width();
+    let first = &tsuids[0];
+    if first.len() < width {
+        return Err(QueryError::bad(format!(
+            "Invalid TSUID: {}",
+            hex_upper(first)
+        )));
+    }
+    let prefix = &first[..width];
+    if tsuids.iter().any(|t| t.get(..width) != Some(prefix)) {
+        return Err(QueryError::bad(
+            "One or more TSUIDs did not share the same metric",
+        ));
+    }
+    src.metric_name(prefix).map_err(source_error)
+}
+
+/// Global notes for the query (`Annotation.getGlobalAnnotations` over the
+/// query range in seconds): start at or after the start second, end (unless
+/// open, 0) at or before the end second.
+fn fetch_global_annotations(
+    q: &TsQuery,
+    src: &dyn SeriesSource,
+) -> Result<Vec<Annotation>, QueryError> {
+    let start = q.start_ms.div_euclid(1000) * 1000;
+    let end = q.end_ms.div_euclid(1000) * 1000;
+    let mut notes = src.global_annotations(start, end).map_err(source_error)?;
+    notes.retain(|n| n.is_global() && time_ms(n.start_time) >= start && time_ms(n.end_time) <= end);
+    Ok(notes)
 }
 
 /// Every filter must match a present tag; with `explicit_tags` the series may
@@ -359,7 +492,8 @@ fn group_tags(group: &[&Series]) -> (BTreeMap<String, String>, Vec<String>) {
     (tags, aggregated)
 }
 
-fn hex_upper(bytes: &[u8]) -> String {
+/// Upper-case hex, the way OpenTSDB prints TSUIDs.
+pub(crate) fn hex_upper(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

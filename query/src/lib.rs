@@ -21,6 +21,10 @@
 //! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
 //! * [`exec`]: scan window, fetch, filter, group, per-group pipeline, clipping.
 //! * [`render`]: byte-exact JSON output, Java double formatting.
+//! * [`annotation`]: the annotation model, its storage and response JSON,
+//!   `/api/annotation[/bulk]` request parsing, POST-merge / PUT-replace.
+//! * [`lookup`]: `/api/search/lookup` request, matching rule and response.
+//! * [`last`]: `/api/query/last` request and response.
 //! * [`error`]: the [`QueryError`] type.
 //!
 //! Per sub query the data flows: source → filters/explicitTags → group →
@@ -48,15 +52,19 @@
 //! * Calendar downsampling copies `java.util.Calendar`: hour/minute/second
 //!   steps are absolute, day/week/month/year steps keep local wall time, and
 //!   ambiguous local times resolve to the later instant.
-//! * Unsupported, rejected with clear 400s: TSUID sub queries, histogram /
-//!   percentile queries.
+//! * A group's `annotations` array is written whenever the group has notes
+//!   in the scan window, even if none starts in `[start, end]` (then `[]`).
+//! * Unsupported, rejected with clear 400s: histogram / percentile queries.
 
 pub mod aggregate;
+pub mod annotation;
 pub mod calendar;
 pub mod downsample;
 pub mod error;
 pub mod exec;
 pub mod filter;
+pub mod last;
+pub mod lookup;
 pub mod merge;
 mod num;
 pub mod rate;
@@ -65,6 +73,7 @@ pub mod request;
 pub mod time;
 
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
+pub use annotation::Annotation;
 pub use downsample::{DownsampleSpec, FillPolicy};
 pub use error::QueryError;
 pub use exec::{

@@ -30,6 +30,7 @@ fn read(e: &Engine) -> Vec<(String, Vec<(i64, i64)>)> {
         metric: "e.m",
         filters: &[],
         explicit_tags: false,
+        tsuids: None,
         scan_start_ms: 1_356_994_800_000,
         scan_end_ms: 1_357_020_000_000,
     };
