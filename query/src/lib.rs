@@ -21,6 +21,7 @@
 //! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
 //! * [`exec`]: scan window, fetch, filter, group, per-group pipeline, clipping.
 //! * [`render`]: byte-exact JSON output, Java double formatting.
+//! * [`arrow`]: the same results as an Arrow IPC stream (schema in its docs).
 //! * [`annotation`]: the annotation model, its storage and response JSON,
 //!   `/api/annotation[/bulk]` request parsing, POST-merge / PUT-replace.
 //! * [`lookup`]: `/api/search/lookup` request, matching rule and response.
@@ -58,6 +59,7 @@
 
 pub mod aggregate;
 pub mod annotation;
+pub mod arrow;
 pub mod calendar;
 pub mod downsample;
 pub mod error;
@@ -74,6 +76,7 @@ pub mod time;
 
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
 pub use annotation::Annotation;
+pub use arrow::render_arrow;
 pub use downsample::{DownsampleSpec, FillPolicy};
 pub use error::QueryError;
 pub use exec::{
