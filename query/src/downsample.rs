@@ -21,6 +21,7 @@
 use jiff::tz::TimeZone;
 
 use crate::aggregate::Aggregator;
+use crate::budget::QueryBudget;
 pub use crate::calendar::CalendarUnit;
 use crate::calendar::JavaCalendar;
 use crate::error::QueryError;
@@ -208,6 +209,10 @@ pub(crate) struct Bounds {
     pub query_end: i64,
 }
 
+/// A lazy stream of points (downsampled, rated): errors surface when the
+/// point that causes them is pulled, as in OpenTSDB's iterator chain.
+pub(crate) type PointIter<'a> = Box<dyn Iterator<Item = Result<(i64, Num), QueryError>> + 'a>;
+
 /// Downsamples one series (points sorted by time) the way OpenTSDB's
 /// downsampler yields them after `seek(scan_start)`. Values are always doubles.
 #[cfg(test)]
@@ -216,16 +221,20 @@ pub(crate) fn downsample(
     spec: &DownsampleSpec,
     b: Bounds,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    downsample_tz(points, spec, b, &TimeZone::UTC)
+    let budget = QueryBudget::unlimited();
+    downsample_iter(points, spec, b, &TimeZone::UTC, &budget)?.collect()
 }
 
-/// [`downsample`] with calendar buckets in `tz`.
-pub(crate) fn downsample_tz(
-    points: &[(i64, Num)],
+/// The lazy downsampler over `points` (sorted by time), with calendar
+/// buckets in `tz`. Only a bucket's own values are buffered (counted as held
+/// in `budget`); fill-policy buckets are generated one at a time.
+pub(crate) fn downsample_iter<'a>(
+    points: &'a [(i64, Num)],
     spec: &DownsampleSpec,
     b: Bounds,
     tz: &TimeZone,
-) -> Result<Vec<(i64, Num)>, QueryError> {
+    budget: &'a QueryBudget,
+) -> Result<PointIter<'a>, QueryError> {
     let agg = spec.aggregator;
     if spec.fill != FillPolicy::None && spec.interval_ms() > 0 {
         let buckets = b.scan_end.saturating_sub(b.scan_start) / spec.interval_ms();
@@ -233,40 +242,42 @@ pub(crate) fn downsample_tz(
             return Err(too_many_buckets());
         }
     }
-    match &spec.interval {
+    let (bucketer, seek, grid) = match &spec.interval {
         DownsampleInterval::All => {
-            let values: Vec<f64> = points
-                .iter()
-                .skip_while(|(ts, _)| *ts < b.scan_start)
-                .filter(|(ts, _)| *ts >= b.query_start)
-                .take_while(|(ts, _)| *ts < b.query_end)
-                .map(|(_, v)| v.as_f64())
-                .collect();
-            if values.is_empty() {
-                return Ok(Vec::new());
-            }
-            Ok(vec![(b.query_start, Num::Float(agg.run_double(&values)?))])
+            let mut done = false;
+            return Ok(Box::new(std::iter::from_fn(move || {
+                if done {
+                    return None;
+                }
+                done = true;
+                let values: Vec<f64> = points
+                    .iter()
+                    .skip_while(|(ts, _)| *ts < b.scan_start)
+                    .filter(|(ts, _)| *ts >= b.query_start)
+                    .take_while(|(ts, _)| *ts < b.query_end)
+                    .map(|(_, v)| v.as_f64())
+                    .collect();
+                if values.is_empty() {
+                    return None;
+                }
+                if let Err(e) = budget.hold(values.len()) {
+                    return Some(Err(e));
+                }
+                let v = agg.run_double(&values);
+                budget.release(values.len());
+                Some(v.map(|v| (b.query_start, Num::Float(v))))
+            })));
         }
         DownsampleInterval::Fixed { ms } => {
             let interval = *ms;
             let align = |t: i64| t - t.rem_euclid(interval);
             let seek = align(b.scan_start.saturating_add(interval - 1));
-            let buckets = buckets(points, seek, align, agg)?;
-            if spec.fill == FillPolicy::None {
-                return Ok(to_points(buckets));
-            }
-            let expected = {
-                let mut t = align(b.scan_start);
-                let end = align(b.scan_end);
-                std::iter::from_fn(move || {
-                    (t < end).then(|| {
-                        let cur = t;
-                        t += interval;
-                        cur
-                    })
-                })
+            let grid = Grid::Fixed {
+                next: align(b.scan_start),
+                end: align(b.scan_end),
+                interval,
             };
-            fill(buckets, expected, spec.fill)
+            (Bucketer::Fixed(interval), seek, grid)
         }
         DownsampleInterval::Calendar { count, unit, .. } => {
             let cal = JavaCalendar {
@@ -279,11 +290,54 @@ pub(crate) fn downsample_tz(
             if b.scan_start > seek {
                 seek = cal.add(seek, 1);
             }
-            // Data buckets are anchored at the first point after the seek and
-            // step whole intervals from there (not re-anchored per point),
-            // like the two calendars of OpenTSDB's `ValuesInInterval`.
-            let mut current: Option<(i64, i64)> = None;
-            let bucket_of = |ts: i64| -> i64 {
+            let first = cal.previous_interval(b.scan_start);
+            let mut end = cal.previous_interval(b.scan_end);
+            if end == first {
+                end = cal.add(end, 1);
+            }
+            let grid = Grid::Calendar {
+                next: first,
+                end,
+                cal: cal.clone(),
+            };
+            (Bucketer::Calendar { cal, current: None }, seek, grid)
+        }
+    };
+    let data = DataBuckets {
+        points,
+        pos: points.partition_point(|(ts, _)| *ts < seek),
+        bucketer,
+        agg,
+        buf: Vec::new(),
+        budget,
+    };
+    if spec.fill == FillPolicy::None {
+        return Ok(Box::new(data));
+    }
+    Ok(Box::new(Filled {
+        data: data.peekable(),
+        grid,
+        policy: spec.fill,
+    }))
+}
+
+/// Which bucket a timestamp falls in.
+enum Bucketer {
+    /// Epoch-aligned fixed intervals.
+    Fixed(i64),
+    /// Calendar buckets stepped from the first point's bucket, like the two
+    /// calendars of OpenTSDB's `ValuesInInterval` (not re-anchored per point).
+    Calendar {
+        cal: JavaCalendar,
+        current: Option<(i64, i64)>,
+    },
+}
+
+impl Bucketer {
+    fn bucket_of(&mut self, ts: i64) -> i64 {
+        match self {
+            Bucketer::Fixed(interval) => ts - ts.rem_euclid(*interval),
+            Bucketer::Calendar { cal, current } => {
                 let (start, end) = *current.get_or_insert_with(|| {
                     let start = cal.previous_interval(ts);
                     (start, cal.add(start, 1))
@@ -292,66 +346,120 @@ pub(crate) fn downsample_tz(
                     return start;
                 }
                 let start = cal.bucket_start(end, ts);
-                current = Some((start, cal.add(start, 1)));
+                *current = Some((start, cal.add(start, 1)));
                 start
-            };
-            let buckets = buckets(points, seek, bucket_of, agg)?;
-            if spec.fill == FillPolicy::None {
-                return Ok(to_points(buckets));
             }
-            let first = cal.previous_interval(b.scan_start);
-            let mut end = cal.previous_interval(b.scan_end);
-            if end == first {
-                end = cal.add(end, 1);
-            }
-            let expected = {
-                let mut t = first;
-                std::iter::from_fn(move || {
-                    (t < end).then(|| {
-                        let cur = t;
-                        t = cal.add(t, 1);
-                        cur
-                    })
-                })
-            };
-            fill(buckets, expected, spec.fill)
         }
     }
 }
 
-/// Groups the points at or after `seek` into buckets and aggregates each one.
-fn buckets(
-    points: &[(i64, Num)],
-    seek: i64,
-    mut bucket_of: impl FnMut(i64) -> i64,
+/// Non-empty buckets of the points at or after the seek position.
+struct DataBuckets<'a> {
+    points: &'a [(i64, Num)],
+    pos: usize,
+    bucketer: Bucketer,
     agg: Aggregator,
-) -> Result<Vec<(i64, f64)>, QueryError> {
-    let start = points.partition_point(|(ts, _)| *ts < seek);
-    let mut out = Vec::new();
-    let mut current: Option<i64> = None;
-    let mut values: Vec<f64> = Vec::new();
-    for &(ts, v) in &points[start..] {
-        let b = bucket_of(ts);
-        if current != Some(b) {
-            if let Some(prev) = current {
-                out.push((prev, agg.run_double(&values)?));
-                values.clear();
-            }
-            current = Some(b);
-        }
-        values.push(v.as_f64());
-    }
-    if let Some(prev) = current {
-        out.push((prev, agg.run_double(&values)?));
-    }
-    Ok(out)
+    /// The current bucket's values (reused; counted as held while filled).
+    buf: Vec<f64>,
+    budget: &'a QueryBudget,
 }
 
-fn to_points(buckets: Vec<(i64, f64)>) -> Vec<(i64, Num)> {
-    buckets
-        .into_iter()
-        .map(|(t, v)| (t, Num::Float(v)))
-        .collect()
+impl Iterator for DataBuckets<'_> {
+    type Item = Result<(i64, Num), QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let &(ts, _) = self.points.get(self.pos)?;
+        let bucket = self.bucketer.bucket_of(ts);
+        self.buf.clear();
+        while let Some(&(ts, v)) = self.points.get(self.pos) {
+            if self.bucketer.bucket_of(ts) != bucket {
+                break;
+            }
+            self.buf.push(v.as_f64());
+            self.pos += 1;
+        }
+        if let Err(e) = self.budget.hold(self.buf.len()) {
+            return Some(Err(e));
+        }
+        let value = self.agg.run_double(&self.buf);
+        self.budget.release(self.buf.len());
+        Some(value.map(|v| (bucket, Num::Float(v))))
+    }
+}
+
+/// The expected bucket timestamps of a filling downsampler.
+enum Grid {
+    Fixed {
+        next: i64,
+        end: i64,
+        interval: i64,
+    },
+    Calendar {
+        next: i64,
+        end: i64,
+        cal: JavaCalendar,
+    },
+}
+
+impl Iterator for Grid {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        match self {
+            Grid::Fixed {
+                next,
+                end,
+                interval,
+            } => {
+                let t = *next;
+                (t < *end).then(|| {
+                    *next = t.saturating_add(*interval);
+                    t
+                })
+            }
+            Grid::Calendar { next, end, cal } => {
+                let t = *next;
+                (t < *end).then(|| {
+                    *next = cal.add(t, 1);
+                    t
+                })
+            }
+        }
+    }
+}
+
+/// OpenTSDB's `FillingDownsampler`: walks the expected bucket timestamps,
+/// drops data buckets that precede the expected one, and fills the gaps.
+struct Filled<'a> {
+    data: std::iter::Peekable<DataBuckets<'a>>,
+    grid: Grid,
+    policy: FillPolicy,
+}
+
+impl Iterator for Filled<'_> {
+    type Item = Result<(i64, Num), QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = self.grid.next()?;
+        loop {
+            match self.data.peek() {
+                Some(Err(_)) => return self.data.next(),
+                Some(Ok((b, _))) if *b < t => {
+                    self.data.next();
+                }
+                Some(Ok((b, _))) if *b == t => return self.data.next(),
+                _ => break,
+            }
+        }
+        let value = match self.policy {
+            FillPolicy::Nan | FillPolicy::Null => f64::NAN,
+            FillPolicy::Zero => 0.0,
+            FillPolicy::None | FillPolicy::Scalar => {
+                return Some(Err(QueryError::Execution("unhandled fill policy".into())));
+            }
+        };
+        Some(Ok((t, Num::Float(value))))
+    }
 }
 
 /// Upper bound on the buckets a filling downsampler may emit for one series.
@@ -364,35 +472,6 @@ fn too_many_buckets() -> QueryError {
         "Downsampling with a fill policy would produce more than {MAX_FILL_BUCKETS} points per \
          series; use a larger interval or a shorter time range"
     ))
-}
-
-/// OpenTSDB's `FillingDownsampler`: walks the expected bucket timestamps,
-/// drops data buckets that precede the expected one, and fills the gaps.
-fn fill(
-    buckets: Vec<(i64, f64)>,
-    expected: impl Iterator<Item = i64>,
-    policy: FillPolicy,
-) -> Result<Vec<(i64, Num)>, QueryError> {
-    let mut data = buckets.into_iter().peekable();
-    let mut out = Vec::new();
-    for t in expected {
-        if out.len() > MAX_FILL_BUCKETS {
-            return Err(too_many_buckets());
-        }
-        while data.next_if(|(b, _)| *b < t).is_some() {}
-        let value = match data.next_if(|(b, _)| *b == t) {
-            Some((_, v)) => v,
-            None => match policy {
-                FillPolicy::Nan | FillPolicy::Null => f64::NAN,
-                FillPolicy::Zero => 0.0,
-                FillPolicy::None | FillPolicy::Scalar => {
-                    return Err(QueryError::Execution("unhandled fill policy".into()));
-                }
-            },
-        };
-        out.push((t, Num::Float(value)));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

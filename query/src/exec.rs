@@ -18,7 +18,6 @@
 //! Nothing here knows about storage layout beyond the UID bytes the source
 //! hands over, and nothing does I/O itself.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
@@ -28,13 +27,16 @@ use crate::aggregate::Aggregator;
 use crate::annotation::{Annotation, time_ms};
 use jiff::tz::TimeZone;
 
+use crate::budget::QueryBudget;
 use crate::calendar::{JavaCalendar, lookup_zone};
-use crate::downsample::{Bounds, DownsampleInterval, DownsampleSpec, FillPolicy, downsample_tz};
+use crate::downsample::{
+    Bounds, DownsampleInterval, DownsampleSpec, FillPolicy, PointIter, downsample_iter,
+};
 use crate::error::QueryError;
 use crate::filter::TagFilter;
-use crate::merge;
+use crate::merge::Merge;
 pub use crate::num::Num;
-use crate::rate::rates;
+use crate::rate::rates_iter;
 use crate::request::{SubQuery, TsQuery, decode_hex};
 
 /// One tag of a series, with the UIDs the storage layer knows it by.
@@ -78,6 +80,10 @@ pub struct FetchRequest<'a> {
     pub scan_start_ms: i64,
     /// Scan window end (ms, exclusive, hour aligned).
     pub scan_end_ms: i64,
+    /// The query's budget: call [`QueryBudget::take_points`] for the points
+    /// read and stop scanning when it returns false; check
+    /// [`QueryBudget::check`] now and then in long scans.
+    pub budget: &'a QueryBudget,
 }
 
 /// Errors a source may report.
@@ -210,8 +216,21 @@ pub fn scan_window(start_ms: i64, end_ms: i64, downsample: Option<&DownsampleSpe
     (s.saturating_mul(1000), e.saturating_mul(1000))
 }
 
-/// Runs every sub query of `q` against `src`, in order.
+/// Runs every sub query of `q` against `src`, in order, without limits.
 pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, QueryError> {
+    execute_with_budget(q, src, &QueryBudget::unlimited())
+}
+
+/// Runs every sub query of `q` against `src` within `budget` (shared by all
+/// sub queries and handed to the source in every [`FetchRequest`]): point
+/// and held-value limits, deadline and cancellation. On any error every
+/// intermediate buffer is dropped before returning.
+pub fn execute_with_budget(
+    q: &TsQuery,
+    src: &dyn SeriesSource,
+    budget: &QueryBudget,
+) -> Result<Vec<QueryResult>, QueryError> {
+    budget.check()?;
     let mut results = Vec::new();
     // Validation already rejected unknown names; UTC is the default.
     let tz = q
@@ -226,7 +245,7 @@ pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, 
         Vec::new()
     };
     for sub in &q.queries {
-        run_sub_query(q, sub, src, &tz, &globals, &mut results)?;
+        run_sub_query(q, sub, src, &tz, &globals, budget, &mut results)?;
     }
     Ok(results)
 }
@@ -237,6 +256,7 @@ fn run_sub_query(
     src: &dyn SeriesSource,
     tz: &TimeZone,
     globals: &[Annotation],
+    budget: &QueryBudget,
     results: &mut Vec<QueryResult>,
 ) -> Result<(), QueryError> {
     let (scan_start, scan_end) = scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
@@ -253,8 +273,16 @@ fn run_sub_query(
         tsuids: (!tsuids.is_empty()).then_some(tsuids.as_slice()),
         scan_start_ms: scan_start,
         scan_end_ms: scan_end,
+        budget,
     };
+    let taken_before = budget.points_taken();
     let mut fetched = src.fetch(&req).map_err(source_error)?;
+    // A source that does not report what it reads is charged here.
+    if budget.points_taken() == taken_before {
+        budget.take_points(fetched.iter().map(|s| s.points.len()).sum());
+    }
+    budget.check_points()?;
+    budget.check()?;
     if !tsuids.is_empty() {
         let wanted: HashSet<&[u8]> = tsuids.iter().map(Vec::as_slice).collect();
         fetched.retain(|s| wanted.contains(s.tsuid.as_slice()));
@@ -321,10 +349,7 @@ fn run_sub_query(
         }
     }
     for group in groups {
-        let dps = aggregate_group(&group, sub, bounds, tz)?
-            .into_iter()
-            .filter(|(ts, _)| *ts >= q.start_ms && *ts <= q.end_ms)
-            .collect();
+        let dps = aggregate_group(&group, sub, bounds, tz, budget)?;
         let (tags, aggregate_tags) = group_tags(&group);
         let mut tsuids: Vec<String> = group.iter().map(|s| hex_upper(&s.tsuid)).collect();
         // Notes in span order (row-key order), like SpanGroup.getAnnotations.
@@ -415,33 +440,45 @@ fn normalise_points(points: &mut Vec<(i64, Num)>, scan_start: i64, scan_end: i64
     }
 }
 
-/// Downsample → rate per series, then the cross-series merge.
+/// Downsample → rate per series (lazy iterators over the raw points), then
+/// the streaming cross-series merge; only points inside `[query_start,
+/// query_end]` are kept (and counted as held).
 fn aggregate_group(
     group: &[&Series],
     sub: &SubQuery,
     bounds: Bounds,
     tz: &TimeZone,
+    budget: &QueryBudget,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    let mut prepared: Vec<Cow<'_, [(i64, Num)]>> = Vec::with_capacity(group.len());
+    let mut iters: Vec<PointIter<'_>> = Vec::with_capacity(group.len());
     for s in group {
-        let stage: Cow<'_, [(i64, Num)]> = match &sub.downsample {
-            Some(ds) => Cow::Owned(downsample_tz(&s.points, ds, bounds, tz)?),
-            None => Cow::Borrowed(&s.points),
+        let stage: PointIter<'_> = match &sub.downsample {
+            Some(ds) => downsample_iter(&s.points, ds, bounds, tz, budget)?,
+            None => Box::new(s.points.iter().copied().map(Ok)),
         };
         let stage = match &sub.rate {
-            Some(opts) => Cow::Owned(rates(&stage, opts)?),
+            Some(opts) => rates_iter(stage, opts.clone()),
             None => stage,
         };
-        prepared.push(stage);
+        iters.push(stage);
     }
-    let refs: Vec<&[(i64, Num)]> = prepared.iter().map(|c| c.as_ref()).collect();
-    merge::aggregate(
-        &refs,
+    let merge = Merge::new(
+        iters,
         merge_start(sub, bounds, tz),
         bounds.scan_end,
         sub.aggregator,
         sub.rate.is_some(),
-    )
+        budget,
+    )?;
+    let mut out = Vec::new();
+    for p in merge {
+        let (t, v) = p?;
+        if t >= bounds.query_start && t <= bounds.query_end {
+            budget.hold(1)?;
+            out.push((t, v));
+        }
+    }
+    Ok(out)
 }
 
 /// Where the cross-series merge starts: the scan start, except for calendar

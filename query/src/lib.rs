@@ -19,7 +19,10 @@
 //! * [`downsample`]: downsample specs and per-series bucketing with fill policies.
 //! * [`rate`]: per-series rates and counter handling.
 //! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
-//! * [`exec`]: scan window, fetch, filter, group, per-group pipeline, clipping.
+//! * [`budget`]: the per-query budget (points read, values held, deadline,
+//!   cancellation) shared by sub queries and the source.
+//! * [`exec`]: scan window, fetch, filter, group, per-group streaming pipeline
+//!   (lazy downsample → rate iterators into the merge), clipping.
 //! * [`render`]: byte-exact JSON output, Java double formatting.
 //! * [`arrow`]: the same results as an Arrow IPC stream (schema in its docs).
 //! * [`annotation`]: the annotation model, its storage and response JSON,
@@ -29,8 +32,9 @@
 //! * [`error`]: the [`QueryError`] type.
 //!
 //! Per sub query the data flows: source → filters/explicitTags → group →
-//! (per series) downsample → rate → merge over the hour-aligned scan window →
-//! clip to `[start, end]` → render.
+//! (per series, lazily) downsample → rate → streaming merge over the
+//! hour-aligned scan window → clip to `[start, end]` → render. Memory follows
+//! the raw points plus the output: fill-policy buckets are never materialised.
 //!
 //! # When you change X, also touch Y
 //!
@@ -60,6 +64,7 @@
 pub mod aggregate;
 pub mod annotation;
 pub mod arrow;
+pub mod budget;
 pub mod calendar;
 pub mod downsample;
 pub mod error;
@@ -77,11 +82,12 @@ pub mod time;
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
 pub use annotation::Annotation;
 pub use arrow::render_arrow;
+pub use budget::{QueryBudget, QueryLimits};
 pub use downsample::{DownsampleSpec, FillPolicy};
 pub use error::QueryError;
 pub use exec::{
     FetchRequest, Num, QueryResult, Series, SeriesSource, SeriesTag, SourceError, execute,
-    scan_window,
+    execute_with_budget, scan_window,
 };
 pub use filter::{TagFilter, filter_types};
 pub use rate::RateOptions;

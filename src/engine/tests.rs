@@ -26,7 +26,9 @@ fn point(ts: u64, v: i64, host: &str) -> Point<'static> {
 }
 
 fn read(e: &Engine) -> Vec<(String, Vec<(i64, i64)>)> {
+    let budget = hourglass_query::QueryBudget::unlimited();
     let req = FetchRequest {
+        budget: &budget,
         metric: "e.m",
         filters: &[],
         explicit_tags: false,
