@@ -2,8 +2,8 @@
 //!
 //! This module owns the mapping from "what went wrong" to a typed variant; it
 //! deliberately knows nothing about HTTP. The root crate turns variants into
-//! status codes in one place (OpenTSDB answers 400 for every variant except
-//! storage failures, see the variant docs).
+//! status codes in one place (OpenTSDB answers 400 for most variants, 413
+//! for limits and timeouts; see the variant docs).
 
 use thiserror::Error;
 

@@ -45,6 +45,11 @@
 //! * Anything that changes which points the merge sees (scan window, seek
 //!   rules): the worked-example tests in `tests/worked_examples.rs` pin
 //!   OpenTSDB's numbers.
+//! * A new loop whose length depends on data or on the time range: keep it
+//!   lazy and give it a [`budget::QueryBudget`] check (`tick`/`check`); hold
+//!   any buffer through `hold`/`release`.
+//! * A new `QueryError` variant: the root's single status mapping in
+//!   `src/server/error.rs`.
 //!
 //! # Gotchas (all deliberate OpenTSDB compatibility)
 //!
