@@ -12,16 +12,22 @@
 //!   `align(scan_start)` to `align(scan_end)` (exclusive);
 //! * `all`: one point at the query start aggregating `query_start <= ts <
 //!   query_end`;
-//! * calendar mode (UTC only): boundaries step `n` units from an anchor derived
-//!   from the first data point (see `Calendar::previous_interval`).
+//! * calendar mode: boundaries step `n` units from an anchor derived
+//!   from the first data point, in the query's time zone (see
+//!   [`crate::calendar`] for the Java `Calendar` arithmetic).
 //!
 //! Bucket values are always computed in double mode and emitted as doubles.
 
+use jiff::tz::TimeZone;
+
 use crate::aggregate::Aggregator;
+use crate::budget::QueryBudget;
+pub use crate::calendar::CalendarUnit;
+use crate::calendar::JavaCalendar;
 use crate::error::QueryError;
 use crate::filter::java_split;
 use crate::num::Num;
-use crate::time::{DAY_MS, civil_from_days, days_from_civil, parse_duration};
+use crate::time::parse_duration;
 
 /// What to emit for a bucket without data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,27 +67,6 @@ impl FillPolicy {
         .into_iter()
         .find(|p| p.name().eq_ignore_ascii_case(s))
     }
-}
-
-/// Calendar units for calendar-aligned downsampling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CalendarUnit {
-    /// `ms`
-    Millis,
-    /// `s`
-    Seconds,
-    /// `m`
-    Minutes,
-    /// `h`
-    Hours,
-    /// `d`
-    Days,
-    /// `w`
-    Weeks,
-    /// `n`
-    Months,
-    /// `y`
-    Years,
 }
 
 /// The bucketing part of a downsample spec.
@@ -224,13 +209,32 @@ pub(crate) struct Bounds {
     pub query_end: i64,
 }
 
+/// A lazy stream of points (downsampled, rated): errors surface when the
+/// point that causes them is pulled, as in OpenTSDB's iterator chain.
+pub(crate) type PointIter<'a> = Box<dyn Iterator<Item = Result<(i64, Num), QueryError>> + 'a>;
+
 /// Downsamples one series (points sorted by time) the way OpenTSDB's
 /// downsampler yields them after `seek(scan_start)`. Values are always doubles.
+#[cfg(test)]
 pub(crate) fn downsample(
     points: &[(i64, Num)],
     spec: &DownsampleSpec,
     b: Bounds,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
+    let budget = QueryBudget::unlimited();
+    downsample_iter(points, spec, b, &TimeZone::UTC, &budget)?.collect()
+}
+
+/// The lazy downsampler over `points` (sorted by time), with calendar
+/// buckets in `tz`. Only a bucket's own values are buffered (counted as held
+/// in `budget`); fill-policy buckets are generated one at a time.
+pub(crate) fn downsample_iter<'a>(
+    points: &'a [(i64, Num)],
+    spec: &DownsampleSpec,
+    b: Bounds,
+    tz: &TimeZone,
+    budget: &'a QueryBudget,
+) -> Result<PointIter<'a>, QueryError> {
     let agg = spec.aggregator;
     if spec.fill != FillPolicy::None && spec.interval_ms() > 0 {
         let buckets = b.scan_end.saturating_sub(b.scan_start) / spec.interval_ms();
@@ -238,115 +242,224 @@ pub(crate) fn downsample(
             return Err(too_many_buckets());
         }
     }
-    match &spec.interval {
+    let (bucketer, seek, grid) = match &spec.interval {
         DownsampleInterval::All => {
-            let values: Vec<f64> = points
-                .iter()
-                .skip_while(|(ts, _)| *ts < b.scan_start)
-                .filter(|(ts, _)| *ts >= b.query_start)
-                .take_while(|(ts, _)| *ts < b.query_end)
-                .map(|(_, v)| v.as_f64())
-                .collect();
-            if values.is_empty() {
-                return Ok(Vec::new());
-            }
-            Ok(vec![(b.query_start, Num::Float(agg.run_double(&values)?))])
+            let mut done = false;
+            return Ok(Box::new(std::iter::from_fn(move || {
+                if done {
+                    return None;
+                }
+                done = true;
+                let values: Vec<f64> = points
+                    .iter()
+                    .skip_while(|(ts, _)| *ts < b.scan_start)
+                    .filter(|(ts, _)| *ts >= b.query_start)
+                    .take_while(|(ts, _)| *ts < b.query_end)
+                    .map(|(_, v)| v.as_f64())
+                    .collect();
+                if values.is_empty() {
+                    return None;
+                }
+                if let Err(e) = budget.hold(values.len()) {
+                    return Some(Err(e));
+                }
+                let v = agg.run_double(&values);
+                budget.release(values.len());
+                Some(v.map(|v| (b.query_start, Num::Float(v))))
+            })));
         }
         DownsampleInterval::Fixed { ms } => {
             let interval = *ms;
             let align = |t: i64| t - t.rem_euclid(interval);
             let seek = align(b.scan_start.saturating_add(interval - 1));
-            let buckets = buckets(points, seek, align, agg)?;
-            if spec.fill == FillPolicy::None {
-                return Ok(to_points(buckets));
-            }
-            let expected = {
-                let mut t = align(b.scan_start);
-                let end = align(b.scan_end);
-                std::iter::from_fn(move || {
-                    (t < end).then(|| {
-                        let cur = t;
-                        t += interval;
-                        cur
-                    })
-                })
+            let grid = Grid::Fixed {
+                next: align(b.scan_start),
+                end: align(b.scan_end),
+                interval,
             };
-            fill(buckets, expected, spec.fill)
+            (Bucketer::Fixed(interval), seek, grid)
         }
         DownsampleInterval::Calendar { count, unit, .. } => {
-            let cal = Calendar {
+            let cal = JavaCalendar {
                 count: *count,
                 unit: *unit,
+                tz: tz.clone(),
             };
             // Seek to the first calendar boundary at or after the scan start.
             let mut seek = cal.previous_interval(b.scan_start);
             if b.scan_start > seek {
                 seek = cal.add(seek, 1);
             }
-            // Data buckets are anchored at the first point after the seek and
-            // step whole intervals from there (not re-anchored per point).
-            let mut anchor: Option<i64> = None;
-            let bucket_of = |ts: i64| -> i64 {
-                let a = *anchor.get_or_insert_with(|| cal.previous_interval(ts));
-                cal.bucket_start(a, ts)
-            };
-            let buckets = buckets(points, seek, bucket_of, agg)?;
-            if spec.fill == FillPolicy::None {
-                return Ok(to_points(buckets));
-            }
             let first = cal.previous_interval(b.scan_start);
             let mut end = cal.previous_interval(b.scan_end);
             if end == first {
                 end = cal.add(end, 1);
             }
-            let expected = {
-                let mut t = first;
-                std::iter::from_fn(move || {
-                    (t < end).then(|| {
-                        let cur = t;
-                        t = cal.add(t, 1);
-                        cur
-                    })
-                })
+            let grid = Grid::Calendar {
+                next: first,
+                end,
+                cal: cal.clone(),
             };
-            fill(buckets, expected, spec.fill)
+            (Bucketer::Calendar { cal, current: None }, seek, grid)
         }
+    };
+    let data = DataBuckets {
+        points,
+        pos: points.partition_point(|(ts, _)| *ts < seek),
+        bucketer,
+        agg,
+        buf: Vec::new(),
+        budget,
+    };
+    if spec.fill == FillPolicy::None {
+        return Ok(Box::new(data));
     }
+    Ok(Box::new(Filled {
+        data: data.peekable(),
+        grid,
+        policy: spec.fill,
+    }))
 }
 
-/// Groups the points at or after `seek` into buckets and aggregates each one.
-fn buckets(
-    points: &[(i64, Num)],
-    seek: i64,
-    mut bucket_of: impl FnMut(i64) -> i64,
-    agg: Aggregator,
-) -> Result<Vec<(i64, f64)>, QueryError> {
-    let start = points.partition_point(|(ts, _)| *ts < seek);
-    let mut out = Vec::new();
-    let mut current: Option<i64> = None;
-    let mut values: Vec<f64> = Vec::new();
-    for &(ts, v) in &points[start..] {
-        let b = bucket_of(ts);
-        if current != Some(b) {
-            if let Some(prev) = current {
-                out.push((prev, agg.run_double(&values)?));
-                values.clear();
+/// Which bucket a timestamp falls in.
+enum Bucketer {
+    /// Epoch-aligned fixed intervals.
+    Fixed(i64),
+    /// Calendar buckets stepped from the first point's bucket, like the two
+    /// calendars of OpenTSDB's `ValuesInInterval` (not re-anchored per point).
+    Calendar {
+        cal: JavaCalendar,
+        current: Option<(i64, i64)>,
+    },
+}
+
+impl Bucketer {
+    fn bucket_of(&mut self, ts: i64) -> i64 {
+        match self {
+            Bucketer::Fixed(interval) => ts - ts.rem_euclid(*interval),
+            Bucketer::Calendar { cal, current } => {
+                let (start, end) = *current.get_or_insert_with(|| {
+                    let start = cal.previous_interval(ts);
+                    (start, cal.add(start, 1))
+                });
+                if ts < end {
+                    return start;
+                }
+                let start = cal.bucket_start(end, ts);
+                *current = Some((start, cal.add(start, 1)));
+                start
             }
-            current = Some(b);
         }
-        values.push(v.as_f64());
     }
-    if let Some(prev) = current {
-        out.push((prev, agg.run_double(&values)?));
-    }
-    Ok(out)
 }
 
-fn to_points(buckets: Vec<(i64, f64)>) -> Vec<(i64, Num)> {
-    buckets
-        .into_iter()
-        .map(|(t, v)| (t, Num::Float(v)))
-        .collect()
+/// Non-empty buckets of the points at or after the seek position.
+struct DataBuckets<'a> {
+    points: &'a [(i64, Num)],
+    pos: usize,
+    bucketer: Bucketer,
+    agg: Aggregator,
+    /// The current bucket's values (reused; counted as held while filled).
+    buf: Vec<f64>,
+    budget: &'a QueryBudget,
+}
+
+impl Iterator for DataBuckets<'_> {
+    type Item = Result<(i64, Num), QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let &(ts, _) = self.points.get(self.pos)?;
+        let bucket = self.bucketer.bucket_of(ts);
+        self.buf.clear();
+        while let Some(&(ts, v)) = self.points.get(self.pos) {
+            if self.bucketer.bucket_of(ts) != bucket {
+                break;
+            }
+            self.buf.push(v.as_f64());
+            self.pos += 1;
+        }
+        if let Err(e) = self.budget.hold(self.buf.len()) {
+            return Some(Err(e));
+        }
+        let value = self.agg.run_double(&self.buf);
+        self.budget.release(self.buf.len());
+        Some(value.map(|v| (bucket, Num::Float(v))))
+    }
+}
+
+/// The expected bucket timestamps of a filling downsampler.
+enum Grid {
+    Fixed {
+        next: i64,
+        end: i64,
+        interval: i64,
+    },
+    Calendar {
+        next: i64,
+        end: i64,
+        cal: JavaCalendar,
+    },
+}
+
+impl Iterator for Grid {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        match self {
+            Grid::Fixed {
+                next,
+                end,
+                interval,
+            } => {
+                let t = *next;
+                (t < *end).then(|| {
+                    *next = t.saturating_add(*interval);
+                    t
+                })
+            }
+            Grid::Calendar { next, end, cal } => {
+                let t = *next;
+                (t < *end).then(|| {
+                    *next = cal.add(t, 1);
+                    t
+                })
+            }
+        }
+    }
+}
+
+/// OpenTSDB's `FillingDownsampler`: walks the expected bucket timestamps,
+/// drops data buckets that precede the expected one, and fills the gaps.
+struct Filled<'a> {
+    data: std::iter::Peekable<DataBuckets<'a>>,
+    grid: Grid,
+    policy: FillPolicy,
+}
+
+impl Iterator for Filled<'_> {
+    type Item = Result<(i64, Num), QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = self.grid.next()?;
+        loop {
+            match self.data.peek() {
+                Some(Err(_)) => return self.data.next(),
+                Some(Ok((b, _))) if *b < t => {
+                    self.data.next();
+                }
+                Some(Ok((b, _))) if *b == t => return self.data.next(),
+                _ => break,
+            }
+        }
+        let value = match self.policy {
+            FillPolicy::Nan | FillPolicy::Null => f64::NAN,
+            FillPolicy::Zero => 0.0,
+            FillPolicy::None | FillPolicy::Scalar => {
+                return Some(Err(QueryError::Execution("unhandled fill policy".into())));
+            }
+        };
+        Some(Ok((t, Num::Float(value))))
+    }
 }
 
 /// Upper bound on the buckets a filling downsampler may emit for one series.
@@ -361,176 +474,11 @@ fn too_many_buckets() -> QueryError {
     ))
 }
 
-/// OpenTSDB's `FillingDownsampler`: walks the expected bucket timestamps,
-/// drops data buckets that precede the expected one, and fills the gaps.
-fn fill(
-    buckets: Vec<(i64, f64)>,
-    expected: impl Iterator<Item = i64>,
-    policy: FillPolicy,
-) -> Result<Vec<(i64, Num)>, QueryError> {
-    let mut data = buckets.into_iter().peekable();
-    let mut out = Vec::new();
-    for t in expected {
-        if out.len() > MAX_FILL_BUCKETS {
-            return Err(too_many_buckets());
-        }
-        while data.next_if(|(b, _)| *b < t).is_some() {}
-        let value = match data.next_if(|(b, _)| *b == t) {
-            Some((_, v)) => v,
-            None => match policy {
-                FillPolicy::Nan | FillPolicy::Null => f64::NAN,
-                FillPolicy::Zero => 0.0,
-                FillPolicy::None | FillPolicy::Scalar => {
-                    return Err(QueryError::Execution("unhandled fill policy".into()));
-                }
-            },
-        };
-        out.push((t, Num::Float(value)));
-    }
-    Ok(out)
-}
-
-/// UTC calendar stepping for calendar downsampling (`DateTime.previousInterval`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Calendar {
-    pub count: i64,
-    pub unit: CalendarUnit,
-}
-
-impl Calendar {
-    /// The boundary at or before `ts`: an anchor (start of the enclosing
-    /// second/minute/hour/day/week/month/year, depending on whether `count`
-    /// divides the next larger unit) plus whole steps of `count` units.
-    pub(crate) fn previous_interval(&self, ts: i64) -> i64 {
-        let n = self.count;
-        let day = ts.div_euclid(DAY_MS);
-        let start_of_day = day * DAY_MS;
-        let (y, m, _) = civil_from_days(day);
-        let start_of_month = days_from_civil(y, m, 1) * DAY_MS;
-        let start_of_year = days_from_civil(y, 1, 1) * DAY_MS;
-        let floor_to = |anchor: i64, step: i64| anchor + (ts - anchor).div_euclid(step) * step;
-        match self.unit {
-            CalendarUnit::Millis => {
-                let anchor = if 1000 % n == 0 {
-                    ts - ts.rem_euclid(1000)
-                } else {
-                    ts - ts.rem_euclid(60_000)
-                };
-                floor_to(anchor, n)
-            }
-            CalendarUnit::Seconds => {
-                let anchor = if 60 % n == 0 {
-                    ts - ts.rem_euclid(60_000)
-                } else {
-                    ts - ts.rem_euclid(3_600_000)
-                };
-                floor_to(anchor, n * 1000)
-            }
-            CalendarUnit::Minutes => {
-                let anchor = if 60 % n == 0 {
-                    ts - ts.rem_euclid(3_600_000)
-                } else {
-                    start_of_day
-                };
-                floor_to(anchor, n * 60_000)
-            }
-            CalendarUnit::Hours => {
-                let anchor = if 24 % n == 0 {
-                    start_of_day
-                } else {
-                    start_of_month
-                };
-                floor_to(anchor, n * 3_600_000)
-            }
-            CalendarUnit::Days => {
-                if n == 1 {
-                    start_of_day
-                } else {
-                    floor_to(start_of_year, n * DAY_MS)
-                }
-            }
-            CalendarUnit::Weeks => {
-                // OpenTSDB snaps to the locale's first day of the week (Sunday
-                // for en-US) and steps single weeks while searching, so the
-                // result is always the Sunday starting the week of `ts`.
-                let weekday_from_sunday = (day + 4).rem_euclid(7);
-                (day - weekday_from_sunday) * DAY_MS
-            }
-            CalendarUnit::Months => {
-                let k = (m - 1) / n;
-                days_from_civil(y, 1 + k * n, 1) * DAY_MS
-            }
-            CalendarUnit::Years => start_of_year,
-        }
-    }
-
-    /// The last boundary `anchor + k * interval` (k >= 0) at or before `ts`.
-    pub(crate) fn bucket_start(&self, anchor: i64, ts: i64) -> i64 {
-        if ts <= anchor {
-            return anchor;
-        }
-        let fixed = |unit_ms: i64| {
-            let step = self.count.saturating_mul(unit_ms);
-            anchor + (ts - anchor) / step * step
-        };
-        match self.unit {
-            CalendarUnit::Millis => fixed(1),
-            CalendarUnit::Seconds => fixed(1000),
-            CalendarUnit::Minutes => fixed(60_000),
-            CalendarUnit::Hours => fixed(3_600_000),
-            CalendarUnit::Days => fixed(DAY_MS),
-            CalendarUnit::Weeks => fixed(7 * DAY_MS),
-            CalendarUnit::Months | CalendarUnit::Years => {
-                let step = if self.unit == CalendarUnit::Months {
-                    self.count
-                } else {
-                    self.count.saturating_mul(12)
-                };
-                let month_index = |t: i64| {
-                    let (y, m, _) = civil_from_days(t.div_euclid(DAY_MS));
-                    y * 12 + (m - 1)
-                };
-                let k = (month_index(ts) - month_index(anchor)) / step;
-                // Month starts never overshoot: the k-th boundary is at or
-                // before the first day of ts's month.
-                self.add(anchor, k)
-            }
-        }
-    }
-
-    /// `boundary` advanced by `k` buckets (k may be negative).
-    pub(crate) fn add(&self, boundary: i64, k: i64) -> i64 {
-        let n = self.count.saturating_mul(k);
-        let fixed = |unit_ms: i64| boundary.saturating_add(n.saturating_mul(unit_ms));
-        match self.unit {
-            CalendarUnit::Millis => fixed(1),
-            CalendarUnit::Seconds => fixed(1000),
-            CalendarUnit::Minutes => fixed(60_000),
-            CalendarUnit::Hours => fixed(3_600_000),
-            CalendarUnit::Days => fixed(DAY_MS),
-            CalendarUnit::Weeks => fixed(7 * DAY_MS),
-            CalendarUnit::Months | CalendarUnit::Years => {
-                let months = if self.unit == CalendarUnit::Months {
-                    n
-                } else {
-                    n.saturating_mul(12)
-                };
-                let day = boundary.div_euclid(DAY_MS);
-                let time_of_day = boundary.rem_euclid(DAY_MS);
-                let (y, m, d) = civil_from_days(day);
-                let total = y * 12 + (m - 1) + months;
-                let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) + 1);
-                // Boundaries are always the 1st of a month, so no day clamping.
-                days_from_civil(ny, nm, d) * DAY_MS + time_of_day
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
+    use crate::time::{DAY_MS, days_from_civil};
 
     fn ds(s: &str) -> DownsampleSpec {
         DownsampleSpec::parse(s, false).unwrap()
@@ -807,7 +755,7 @@ mod tests {
     fn calendar_previous_interval() {
         // 2013-01-01T00:00:00Z is a Tuesday.
         let jan1 = 1_356_998_400_000;
-        let cal = |count, unit| Calendar { count, unit };
+        let cal = JavaCalendar::utc;
         let t = jan1 + 3 * DAY_MS + 5 * 3_600_000 + 17 * 60_000 + 42_123;
         assert_eq!(
             cal(1, CalendarUnit::Days).previous_interval(t),

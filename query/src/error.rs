@@ -2,8 +2,8 @@
 //!
 //! This module owns the mapping from "what went wrong" to a typed variant; it
 //! deliberately knows nothing about HTTP. The root crate turns variants into
-//! status codes in one place (OpenTSDB answers 400 for every variant except
-//! storage failures, see the variant docs).
+//! status codes in one place (OpenTSDB answers 400 for most variants, 413
+//! for limits and timeouts; see the variant docs).
 
 use thiserror::Error;
 
@@ -42,9 +42,17 @@ pub enum QueryError {
     /// OpenTSDB reports these as 400 with the message.
     #[error("{0}")]
     Execution(String),
-    /// The query exceeds a configured limit (points fetched). OpenTSDB: 413.
+    /// The query exceeds a configured limit (points fetched, values held).
+    /// OpenTSDB: 413.
     #[error("{0}")]
     Limit(String),
+    /// The query ran past its deadline (`tsd.query.timeout`). OpenTSDB: 413.
+    #[error("{0}")]
+    Timeout(String),
+    /// The query was cancelled (client gone, server stopping); nobody reads
+    /// the answer.
+    #[error("The query was cancelled")]
+    Cancelled,
 }
 
 impl QueryError {

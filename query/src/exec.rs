@@ -9,25 +9,35 @@
 //!    concatenated tag-value UIDs of the group-by keys, unsigned byte order);
 //! 5. per series: downsample → rate; then the cross-series merge
 //!    ([`crate::merge`]) over the scan window;
-//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags`/`tsuids`.
+//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags`/`tsuids`;
+//! 7. attach the series' annotations (scan window) and the global ones.
+//!
+//! TSUID sub queries fetch exactly the listed series (all of one metric,
+//! whose name the source resolves) and ignore metric and filters.
 //!
 //! Nothing here knows about storage layout beyond the UID bytes the source
 //! hands over, and nothing does I/O itself.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use thiserror::Error;
 
 use crate::aggregate::Aggregator;
-use crate::downsample::{Bounds, DownsampleSpec, downsample};
+use crate::annotation::{Annotation, time_ms};
+use jiff::tz::TimeZone;
+
+use crate::budget::QueryBudget;
+use crate::calendar::{JavaCalendar, lookup_zone};
+use crate::downsample::{
+    Bounds, DownsampleInterval, DownsampleSpec, FillPolicy, PointIter, downsample_iter,
+};
 use crate::error::QueryError;
 use crate::filter::TagFilter;
-use crate::merge;
+use crate::merge::Merge;
 pub use crate::num::Num;
-use crate::rate::rates;
-use crate::request::{SubQuery, TsQuery};
+use crate::rate::rates_iter;
+use crate::request::{SubQuery, TsQuery, decode_hex};
 
 /// One tag of a series, with the UIDs the storage layer knows it by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +73,17 @@ pub struct FetchRequest<'a> {
     pub filters: &'a [TagFilter],
     /// Series may only carry tag keys that have filters.
     pub explicit_tags: bool,
+    /// A TSUID sub query: fetch exactly these series (metric uid ‖ (tagk uid
+    /// ‖ tagv uid)*, all of `metric`); `filters` is then empty.
+    pub tsuids: Option<&'a [Vec<u8>]>,
     /// Scan window start (ms, inclusive, hour aligned).
     pub scan_start_ms: i64,
     /// Scan window end (ms, exclusive, hour aligned).
     pub scan_end_ms: i64,
+    /// The query's budget: call [`QueryBudget::take_points`] for the points
+    /// read and stop scanning when it returns false; check
+    /// [`QueryBudget::check`] now and then in long scans.
+    pub budget: &'a QueryBudget,
 }
 
 /// Errors a source may report.
@@ -95,10 +112,60 @@ pub enum SourceError {
 }
 
 /// Where series come from. Implemented by the root crate over its engine.
+///
+/// Only [`SeriesSource::fetch`] is required; the other methods have
+/// defaults for sources without TSUID or annotation support.
 pub trait SeriesSource {
     /// Returns every series of `req.metric` whose points fall in the scan
-    /// window (points outside it are ignored). May pre-filter.
+    /// window (points outside it are ignored). May pre-filter. With
+    /// `req.tsuids`, only those series are wanted (extra ones are dropped).
     fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError>;
+
+    /// Width in bytes of a metric UID, i.e. of a TSUID's metric prefix.
+    fn metric_uid_width(&self) -> usize {
+        3
+    }
+
+    /// The name of a metric UID (TSUID sub queries name their results with
+    /// it). The default knows no UIDs.
+    fn metric_name(&self, metric_uid: &[u8]) -> Result<String, SourceError> {
+        Err(SourceError::NoSuchName {
+            kind: "metrics",
+            name: hex_upper(metric_uid),
+        })
+    }
+
+    /// Annotations of the given series (TSUID bytes) whose start time falls
+    /// in `[start_ms, end_ms)` (the scan window). Each note's `tsuid` must be
+    /// its series' hex TSUID. The default has none.
+    fn series_annotations(
+        &self,
+        tsuids: &[&[u8]],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<Annotation>, SourceError> {
+        let _ = (tsuids, start_ms, end_ms);
+        Ok(Vec::new())
+    }
+
+    /// Global annotations (no TSUID) whose start time falls in
+    /// `[start_ms, end_ms]`. The default has none.
+    fn global_annotations(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<Annotation>, SourceError> {
+        let _ = (start_ms, end_ms);
+        Ok(Vec::new())
+    }
+}
+
+fn source_error(e: SourceError) -> QueryError {
+    match e {
+        SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
+        SourceError::Storage(msg) => QueryError::Source(msg),
+        too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
+    }
 }
 
 /// One result series (one object of the JSON response array).
@@ -114,6 +181,12 @@ pub struct QueryResult {
     pub aggregate_tags: Vec<String>,
     /// Upper-case hex TSUIDs of the group's series (sorted).
     pub tsuids: Vec<String>,
+    /// The group's annotations in the scan window (the renderer keeps those
+    /// starting in `[start, end]`, sorted by start time).
+    pub annotations: Vec<Annotation>,
+    /// Global annotations (with `globalAnnotations`), the same for every
+    /// result.
+    pub global_annotations: Vec<Annotation>,
     /// Points, already clipped to `[start_ms, end_ms]`.
     pub dps: Vec<(i64, Num)>,
 }
@@ -143,11 +216,36 @@ pub fn scan_window(start_ms: i64, end_ms: i64, downsample: Option<&DownsampleSpe
     (s.saturating_mul(1000), e.saturating_mul(1000))
 }
 
-/// Runs every sub query of `q` against `src`, in order.
+/// Runs every sub query of `q` against `src`, in order, without limits.
 pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, QueryError> {
+    execute_with_budget(q, src, &QueryBudget::unlimited())
+}
+
+/// Runs every sub query of `q` against `src` within `budget` (shared by all
+/// sub queries and handed to the source in every [`FetchRequest`]): point
+/// and held-value limits, deadline and cancellation. On any error every
+/// intermediate buffer is dropped before returning.
+pub fn execute_with_budget(
+    q: &TsQuery,
+    src: &dyn SeriesSource,
+    budget: &QueryBudget,
+) -> Result<Vec<QueryResult>, QueryError> {
+    budget.check()?;
     let mut results = Vec::new();
+    // Validation already rejected unknown names; UTC is the default.
+    let tz = q
+        .timezone
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .and_then(lookup_zone)
+        .unwrap_or(TimeZone::UTC);
+    let globals = if q.global_annotations && !q.no_annotations {
+        fetch_global_annotations(q, src)?
+    } else {
+        Vec::new()
+    };
     for sub in &q.queries {
-        run_sub_query(q, sub, src, &mut results)?;
+        run_sub_query(q, sub, src, &tz, &globals, budget, &mut results)?;
     }
     Ok(results)
 }
@@ -156,21 +254,39 @@ fn run_sub_query(
     q: &TsQuery,
     sub: &SubQuery,
     src: &dyn SeriesSource,
+    tz: &TimeZone,
+    globals: &[Annotation],
+    budget: &QueryBudget,
     results: &mut Vec<QueryResult>,
 ) -> Result<(), QueryError> {
     let (scan_start, scan_end) = scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
+    let tsuids: Vec<Vec<u8>> = sub.tsuids.iter().map(|t| decode_hex(t)).collect();
+    let metric = if tsuids.is_empty() {
+        sub.metric.clone()
+    } else {
+        tsuid_metric(&tsuids, src)?
+    };
     let req = FetchRequest {
-        metric: &sub.metric,
+        metric: &metric,
         filters: &sub.filters,
         explicit_tags: sub.explicit_tags,
+        tsuids: (!tsuids.is_empty()).then_some(tsuids.as_slice()),
         scan_start_ms: scan_start,
         scan_end_ms: scan_end,
+        budget,
     };
-    let fetched = src.fetch(&req).map_err(|e| match e {
-        SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
-        SourceError::Storage(msg) => QueryError::Source(msg),
-        too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
-    })?;
+    let taken_before = budget.points_taken();
+    let mut fetched = src.fetch(&req).map_err(source_error)?;
+    // A source that does not report what it reads is charged here.
+    if budget.points_taken() == taken_before {
+        budget.take_points(fetched.iter().map(|s| s.points.len()).sum());
+    }
+    budget.check_points()?;
+    budget.check()?;
+    if !tsuids.is_empty() {
+        let wanted: HashSet<&[u8]> = tsuids.iter().map(Vec::as_slice).collect();
+        fetched.retain(|s| wanted.contains(s.tsuid.as_slice()));
+    }
 
     // Only rows inside the scan window exist for OpenTSDB; a series without
     // points there was never scanned.
@@ -219,24 +335,77 @@ fn run_sub_query(
         query_start: q.start_ms,
         query_end: q.end_ms,
     };
+    let mut notes_by_tsuid: BTreeMap<String, Vec<Annotation>> = BTreeMap::new();
+    if !q.no_annotations && !series.is_empty() {
+        let ids: Vec<&[u8]> = series.iter().map(|s| s.tsuid.as_slice()).collect();
+        for note in src
+            .series_annotations(&ids, scan_start, scan_end)
+            .map_err(source_error)?
+        {
+            notes_by_tsuid
+                .entry(note.tsuid.to_ascii_uppercase())
+                .or_default()
+                .push(note);
+        }
+    }
     for group in groups {
-        let dps = aggregate_group(&group, sub, bounds)?
-            .into_iter()
-            .filter(|(ts, _)| *ts >= q.start_ms && *ts <= q.end_ms)
-            .collect();
+        let dps = aggregate_group(&group, sub, bounds, tz, budget)?;
         let (tags, aggregate_tags) = group_tags(&group);
         let mut tsuids: Vec<String> = group.iter().map(|s| hex_upper(&s.tsuid)).collect();
+        // Notes in span order (row-key order), like SpanGroup.getAnnotations.
+        let annotations: Vec<Annotation> = tsuids
+            .iter()
+            .filter_map(|t| notes_by_tsuid.get(t))
+            .flatten()
+            .cloned()
+            .collect();
         tsuids.sort();
         results.push(QueryResult {
             sub_query: sub.index,
-            metric: sub.metric.clone(),
+            metric: metric.clone(),
             tags,
             aggregate_tags,
             tsuids,
+            annotations,
+            global_annotations: globals.to_vec(),
             dps,
         });
     }
     Ok(())
+}
+
+/// The metric name of a TSUID sub query: every TSUID must start with the
+/// same metric UID (OpenTSDB's check and message).
+fn tsuid_metric(tsuids: &[Vec<u8>], src: &dyn SeriesSource) -> Result<String, QueryError> {
+    let width = src.metric_uid_width();
+    let first = &tsuids[0];
+    if first.len() < width {
+        return Err(QueryError::bad(format!(
+            "Invalid TSUID: {}",
+            hex_upper(first)
+        )));
+    }
+    let prefix = &first[..width];
+    if tsuids.iter().any(|t| t.get(..width) != Some(prefix)) {
+        return Err(QueryError::bad(
+            "One or more TSUIDs did not share the same metric",
+        ));
+    }
+    src.metric_name(prefix).map_err(source_error)
+}
+
+/// Global notes for the query (`Annotation.getGlobalAnnotations` over the
+/// query range in seconds): start at or after the start second, end (unless
+/// open, 0) at or before the end second.
+fn fetch_global_annotations(
+    q: &TsQuery,
+    src: &dyn SeriesSource,
+) -> Result<Vec<Annotation>, QueryError> {
+    let start = q.start_ms.div_euclid(1000) * 1000;
+    let end = q.end_ms.div_euclid(1000) * 1000;
+    let mut notes = src.global_annotations(start, end).map_err(source_error)?;
+    notes.retain(|n| n.is_global() && time_ms(n.start_time) >= start && time_ms(n.end_time) <= end);
+    Ok(notes)
 }
 
 /// Every filter must match a present tag; with `explicit_tags` the series may
@@ -271,32 +440,70 @@ fn normalise_points(points: &mut Vec<(i64, Num)>, scan_start: i64, scan_end: i64
     }
 }
 
-/// Downsample → rate per series, then the cross-series merge.
+/// Downsample → rate per series (lazy iterators over the raw points), then
+/// the streaming cross-series merge; only points inside `[query_start,
+/// query_end]` are kept (and counted as held).
 fn aggregate_group(
     group: &[&Series],
     sub: &SubQuery,
     bounds: Bounds,
+    tz: &TimeZone,
+    budget: &QueryBudget,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    let mut prepared: Vec<Cow<'_, [(i64, Num)]>> = Vec::with_capacity(group.len());
+    let mut iters: Vec<PointIter<'_>> = Vec::with_capacity(group.len());
     for s in group {
-        let stage: Cow<'_, [(i64, Num)]> = match &sub.downsample {
-            Some(ds) => Cow::Owned(downsample(&s.points, ds, bounds)?),
-            None => Cow::Borrowed(&s.points),
+        let stage: PointIter<'_> = match &sub.downsample {
+            Some(ds) => downsample_iter(&s.points, ds, bounds, tz, budget)?,
+            None => Box::new(s.points.iter().copied().map(Ok)),
         };
         let stage = match &sub.rate {
-            Some(opts) => Cow::Owned(rates(&stage, opts)?),
+            Some(opts) => rates_iter(stage, opts.clone()),
             None => stage,
         };
-        prepared.push(stage);
+        iters.push(stage);
     }
-    let refs: Vec<&[(i64, Num)]> = prepared.iter().map(|c| c.as_ref()).collect();
-    merge::aggregate(
-        &refs,
-        bounds.scan_start,
+    let merge = Merge::new(
+        iters,
+        merge_start(sub, bounds, tz),
         bounds.scan_end,
         sub.aggregator,
         sub.rate.is_some(),
-    )
+        budget,
+    )?;
+    let mut out = Vec::new();
+    for p in merge {
+        let (t, v) = p?;
+        if t >= bounds.query_start && t <= bounds.query_end {
+            budget.hold(1)?;
+            out.push((t, v));
+        }
+    }
+    Ok(out)
+}
+
+/// Where the cross-series merge starts: the scan start, except for calendar
+/// downsampling with a fill policy, whose first filled bucket (the calendar
+/// boundary at or before the scan start) may precede it in a non-UTC zone.
+/// OpenTSDB drops such a series entirely (its first point fails the
+/// iterator's seek check); we keep it. The bucket precedes the query start,
+/// so it is never written either way.
+fn merge_start(sub: &SubQuery, bounds: Bounds, tz: &TimeZone) -> i64 {
+    match &sub.downsample {
+        Some(DownsampleSpec {
+            interval: DownsampleInterval::Calendar { count, unit, .. },
+            fill,
+            ..
+        }) if *fill != FillPolicy::None => {
+            let cal = JavaCalendar {
+                count: *count,
+                unit: *unit,
+                tz: tz.clone(),
+            };
+            cal.previous_interval(bounds.scan_start)
+                .min(bounds.scan_start)
+        }
+        _ => bounds.scan_start,
+    }
 }
 
 /// `tags` = keys with one value across the group, `aggregateTags` = keys seen
@@ -322,7 +529,8 @@ fn group_tags(group: &[&Series]) -> (BTreeMap<String, String>, Vec<String>) {
     (tags, aggregated)
 }
 
-fn hex_upper(bytes: &[u8]) -> String {
+/// Upper-case hex, the way OpenTSDB prints TSUIDs.
+pub(crate) fn hex_upper(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

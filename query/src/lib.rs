@@ -12,18 +12,29 @@
 //!   GET query string with `m=` ([`parse_query_string`]); validation in
 //!   OpenTSDB's order so the first error matches.
 //! * [`time`]: time strings and durations.
+//! * [`calendar`]: time-zone lookup (bundled tz database) and Java `Calendar`
+//!   arithmetic for absolute dates and calendar downsampling.
 //! * [`filter`]: the seven tag-value filter types and legacy `tags` conversion.
 //! * [`aggregate`]: the 35 aggregators, integer and double modes.
 //! * [`downsample`]: downsample specs and per-series bucketing with fill policies.
 //! * [`rate`]: per-series rates and counter handling.
 //! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
-//! * [`exec`]: scan window, fetch, filter, group, per-group pipeline, clipping.
+//! * [`budget`]: the per-query budget (points read, values held, deadline,
+//!   cancellation) shared by sub queries and the source.
+//! * [`exec`]: scan window, fetch, filter, group, per-group streaming pipeline
+//!   (lazy downsample → rate iterators into the merge), clipping.
 //! * [`render`]: byte-exact JSON output, Java double formatting.
+//! * [`arrow`]: the same results as an Arrow IPC stream (schema in its docs).
+//! * [`annotation`]: the annotation model, its storage and response JSON,
+//!   `/api/annotation[/bulk]` request parsing, POST-merge / PUT-replace.
+//! * [`lookup`]: `/api/search/lookup` request, matching rule and response.
+//! * [`last`]: `/api/query/last` request and response.
 //! * [`error`]: the [`QueryError`] type.
 //!
 //! Per sub query the data flows: source → filters/explicitTags → group →
-//! (per series) downsample → rate → merge over the hour-aligned scan window →
-//! clip to `[start, end]` → render.
+//! (per series, lazily) downsample → rate → streaming merge over the
+//! hour-aligned scan window → clip to `[start, end]` → render. Memory follows
+//! the raw points plus the output: fill-policy buckets are never materialised.
 //!
 //! # When you change X, also touch Y
 //!
@@ -34,6 +45,11 @@
 //! * Anything that changes which points the merge sees (scan window, seek
 //!   rules): the worked-example tests in `tests/worked_examples.rs` pin
 //!   OpenTSDB's numbers.
+//! * A new loop whose length depends on data or on the time range: keep it
+//!   lazy and give it a [`budget::QueryBudget`] check (`tick`/`check`); hold
+//!   any buffer through `hold`/`release`.
+//! * A new `QueryError` variant: the root's single status mapping in
+//!   `src/server/error.rs`.
 //!
 //! # Gotchas (all deliberate OpenTSDB compatibility)
 //!
@@ -43,14 +59,24 @@
 //!   integer; downsampled and rate values are always doubles.
 //! * A downsample bucket that starts before `start` is dropped from the output
 //!   even if it holds in-range data.
-//! * Unsupported, rejected with clear 400s: TSUID sub queries, histogram /
-//!   percentile queries, non-UTC time zones.
+//! * Calendar downsampling copies `java.util.Calendar`: hour/minute/second
+//!   steps are absolute, day/week/month/year steps keep local wall time, and
+//!   ambiguous local times resolve to the later instant.
+//! * A group's `annotations` array is written whenever the group has notes
+//!   in the scan window, even if none starts in `[start, end]` (then `[]`).
+//! * Unsupported, rejected with clear 400s: histogram / percentile queries.
 
 pub mod aggregate;
+pub mod annotation;
+pub mod arrow;
+pub mod budget;
+pub mod calendar;
 pub mod downsample;
 pub mod error;
 pub mod exec;
 pub mod filter;
+pub mod last;
+pub mod lookup;
 pub mod merge;
 mod num;
 pub mod rate;
@@ -59,11 +85,14 @@ pub mod request;
 pub mod time;
 
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
+pub use annotation::Annotation;
+pub use arrow::render_arrow;
+pub use budget::{QueryBudget, QueryLimits};
 pub use downsample::{DownsampleSpec, FillPolicy};
 pub use error::QueryError;
 pub use exec::{
     FetchRequest, Num, QueryResult, Series, SeriesSource, SeriesTag, SourceError, execute,
-    scan_window,
+    execute_with_budget, scan_window,
 };
 pub use filter::{TagFilter, filter_types};
 pub use rate::RateOptions;

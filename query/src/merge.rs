@@ -20,18 +20,34 @@
 //!   rate (at the start, the pseudo-rate against `(0, 0)`).
 
 use crate::aggregate::{Aggregator, Interpolation};
+use crate::budget::QueryBudget;
+use crate::downsample::PointIter;
 use crate::error::QueryError;
 use crate::num::Num;
 
 /// Per-series iterator state.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
+struct Slot<'a> {
     /// The current point; `None` means the series is not participating.
     cur: Option<(i64, Num)>,
     /// The look-ahead point; `None` means the series is exhausted.
     nxt: Option<(i64, Num)>,
-    /// Index of the next unread input point.
-    pos: usize,
+    /// The rest of the series (dropped once exhausted).
+    iter: Option<PointIter<'a>>,
+}
+
+impl Slot<'_> {
+    /// `cur <- nxt`, `nxt <-` the following point (or exhausted).
+    fn move_to_next(&mut self) -> Result<(), QueryError> {
+        self.cur = self.nxt;
+        self.nxt = match self.iter.as_mut().and_then(Iterator::next) {
+            Some(p) => Some(p?),
+            None => {
+                self.iter = None;
+                None
+            }
+        };
+        Ok(())
+    }
 }
 
 /// Merges `series` (each sorted by strictly increasing time) with `agg`.
@@ -47,77 +63,166 @@ pub fn aggregate(
     agg: Aggregator,
     rate: bool,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    let method = agg.interpolation();
-    let mut slots: Vec<Slot> = Vec::with_capacity(series.len());
-    for pts in series {
-        let mut slot = Slot {
-            cur: None,
-            nxt: None,
-            pos: 0,
+    let budget = QueryBudget::unlimited();
+    let iters: Vec<PointIter<'_>> = series
+        .iter()
+        .map(|pts| -> PointIter<'_> { Box::new(pts.iter().copied().map(Ok)) })
+        .collect();
+    Merge::new(iters, start, end, agg, rate, &budget)?.collect()
+}
+
+/// The streaming cross-series merge: pulls one point at a time from each
+/// series' lazy iterator and yields one aggregated point per timestamp.
+/// Holds only two points per series plus one value buffer.
+pub(crate) struct Merge<'a> {
+    slots: Vec<Slot<'a>>,
+    end: i64,
+    agg: Aggregator,
+    method: Interpolation,
+    rate: bool,
+    /// Index of the series that supplied the previous timestamp. The original
+    /// only expires series from this index on; kept for fidelity.
+    current: usize,
+    ints: Vec<i64>,
+    doubles: Vec<f64>,
+    budget: &'a QueryBudget,
+    /// Slot visits since the last deadline/cancel check.
+    work: usize,
+    /// Points pulled from the series since the last flush to the budget.
+    pulled: u64,
+    failed: bool,
+    /// Values counted as held for the per-step buffers.
+    held: usize,
+}
+
+/// Slot visits between two deadline/cancel checks.
+const WORK_PER_CHECK: usize = 1 << 16;
+
+impl<'a> Merge<'a> {
+    /// Seeks every series to `start` and primes its look-ahead.
+    pub(crate) fn new(
+        iters: Vec<PointIter<'a>>,
+        start: i64,
+        end: i64,
+        agg: Aggregator,
+        rate: bool,
+        budget: &'a QueryBudget,
+    ) -> Result<Self, QueryError> {
+        let n = iters.len();
+        // The per-step buffers: one value per series.
+        budget.hold(2 * n)?;
+        let mut merge = Merge {
+            slots: Vec::with_capacity(n),
+            end,
+            agg,
+            method: agg.interpolation(),
+            rate,
+            current: 0,
+            ints: Vec::with_capacity(n),
+            doubles: Vec::with_capacity(n),
+            budget,
+            work: 0,
+            pulled: 0,
+            failed: false,
+            held: 2 * n,
         };
-        if let Some(&first) = pts.first()
-            && first.0 >= start
-        {
-            slot.nxt = Some(first);
-            slot.pos = 1;
-            if rate {
-                if pts.len() > 1 {
-                    move_to_next(&mut slot, pts);
-                } else {
-                    slot.nxt = None;
+        for mut iter in iters {
+            let mut slot = Slot {
+                cur: None,
+                nxt: None,
+                iter: None,
+            };
+            if let Some(first) = iter.next() {
+                let first = first?;
+                if first.0 >= start {
+                    slot.nxt = Some(first);
+                    slot.iter = Some(iter);
+                    if rate {
+                        // The pseudo-rate becomes `cur` only if another point
+                        // follows (OpenTSDB's `hasNext() ? moveToNext : endReached`).
+                        let second = match slot.iter.as_mut().and_then(Iterator::next) {
+                            Some(p) => Some(p?),
+                            None => None,
+                        };
+                        match second {
+                            Some(p) => {
+                                slot.cur = slot.nxt;
+                                slot.nxt = Some(p);
+                            }
+                            None => {
+                                slot.nxt = None;
+                                slot.iter = None;
+                            }
+                        }
+                    }
                 }
             }
+            merge.slots.push(slot);
         }
-        slots.push(slot);
+        Ok(merge)
     }
 
-    let mut out = Vec::new();
-    // Index of the series that supplied the previous timestamp. The original
-    // only expires series from this index on; kept for fidelity.
-    let mut current = 0usize;
-    let mut ints: Vec<i64> = Vec::with_capacity(slots.len());
-    let mut doubles: Vec<f64> = Vec::with_capacity(slots.len());
-    // Next timestamp: the smallest look-ahead within the bounds.
-    while let Some(t) = slots
-        .iter()
-        .filter_map(|s| s.nxt.map(|p| p.0))
-        .filter(|ts| *ts <= end)
-        .min()
-    {
-        for slot in slots.iter_mut().skip(current) {
+    fn step(&mut self) -> Result<Option<(i64, Num)>, QueryError> {
+        // Next timestamp: the smallest look-ahead within the bounds.
+        let Some(t) = self
+            .slots
+            .iter()
+            .filter_map(|s| s.nxt.map(|p| p.0))
+            .filter(|ts| *ts <= self.end)
+            .min()
+        else {
+            return Ok(None);
+        };
+        self.work += self.slots.len();
+        if self.work >= WORK_PER_CHECK {
+            self.work = 0;
+            self.budget.produced(std::mem::take(&mut self.pulled));
+            self.budget.check()?;
+        }
+        for slot in self.slots.iter_mut().skip(self.current) {
             if slot.nxt.is_none() {
                 slot.cur = None;
             }
         }
         let mut first_moved = None;
-        for (i, slot) in slots.iter_mut().enumerate() {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
             if slot.nxt.is_some_and(|p| p.0 == t) {
-                move_to_next(slot, series[i]);
+                slot.move_to_next()?;
+                self.pulled += 1;
                 first_moved.get_or_insert(i);
             }
         }
-        current = first_moved.unwrap_or(current);
+        self.current = first_moved.unwrap_or(self.current);
 
-        let integer_mode = !rate
-            && slots
+        let integer_mode = !self.rate
+            && self
+                .slots
                 .iter()
                 .all(|s| s.cur.is_none_or(|p| p.1.is_int()) && s.nxt.is_none_or(|p| p.1.is_int()));
         let value = if integer_mode {
-            ints.clear();
-            for (i, slot) in slots.iter().enumerate() {
+            self.ints.clear();
+            for (i, slot) in self.slots.iter().enumerate() {
                 if let Some(cur) = slot.cur {
-                    ints.push(long_value(i == current, t, cur, slot.nxt, method));
+                    self.ints
+                        .push(long_value(i == self.current, t, cur, slot.nxt, self.method));
                 }
             }
-            Num::Int(agg.run_long(&ints)?)
+            Num::Int(self.agg.run_long(&self.ints)?)
         } else {
-            doubles.clear();
-            for (i, slot) in slots.iter().enumerate() {
+            self.doubles.clear();
+            for (i, slot) in self.slots.iter().enumerate() {
                 if let Some(cur) = slot.cur {
-                    doubles.push(double_value(i == current, t, cur, slot.nxt, method, rate));
+                    self.doubles.push(double_value(
+                        i == self.current,
+                        t,
+                        cur,
+                        slot.nxt,
+                        self.method,
+                        self.rate,
+                    ));
                 }
             }
-            let v = agg.run_double(&doubles)?;
+            let v = self.agg.run_double(&self.doubles)?;
             if v.is_infinite() {
                 return Err(QueryError::Execution(format!(
                     "Got Infinity: {} at timestamp {t}",
@@ -126,17 +231,31 @@ pub fn aggregate(
             }
             Num::Float(v)
         };
-        out.push((t, value));
+        Ok(Some((t, value)))
     }
-    Ok(out)
 }
 
-/// `cur <- nxt`, `nxt <-` the following point (or exhausted).
-fn move_to_next(slot: &mut Slot, pts: &[(i64, Num)]) {
-    slot.cur = slot.nxt;
-    slot.nxt = pts.get(slot.pos).copied();
-    if slot.nxt.is_some() {
-        slot.pos += 1;
+impl Iterator for Merge<'_> {
+    type Item = Result<(i64, Num), QueryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.step() {
+            Ok(p) => p.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for Merge<'_> {
+    fn drop(&mut self) {
+        self.budget.produced(self.pulled);
+        self.budget.release(self.held);
     }
 }
 

@@ -12,6 +12,7 @@
 //! * counter roll-over uses `counterMax - v0 + v1`; `resetValue` applies only
 //!   to roll-overs; `dropResets` skips the point and restarts from it.
 
+use crate::downsample::PointIter;
 use crate::error::QueryError;
 use crate::num::Num;
 
@@ -41,49 +42,62 @@ impl Default for RateOptions {
 
 /// Converts a series into rates per second, including the leading pseudo-rate
 /// against `(0, 0)` (see the module docs).
+#[cfg(test)]
 pub(crate) fn rates(
     points: &[(i64, Num)],
     opts: &RateOptions,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    let mut out = Vec::with_capacity(points.len());
+    let src: PointIter<'_> = Box::new(points.iter().copied().map(Ok));
+    rates_iter(src, opts.clone()).collect()
+}
+
+/// The lazy rate of `inner` (OpenTSDB's `RateSpan`): one rate per input
+/// point, the first against `(0, 0)`; `dropResets` skips points.
+pub(crate) fn rates_iter(inner: PointIter<'_>, opts: RateOptions) -> PointIter<'_> {
+    let mut inner = inner;
     let mut prev: (i64, Num) = (0, Num::Int(0));
-    for &(t1, v1) in points {
-        let (t0, v0) = prev;
-        if t1 <= t0 {
-            return Err(QueryError::Execution(format!(
-                "Next timestamp ({t1}) is supposed to be strictly greater than the previous \
-                 one ({t0}), but it's not."
-            )));
-        }
-        let dt = (t1 - t0) as f64 / 1000.0;
-        let diff = match (v0, v1) {
-            (Num::Int(a), Num::Int(b)) => b.wrapping_sub(a) as f64,
-            _ => v1.as_f64() - v0.as_f64(),
-        };
-        let rate = if opts.counter && diff < 0.0 {
-            if opts.drop_resets {
-                prev = (t1, v1);
-                continue;
-            }
-            let rolled = match (v0, v1) {
-                (Num::Int(a), Num::Int(b)) => {
-                    opts.counter_max.wrapping_sub(a).wrapping_add(b) as f64
-                }
-                _ => opts.counter_max as f64 - v0.as_f64() + v1.as_f64(),
+    Box::new(std::iter::from_fn(move || {
+        loop {
+            let (t1, v1) = match inner.next()? {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
             };
-            let r = rolled / dt;
-            if opts.reset_value > 0 && r > opts.reset_value as f64 {
-                0.0
-            } else {
-                r
+            let (t0, v0) = prev;
+            if t1 <= t0 {
+                return Some(Err(QueryError::Execution(format!(
+                    "Next timestamp ({t1}) is supposed to be strictly greater than the previous \
+                     one ({t0}), but it's not."
+                ))));
             }
-        } else {
-            diff / dt
-        };
-        out.push((t1, Num::Float(rate)));
-        prev = (t1, v1);
-    }
-    Ok(out)
+            let dt = (t1 - t0) as f64 / 1000.0;
+            let diff = match (v0, v1) {
+                (Num::Int(a), Num::Int(b)) => b.wrapping_sub(a) as f64,
+                _ => v1.as_f64() - v0.as_f64(),
+            };
+            let rate = if opts.counter && diff < 0.0 {
+                if opts.drop_resets {
+                    prev = (t1, v1);
+                    continue;
+                }
+                let rolled = match (v0, v1) {
+                    (Num::Int(a), Num::Int(b)) => {
+                        opts.counter_max.wrapping_sub(a).wrapping_add(b) as f64
+                    }
+                    _ => opts.counter_max as f64 - v0.as_f64() + v1.as_f64(),
+                };
+                let r = rolled / dt;
+                if opts.reset_value > 0 && r > opts.reset_value as f64 {
+                    0.0
+                } else {
+                    r
+                }
+            } else {
+                diff / dt
+            };
+            prev = (t1, v1);
+            return Some(Ok((t1, Num::Float(rate))));
+        }
+    }))
 }
 
 #[cfg(test)]

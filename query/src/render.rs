@@ -1,7 +1,8 @@
 //! The `/api/query` JSON response (spec §4.4.4).
 //!
 //! This module owns the byte-exact output: field order
-//! (`metric`, `tags`, `aggregateTags`, `query`, `tsuids`, `dps`), the two
+//! (`metric`, `tags`, `aggregateTags`, `query`, `tsuids`, `annotations`,
+//! `globalAnnotations`, `dps`), the two
 //! `dps` shapes (object keyed by timestamp, or `[[ts, v], ...]` with
 //! `arrays`), second vs millisecond keys, and value formatting: integers as
 //! JSON integers, doubles exactly like Java's `Double.toString` (which is what
@@ -15,6 +16,7 @@
 
 use std::fmt::Write as _;
 
+use crate::annotation::in_query_range;
 use crate::downsample::FillPolicy;
 use crate::exec::QueryResult;
 use crate::num::Num;
@@ -62,6 +64,29 @@ fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &Quer
         push_str_list(out, &r.tsuids);
         out.push(']');
     }
+    if !q.no_annotations {
+        // Like OpenTSDB, the array is written when the group has any note in
+        // the scan window, even if none falls inside [start, end].
+        for (name, notes) in [
+            ("annotations", &r.annotations),
+            ("globalAnnotations", &r.global_annotations),
+        ] {
+            if notes.is_empty() {
+                continue;
+            }
+            let _ = write!(out, ",\"{name}\":[");
+            for (i, n) in in_query_range(notes, q.start_ms, q.end_ms)
+                .iter()
+                .enumerate()
+            {
+                if i > 0 {
+                    out.push(',');
+                }
+                n.push_response_json(out);
+            }
+            out.push(']');
+        }
+    }
     // The array form is what Grafana's backend asks for (`?arrays=true`),
     // and its decoder fails on the string "NaN": write null there (a
     // deliberate difference from OpenTSDB).
@@ -106,7 +131,15 @@ fn render_sub_query(out: &mut String, sub: &SubQuery) {
     push_str_lit(out, sub.aggregator.name());
     out.push_str(",\"metric\":");
     push_str_lit(out, &sub.metric);
-    out.push_str(",\"tsuids\":null,\"downsample\":");
+    out.push_str(",\"tsuids\":");
+    if sub.tsuids.is_empty() {
+        out.push_str("null");
+    } else {
+        out.push('[');
+        push_str_list(out, &sub.tsuids);
+        out.push(']');
+    }
+    out.push_str(",\"downsample\":");
     match &sub.downsample {
         Some(d) => push_str_lit(out, &d.spec),
         None => out.push_str("null"),
@@ -186,7 +219,7 @@ fn push_str_list(out: &mut String, items: &[String]) {
 }
 
 /// A JSON string literal with the mandatory escapes.
-fn push_str_lit(out: &mut String, s: &str) {
+pub(crate) fn push_str_lit(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -346,6 +379,8 @@ mod tests {
             tags,
             aggregate_tags: vec!["dc".into()],
             tsuids: vec!["000001000001000001".into()],
+            annotations: Vec::new(),
+            global_annotations: Vec::new(),
             dps,
         }
     }

@@ -14,8 +14,12 @@
 //! into integer fields. `tags` and `filters` may both be present: `tags` are
 //! converted to group-by filters and merged, dropping exact duplicates.
 //!
-//! Not supported (clear 400s instead of silently wrong data): TSUID sub queries
-//! and histogram/percentile queries. Rollup/pre-aggregate options are ignored.
+//! TSUID sub queries (`"tsuids":[hex,…]` / `tsuid=<agg>:[mods:]<hex>,…`)
+//! ignore the metric and filters; their hex is validated here, the "one
+//! metric" rule at execution (it needs the metric UID width).
+//!
+//! Not supported (clear 400s instead of silently wrong data): histogram /
+//! percentile queries. Rollup/pre-aggregate options are ignored.
 
 use serde_json::{Map, Value};
 
@@ -49,7 +53,7 @@ pub struct TsQuery {
     pub global_annotations: bool,
     /// `useCalendar`: every downsampler is calendar based.
     pub use_calendar: bool,
-    /// `timezone` (only UTC-equivalent zones are honoured).
+    /// `timezone`: absolute dates and calendar downsampling (IANA name).
     pub timezone: Option<String>,
     /// `delete` (JSON) or `method_override=delete` (query string); parsed
     /// only, the root decides what to do with it.
@@ -67,8 +71,12 @@ pub struct SubQuery {
     pub index: usize,
     /// Cross-series aggregator.
     pub aggregator: Aggregator,
-    /// Metric name.
+    /// Metric name (ignored when `tsuids` is set; the metric then comes from
+    /// the TSUIDs).
     pub metric: String,
+    /// TSUID sub query: the exact series, as upper-case hex, all of one
+    /// metric; filters are ignored then.
+    pub tsuids: Vec<String>,
     /// Optional downsampler.
     pub downsample: Option<DownsampleSpec>,
     /// `Some` iff this is a rate query.
@@ -306,7 +314,7 @@ fn opt_i64(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, QueryErro
 // ---------------------------------------------------------- query string --
 
 /// Parses the GET form: `start` (required), `end`, `m=` (repeatable),
-/// `tsuid=` (rejected), and presence flags `ms`, `arrays`, `show_tsuids`,
+/// `tsuid=` (repeatable, before all `m=`), and presence flags `ms`, `arrays`, `show_tsuids`,
 /// `show_query`, `no_annotations`, `global_annotations`, `show_stats`,
 /// `show_summary`, `padding`; `method_override=delete` sets `delete`.
 /// (`timezone` is not read from the query string, like OpenTSDB 2.5.)
@@ -380,8 +388,8 @@ fn parse_m_sub_query(m: &str) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
-/// `tsuid=<agg>:[<mod>:]<tsuid>[,<tsuid>...]`: parsed so errors match, then
-/// rejected by validation (TSUID queries are not supported).
+/// `tsuid=<agg>:[<mod>:]<tsuid>[,<tsuid>...]`; only rate, downsample and the
+/// histogram modifiers apply.
 fn parse_tsuid_sub_query(q: &str) -> Result<RawSubQuery, QueryError> {
     if q.is_empty() {
         return Err(QueryError::bad("The tsuid query string was empty"));
@@ -603,6 +611,26 @@ fn validate(raw: RawQuery, now_ms: i64, dedup: bool) -> Result<TsQuery, QueryErr
     })
 }
 
+/// A TSUID as upper-case hex; must be non-empty, even-length hex.
+fn normalise_tsuid(t: &str) -> Result<String, QueryError> {
+    let t = t.trim();
+    if t.is_empty() || !t.len().is_multiple_of(2) || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(QueryError::bad(format!("Invalid TSUID: {t}")));
+    }
+    Ok(t.to_ascii_uppercase())
+}
+
+/// Decodes validated upper-case hex.
+pub(crate) fn decode_hex(t: &str) -> Vec<u8> {
+    t.as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let d = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+            (d(pair[0]) << 4) | d(pair.get(1).copied().unwrap_or(b'0'))
+        })
+        .collect()
+}
+
 fn validate_sub(
     raw: RawSubQuery,
     use_calendar: bool,
@@ -621,8 +649,9 @@ fn validate_sub(
             "Missing the metric or tsuids, provide at least one",
         ));
     }
-    if !raw.tsuids.is_empty() {
-        return Err(QueryError::bad("TSUID queries are not supported yet"));
+    let mut tsuids = Vec::with_capacity(raw.tsuids.len());
+    for t in &raw.tsuids {
+        tsuids.push(normalise_tsuid(t)?);
     }
     let downsample = match raw.downsample.as_deref().filter(|d| !d.is_empty()) {
         Some(d) => Some(DownsampleSpec::parse(d, use_calendar)?),
@@ -641,13 +670,20 @@ fn validate_sub(
             "The timezone specification could not be found",
         ));
     }
+    // A TSUID query ignores the metric and the filters (§4.4.2).
+    let filters = if tsuids.is_empty() {
+        raw.filters
+    } else {
+        Vec::new()
+    };
     Ok(SubQuery {
         index: 0,
         aggregator,
         metric,
+        tsuids,
         downsample,
         rate: raw.rate.then(|| raw.rate_options.unwrap_or_default()),
-        filters: raw.filters,
+        filters,
         explicit_tags: raw.explicit_tags,
     })
 }
@@ -889,12 +925,25 @@ mod tests {
         assert_eq!(e.message(), "Missing parameter <code>start</code>");
         let e = parse_query_string(&qs(&[("start", "1h-ago")]), NOW).unwrap_err();
         assert_eq!(e.message(), "Missing sub queries");
-        let e = parse_query_string(
-            &qs(&[("start", "1h-ago"), ("tsuid", "sum:000001000001000001")]),
+        let q = parse_query_string(
+            &qs(&[
+                ("start", "1h-ago"),
+                (
+                    "tsuid",
+                    "sum:1m-avg:rate:000001000001000001,000001000001000002",
+                ),
+                ("m", "sum:m"),
+            ]),
             NOW,
         )
-        .unwrap_err();
-        assert_eq!(e.message(), "TSUID queries are not supported yet");
+        .unwrap();
+        let t = &q.queries[0];
+        assert_eq!(t.tsuids, ["000001000001000001", "000001000001000002"]);
+        assert!(t.rate.is_some() && t.downsample.is_some());
+        assert_eq!(q.queries[1].metric, "m");
+        let e = parse_query_string(&qs(&[("start", "1h-ago"), ("tsuid", "sum:00001")]), NOW)
+            .unwrap_err();
+        assert_eq!(e.message(), "Invalid TSUID: 00001");
         let e = parse_query_string(
             &qs(&[("start", "1h-ago"), ("end", "2h-ago"), ("m", "sum:m")]),
             NOW,
@@ -986,11 +1035,15 @@ mod tests {
             post_err(r#"{"start":"1h-ago","queries":[{"aggregator":"sum"}]}"#),
             "Missing the metric or tsuids, provide at least one"
         );
+        let q = post(
+            r#"{"start":"1h-ago","queries":[{"aggregator":"sum","metric":"ignored","tsuids":["000001000001000001"],"tags":{"host":"*"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(q.queries[0].tsuids, ["000001000001000001"]);
+        assert!(q.queries[0].filters.is_empty());
         assert_eq!(
-            post_err(
-                r#"{"start":"1h-ago","queries":[{"aggregator":"sum","tsuids":["000001000001000001"]}]}"#
-            ),
-            "TSUID queries are not supported yet"
+            post_err(r#"{"start":"1h-ago","queries":[{"aggregator":"sum","tsuids":["xyz1"]}]}"#),
+            "Invalid TSUID: xyz1"
         );
         assert_eq!(
             post_err(
@@ -1018,16 +1071,22 @@ mod tests {
         );
         assert_eq!(
             post_err(
-                r#"{"start":"2013/01/01","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m"}]}"#
+                r#"{"start":"2013/01/01","timezone":"America/Nowhere","queries":[{"aggregator":"sum","metric":"m"}]}"#
             ),
-            "Invalid timezone name: America/Denver"
+            "Invalid timezone name: America/Nowhere"
         );
         assert_eq!(
             post_err(
-                r#"{"start":"1h-ago","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m","downsample":"1m-avg"}]}"#
+                r#"{"start":"1h-ago","timezone":"America/Nowhere","queries":[{"aggregator":"sum","metric":"m","downsample":"1m-avg"}]}"#
             ),
             "The timezone specification could not be found"
         );
+        // every IANA zone works, for dates and for downsampling
+        let q = post(
+            r#"{"start":"2013/01/01","timezone":"America/Denver","queries":[{"aggregator":"sum","metric":"m","downsample":"1dc-avg"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(q.start_ms, 1_357_023_600_000);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //!   (`now`, `<n>ms`, `<duration>-ago`, absolute `yyyy/MM/dd[ HH:mm[:ss]]`,
 //!   10-digit seconds, 13-digit ms, the dotted `<seconds>.<ms>` form);
 //! * [`parse_duration`]: `<n><unit>` → ms with OpenTSDB's exact error texts;
-//! * timezone acceptance: only UTC-equivalent zone names are supported, other
-//!   names are reported as invalid (documented deviation);
+//! * absolute dates in the query's `timezone` (any IANA name, resolved by
+//!   [`crate::calendar`]); without a zone they are UTC;
 //! * proleptic-Gregorian day arithmetic used by absolute dates and calendar
 //!   downsampling.
 //!
@@ -16,6 +16,7 @@
 //! with fewer than three fraction digits is not scaled (`1355961603.4` is
 //! 13559616034 ms). We copy that on purpose.
 
+use crate::calendar::{lookup_zone, resolve_wall};
 use crate::error::QueryError;
 
 /// Parses a time string relative to `now_ms`, absolute dates in UTC.
@@ -28,9 +29,10 @@ pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, QueryError> {
 
 /// Like [`parse_time`], interpreting absolute dates in `tz`.
 ///
-/// Only UTC-equivalent names (see [`is_supported_timezone`]) work; any other
-/// non-empty name fails with `Invalid timezone name: <tz>` when an absolute
-/// date has to be interpreted (OpenTSDB only looks at the zone in that case).
+/// An unknown non-empty name fails with `Invalid timezone name: <tz>` when an
+/// absolute date has to be interpreted (OpenTSDB only looks at the zone in
+/// that case). Local times in a DST gap or fold resolve like Java's lenient
+/// `SimpleDateFormat` (see [`crate::calendar::resolve_wall`]).
 pub fn parse_time_tz(s: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, QueryError> {
     if s.is_empty() {
         return Err(QueryError::bad("Missing time"));
@@ -156,12 +158,13 @@ fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
         19 => Some((if s.contains('-') { '-' } else { ' ' }, true)),
         _ => return Err(QueryError::bad(format!("Invalid absolute date: {s}"))),
     };
-    if let Some(tz) = tz
-        && !tz.is_empty()
-        && !is_supported_timezone(tz)
-    {
-        return Err(QueryError::bad(format!("Invalid timezone name: {tz}")));
-    }
+    let zone = match tz.filter(|t| !t.is_empty()) {
+        Some(name) => Some(
+            lookup_zone(name)
+                .ok_or_else(|| QueryError::bad(format!("Invalid timezone name: {name}")))?,
+        ),
+        None => None,
+    };
     let unparseable = || QueryError::bad(format!("Invalid date: {s}. Unparseable date: \"{s}\""));
     let mut cursor = Cursor {
         chars: s.chars().collect(),
@@ -188,14 +191,21 @@ fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
     let months = year * 12 + (month - 1);
     let days = days_from_civil(months.div_euclid(12), months.rem_euclid(12) + 1, 1) + (day - 1);
     // Fields have at most 9 digits, but their combination can still overflow.
-    days.checked_mul(24)
+    let wall = days
+        .checked_mul(24)
         .and_then(|v| v.checked_add(hour))
         .and_then(|v| v.checked_mul(60))
         .and_then(|v| v.checked_add(minute))
         .and_then(|v| v.checked_mul(60))
         .and_then(|v| v.checked_add(second))
         .and_then(|v| v.checked_mul(1000))
-        .ok_or_else(|| QueryError::bad(format!("Invalid absolute date: {s}")))
+        .ok_or_else(|| QueryError::bad(format!("Invalid absolute date: {s}")))?;
+    // The rolled-over wall time is resolved in the zone as a whole, like
+    // `GregorianCalendar.computeTime`.
+    Ok(match zone {
+        Some(zone) => resolve_wall(&zone, wall),
+        None => wall,
+    })
 }
 
 /// A tiny scanner for absolute dates.
@@ -288,29 +298,10 @@ pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
     Ok(interval.wrapping_mul(multiplier))
 }
 
-/// Whether `tz` names a zone we can honour (UTC and its aliases).
+/// Whether `tz` names a zone the query accepts (an exact IANA name or one of
+/// the JDK's legacy aliases, see [`crate::calendar::lookup_zone`]).
 pub fn is_supported_timezone(tz: &str) -> bool {
-    const UTC_ALIASES: &[&str] = &[
-        "UTC",
-        "GMT",
-        "UCT",
-        "Zulu",
-        "Universal",
-        "Greenwich",
-        "GMT0",
-        "GMT+0",
-        "GMT-0",
-        "Etc/UTC",
-        "Etc/GMT",
-        "Etc/UCT",
-        "Etc/Zulu",
-        "Etc/Universal",
-        "Etc/Greenwich",
-        "Etc/GMT0",
-        "Etc/GMT+0",
-        "Etc/GMT-0",
-    ];
-    UTC_ALIASES.contains(&tz)
+    lookup_zone(tz).is_some()
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12).
@@ -389,6 +380,37 @@ mod tests {
         );
     }
 
+    /// Expected values from Python's zoneinfo, taking the later instant for
+    /// ambiguous wall times like `GregorianCalendar`:
+    /// `max(datetime(..., tzinfo=ZoneInfo(z), fold=f).timestamp() for f in (0, 1))`.
+    #[test]
+    fn absolute_dates_in_zones() {
+        let at = |s: &str, z: &str| parse_time_tz(s, NOW, Some(z)).unwrap();
+        assert_eq!(at("2012/12/20 12:42", "Asia/Kolkata"), 1_355_987_520_000);
+        assert_eq!(at("2012/12/20-12:42", "Asia/Kathmandu"), 1_355_986_620_000);
+        // spring-forward gap: 02:30 does not exist, it is 03:30 CEST
+        assert_eq!(at("2021/03/28 02:30", "Europe/Paris"), 1_616_895_000_000);
+        // autumn fold: the second 02:30 (CET)
+        assert_eq!(at("2021/10/31 02:30:00", "Europe/Paris"), 1_635_643_800_000);
+        // Lord Howe's 30-minute fold
+        assert_eq!(
+            at("2021/04/04 01:45", "Australia/Lord_Howe"),
+            1_617_462_900_000
+        );
+        assert_eq!(at("2013/01/01", "Pacific/Kiritimati"), 1_356_948_000_000);
+        assert_eq!(at("2012/01/01", "Pacific/Apia"), 1_325_325_600_000);
+        // 2011-12-30 never happened in Apia: the old offset (-10) is used
+        assert_eq!(at("2011/12/30 12:00", "Pacific/Apia"), 1_325_282_400_000);
+        // lenient roll-over happens before the zone is applied
+        assert_eq!(
+            at("2012/12/19 36:42", "Asia/Kolkata"),
+            at("2012/12/20 12:42", "Asia/Kolkata")
+        );
+        // UTC aliases and the JDK's three-letter IDs
+        assert_eq!(at("2012/12/20", "Etc/UTC"), 1_355_961_600_000);
+        assert_eq!(at("2012/12/20 12:42", "IST"), 1_355_987_520_000);
+    }
+
     #[test]
     fn absolute_date_errors() {
         assert_eq!(
@@ -402,8 +424,12 @@ mod tests {
         // like SimpleDateFormat.parse, trailing text after the pattern is ignored
         assert_eq!(parse_time("2012/12/2x", NOW).unwrap(), 1_354_406_400_000);
         assert_eq!(
-            msg(parse_time_tz("2012/12/20", NOW, Some("America/Denver"))),
-            "Invalid timezone name: America/Denver"
+            msg(parse_time_tz("2012/12/20", NOW, Some("Nowhere/Land"))),
+            "Invalid timezone name: Nowhere/Land"
+        );
+        assert_eq!(
+            msg(parse_time_tz("2012/12/20", NOW, Some("america/denver"))),
+            "Invalid timezone name: america/denver"
         );
         assert_eq!(
             msg(parse_time("999999999/1/1 1:1:1", NOW)),

@@ -43,7 +43,10 @@ fn write(e: &Engine, pts: &[Point<'_>]) {
 type Read = Vec<(String, Vec<(i64, i64)>)>;
 
 fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
+    let budget = hourglass_query::QueryBudget::unlimited();
     let req = FetchRequest {
+        budget: &budget,
+        tsuids: None,
         metric,
         filters: &[],
         explicit_tags: false,

@@ -63,7 +63,9 @@ impl From<hourglass_query::error::QueryError> for ApiError {
         use hourglass_query::error::QueryError as Q;
         let status = match &e {
             Q::Source(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Q::Limit(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Q::Limit(_) | Q::Timeout(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            // The client is gone or the server is stopping: nobody reads it.
+            Q::Cancelled => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
         let mut err = ApiError::new(status, e.message());
