@@ -114,7 +114,6 @@ struct Settings {
     checkpoint_bytes: u64,
     head_max_bytes: usize,
     max_series: usize,
-    query_max_points: usize,
 }
 
 fn stored(v: Value) -> StoredValue {
@@ -311,7 +310,6 @@ impl Engine {
                 checkpoint_bytes: cfg.wal.checkpoint_bytes,
                 head_max_bytes: cfg.head.max_bytes.max(1),
                 max_series: cfg.head.max_series.max(1),
-                query_max_points: cfg.query.max_points,
             },
             wake: (Mutex::new(false), Condvar::new()),
             checkpoint_requested: AtomicBool::new(false),

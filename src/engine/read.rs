@@ -7,9 +7,10 @@
 //! older than the metric's retention horizon are never returned.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hourglass_query::QueryBudget;
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
@@ -30,10 +31,17 @@ struct Prefilter {
     required: Vec<Required>,
     /// With explicitTags: the only tag keys a series may have.
     only: Option<HashSet<Vec<u8>>>,
+    /// A TSUID query: exactly these tag sections.
+    exact: Option<HashSet<Vec<u8>>>,
 }
 
 impl Prefilter {
     fn matches(&self, layout: &KeyLayout, tags: &[u8]) -> bool {
+        if let Some(exact) = &self.exact
+            && !exact.contains(tags)
+        {
+            return false;
+        }
         for (k, allowed) in &self.required {
             let Some((_, v)) = layout.tag_pairs(tags).find(|(tk, _)| *tk == k.as_slice()) else {
                 return false;
@@ -74,32 +82,22 @@ fn to_num(v: StoredValue) -> Num {
 type Points = Vec<(i64, StoredValue)>;
 
 /// What one fetch reads: a metric's rows with base hours in `[lo, hi)`
-/// that pass the prefilter, within the point budget.
-#[derive(Debug, Clone, Copy)]
+/// that pass the prefilter, within the query's budget.
+#[derive(Clone, Copy)]
 struct Scan<'a> {
     metric: u64,
     lo: u32,
     hi: u32,
     pf: &'a Prefilter,
-    budget: &'a Budget,
+    budget: &'a QueryBudget,
 }
 
-/// Points a fetch may still read (shared by the scan threads).
-#[derive(Debug)]
-struct Budget(AtomicI64, usize);
-
-impl Budget {
-    /// Takes `n` points; false once the budget is exhausted.
+impl Scan<'_> {
+    /// Charges `n` points read; false once the query must stop (over its
+    /// point budget, timed out or cancelled: the query layer then reports
+    /// which).
     fn take(&self, n: usize) -> bool {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.0.fetch_sub(n, Ordering::Relaxed) >= n
-    }
-
-    fn check(&self) -> Result<(), SourceError> {
-        if self.0.load(Ordering::Relaxed) < 0 {
-            return Err(SourceError::TooManyPoints { limit: self.1 });
-        }
-        Ok(())
+        self.budget.take_points(n) && self.budget.check().is_ok()
     }
 }
 
@@ -201,7 +199,7 @@ impl Engine {
                                         reason: format!("row {row:02X?}: {e}"),
                                     });
                                 }
-                                if !scan.budget.take(pts.len()) {
+                                if !scan.take(pts.len()) {
                                     return Ok(false);
                                 }
                                 push_row(
@@ -232,7 +230,6 @@ impl Engine {
         {
             return Err(e);
         }
-        scan.budget.check()?;
         let mut all = HashMap::new();
         for m in results
             .into_inner()
@@ -259,8 +256,8 @@ impl Engine {
                     continue;
                 }
                 let pts = hour.points();
-                if !scan.budget.take(pts.len()) {
-                    return scan.budget.check().map(|()| out);
+                if !scan.take(pts.len()) {
+                    return Ok(out);
                 }
                 push_row(out.entry(key.to_vec()).or_default(), hour.base, &pts);
             }
@@ -273,8 +270,8 @@ impl Engine {
             }
             for hour in e.hours.iter().filter(|h| in_range(h.base)) {
                 let pts = hour.points();
-                if !scan.budget.take(pts.len()) {
-                    return scan.budget.check().map(|()| out);
+                if !scan.take(pts.len()) {
+                    return Ok(out);
                 }
                 push_row(out.entry(e.key.to_vec()).or_default(), hour.base, &pts);
             }
@@ -314,16 +311,54 @@ impl Engine {
 }
 
 impl SeriesSource for Engine {
-    fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError> {
-        let metric = self
-            .uids()
-            .lookup(UidKind::Metric, req.metric)
+    fn metric_uid_width(&self) -> usize {
+        self.layout().metric_width
+    }
+
+    fn metric_name(&self, metric_uid: &[u8]) -> Result<String, SourceError> {
+        let uid = uid_from_bytes(metric_uid);
+        self.uids()
+            .name_of(UidKind::Metric, uid)
             .map_err(source_err)?
+            .map(|n| n.to_string())
             .ok_or_else(|| SourceError::NoSuchName {
                 kind: "metrics",
-                name: req.metric.to_string(),
-            })?;
-        let pf = self.prefilter(req)?;
+                name: format!("{uid:06X}"),
+            })
+    }
+
+    fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError> {
+        let mw = self.layout().metric_width;
+        let (metric, pf) = match req.tsuids {
+            Some(tsuids) => {
+                let first = tsuids.first().and_then(|t| t.get(..mw));
+                let Some(m) = first else {
+                    return Ok(Vec::new());
+                };
+                let pf = Prefilter {
+                    exact: Some(
+                        tsuids
+                            .iter()
+                            .filter_map(|t| t.get(mw..))
+                            .map(<[u8]>::to_vec)
+                            .collect(),
+                    ),
+                    ..Prefilter::default()
+                };
+                (uid_from_bytes(m), pf)
+            }
+            None => {
+                let metric = self
+                    .uids()
+                    .lookup(UidKind::Metric, req.metric)
+                    .map_err(source_err)?
+                    .ok_or_else(|| SourceError::NoSuchName {
+                        kind: "metrics",
+                        name: req.metric.to_string(),
+                    })?;
+                (metric, self.prefilter(req)?)
+            }
+        };
         let hour = |ms: i64| -> u32 {
             let s = ms.div_euclid(1000).clamp(0, i64::from(u32::MAX));
             (s - s % 3600) as u32
@@ -335,17 +370,12 @@ impl SeriesSource for Engine {
         // the frozen rows, so rows that finish flushing during this query
         // are in the memory snapshot or in the later store scan (or both,
         // deduplicated below), never in neither.
-        let limit = self.settings.query_max_points;
-        let budget = Budget(
-            AtomicI64::new(i64::try_from(limit).unwrap_or(i64::MAX)),
-            limit,
-        );
         let scan = Scan {
             metric,
             lo,
             hi,
             pf: &pf,
-            budget: &budget,
+            budget: req.budget,
         };
         let mut memory = self.scan_memory(&scan)?;
         let stored = self.scan_store(&scan)?;

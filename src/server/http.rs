@@ -318,8 +318,14 @@ async fn run_query(
             );
         }
         let engine = Arc::clone(&ctx.engine);
+        let limits = hourglass_query::QueryLimits {
+            max_points: ctx.config.query.max_points as u64,
+            max_values: 0,
+            timeout: None,
+        };
         let joined = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
-            let results = hourglass_query::exec::execute(&q, &*engine)?;
+            let budget = hourglass_query::QueryBudget::new(limits);
+            let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
             Ok(hourglass_query::render::render_json(&q, &results))
         })
         .await;
