@@ -79,7 +79,7 @@ fn to_num(v: StoredValue) -> Num {
     }
 }
 
-type Points = Vec<(i64, StoredValue)>;
+type Points = Vec<(i64, Num)>;
 
 /// What one fetch reads: a metric's rows with base hours in `[lo, hi)`
 /// that pass the prefilter, within the query's budget.
@@ -101,12 +101,51 @@ impl Scan<'_> {
     }
 }
 
+/// Cores available to this process (read once: the lookup reads cgroup
+/// files).
+fn parallelism() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
 fn push_row(out: &mut Points, base: u32, pts: &[DecodedPoint]) {
     let base_ms = i64::from(base) * 1000;
     out.extend(
         pts.iter()
-            .map(|p| (base_ms + i64::from(p.offset_ms), p.value)),
+            .map(|p| (base_ms + i64::from(p.offset_ms), to_num(p.value))),
     );
+}
+
+/// Appends a row's points to `out`, in offset order. One native cell (the
+/// common case) is decoded straight into `out`; anything else goes through
+/// the row merge.
+fn decode_row_into(
+    cells: &[crate::storage::Cell],
+    base: u32,
+    out: &mut Points,
+    scratch: &mut Vec<DecodedPoint>,
+) -> Result<(), crate::codec::row::RowError> {
+    use crate::codec::row::{CellKind, classify};
+    if let [c] = cells
+        && let CellKind::Native { cell, .. } = classify(&c.column, &c.value)
+    {
+        let base_ms = i64::from(base) * 1000;
+        if let Ok(n) = crate::codec::native::cell_point_count(cell) {
+            out.reserve(n);
+        }
+        let before = out.len();
+        let res = crate::codec::native::for_each_point(cell, |off, v| {
+            out.push((base_ms + i64::from(off), to_num(v)));
+        });
+        if res.is_err() {
+            out.truncate(before);
+        }
+        return Ok(res?);
+    }
+    scratch.clear();
+    crate::codec::row::decode_row(cells, scratch)?;
+    push_row(out, base, scratch);
+    Ok(())
 }
 
 impl Engine {
@@ -165,65 +204,74 @@ impl Engine {
         } else {
             layout.salt_buckets as usize
         };
-        let workers = buckets.min(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<HashMap<Vec<u8>, Points>>> = Mutex::new(Vec::new());
         let first_err: Mutex<Option<SourceError>> = Mutex::new(None);
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| {
-                    let mut local: HashMap<Vec<u8>, Points> = HashMap::new();
-                    let mut pts = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, Ordering::Relaxed);
-                        if b >= buckets {
-                            break;
+        // Scans the buckets left, claiming them one at a time.
+        let work = |deadline: Option<std::time::Instant>| -> bool {
+            let mut local: HashMap<Vec<u8>, Points> = HashMap::new();
+            let mut pts = Vec::new();
+            let mut more = false;
+            loop {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    more = next.load(Ordering::Relaxed) + 1 < buckets;
+                    break;
+                }
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                if b >= buckets {
+                    break;
+                }
+                let start = layout.scan_key(b as u32, scan.metric, scan.lo);
+                let end = layout.scan_key(b as u32, scan.metric, scan.hi);
+                let res = self
+                    .store
+                    .scan(Table::Data, &start, &end, &mut |row, cells| {
+                        let Some(parts) = layout.parse_row_key(row) else {
+                            return Ok(true);
+                        };
+                        if !scan.pf.matches(&layout, parts.tags) {
+                            return Ok(true);
                         }
-                        let start = layout.scan_key(b as u32, scan.metric, scan.lo);
-                        let end = layout.scan_key(b as u32, scan.metric, scan.hi);
-                        let res = self
-                            .store
-                            .scan(Table::Data, &start, &end, &mut |row, cells| {
-                                let Some(parts) = layout.parse_row_key(row) else {
-                                    return Ok(true);
-                                };
-                                if !scan.pf.matches(&layout, parts.tags) {
-                                    return Ok(true);
-                                }
-                                pts.clear();
-                                if let Err(e) = crate::codec::row::decode_row(&cells, &mut pts) {
-                                    // Never skip damage silently: fail the query.
-                                    return Err(crate::storage::StorageError::Corrupt {
-                                        path: std::path::PathBuf::from("<data row>"),
-                                        offset: None,
-                                        reason: format!("row {row:02X?}: {e}"),
-                                    });
-                                }
-                                if !scan.take(pts.len()) {
-                                    return Ok(false);
-                                }
-                                push_row(
-                                    local.entry(layout.series_of_row(row)).or_default(),
-                                    parts.base_time,
-                                    &pts,
-                                );
-                                Ok(true)
+                        let out = local.entry(layout.series_of_row(row)).or_default();
+                        let before = out.len();
+                        if let Err(e) = decode_row_into(&cells, parts.base_time, out, &mut pts) {
+                            // Never skip damage silently: fail the query.
+                            return Err(crate::storage::StorageError::Corrupt {
+                                path: std::path::PathBuf::from("<data row>"),
+                                offset: None,
+                                reason: format!("row {row:02X?}: {e}"),
                             });
-                        if let Err(e) = res {
-                            let mut fe = first_err
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            fe.get_or_insert(SourceError::Storage(e.to_string()));
-                            break;
                         }
-                    }
-                    results
+                        Ok(scan.take(out.len() - before))
+                    });
+                if let Err(e) = res {
+                    let mut fe = first_err
                         .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push(local);
-                });
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    fe.get_or_insert(SourceError::Storage(e.to_string()));
+                    break;
+                }
             }
-        });
+            results
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(local);
+            more
+        };
+        // Small scans finish on this thread before a helper thread would
+        // even have started (creating one costs up to milliseconds on a busy
+        // box); a scan still running after a short while gets helpers, one
+        // per core, which only ever take buckets nobody has started.
+        let first_slice = std::time::Instant::now() + std::time::Duration::from_micros(1500);
+        if work(Some(first_slice)) {
+            let helpers = parallelism().min(buckets).saturating_sub(1);
+            std::thread::scope(|s| {
+                for _ in 0..helpers {
+                    s.spawn(|| work(None));
+                }
+                work(None);
+            });
+        }
         if let Some(e) = first_err
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -387,25 +435,34 @@ impl SeriesSource for Engine {
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {
-            // Stable sort: for equal instants the later (newer) source wins.
-            pts.sort_by_key(|p| p.0);
-            let mut dedup: Vec<(i64, Num)> = Vec::with_capacity(pts.len());
-            for (ts, v) in pts {
+            // Rows arrive in hour order, so this is usually sorted already;
+            // when the head overlaps the store, a stable sort keeps the later
+            // (newer) source last for equal instants.
+            if !pts.windows(2).all(|w| w[0].0 <= w[1].0) {
+                pts.sort_by_key(|p| p.0);
+            }
+            // Keep the window and the newest point per instant, in place.
+            let mut n = 0usize;
+            for i in 0..pts.len() {
+                let (ts, v) = pts[i];
                 if ts < horizon || ts >= req.scan_end_ms {
                     continue;
                 }
-                match dedup.last_mut() {
-                    Some(last) if last.0 == ts => last.1 = to_num(v),
-                    _ => dedup.push((ts, to_num(v))),
+                if n > 0 && pts[n - 1].0 == ts {
+                    pts[n - 1].1 = v;
+                } else {
+                    pts[n] = (ts, v);
+                    n += 1;
                 }
             }
-            if dedup.is_empty() {
+            pts.truncate(n);
+            if pts.is_empty() {
                 return Ok(());
             }
             out.push(Series {
                 tsuid: key[prefix..].to_vec(),
                 tags: self.resolve_tags(&key)?,
-                points: dedup,
+                points: pts,
             });
             Ok(())
         };
