@@ -286,7 +286,14 @@ impl Engine {
         }
         uids.ensure_counters(referenced, repair)
             .map_err(|e| match e {
-                UidError::Damaged(m) => EngineError::Damaged(m),
+                UidError::Damaged(m) => {
+                    let notes = store.recovery_notes();
+                    if notes.is_empty() {
+                        EngineError::Damaged(m)
+                    } else {
+                        EngineError::Damaged(format!("{m}. Note: {}", notes.join("; ")))
+                    }
+                }
                 other => EngineError::Uid(other),
             })?;
         metrics.head_points.set(head.points as i64);

@@ -247,4 +247,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Drops read caches.
     fn drop_caches(&self) {}
+
+    /// What `open` recovered on its own (e.g. a torn log tail truncated at
+    /// an offset), so a later consistency error can point at it.
+    fn recovery_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -29,6 +29,12 @@ impl Server {
         Self::start_with_env(extra, &[])
     }
 
+    /// A server on `dir/data` (which may already hold data), with `extra`
+    /// config; `Err` with its log if it refuses to start.
+    pub fn try_start_in(dir: &Path, extra: &str) -> Result<Self, String> {
+        Self::spawn(dir, extra, &[])
+    }
+
     /// With extra environment variables (e.g. `HOURGLASS_FAILPOINTS`).
     pub fn start_with_env(extra: &str, env: &[(&str, &str)]) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");

@@ -1,6 +1,7 @@
 //! Integration tests: the real `hourglass` binary on 127.0.0.1:0.
 
 mod common;
+mod damage;
 mod durability;
 mod http_api;
 mod query;

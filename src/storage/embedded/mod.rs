@@ -167,6 +167,8 @@ pub struct EmbeddedStore {
     cache: BlockCache,
     compactor: OnceLock<Arc<dyn RowCompactor>>,
     compactions: AtomicU64,
+    /// What open recovered on its own.
+    notes: Vec<String>,
 }
 
 fn internal_row(table: Table, row: &[u8]) -> Vec<u8> {
@@ -351,6 +353,8 @@ struct Replayed {
     mem_bytes: usize,
     seq: u64,
     log: LogWriter,
+    /// A torn tail cut off: (offset, bytes).
+    torn: Option<(u64, u64)>,
 }
 
 impl EmbeddedStore {
@@ -459,10 +463,11 @@ impl EmbeddedStore {
         // Files a compaction replaced.
         let obsolete: HashSet<u64> = manifest.obsolete.iter().copied().collect();
         for &n in &listing.tables {
-            if listed.contains(&n) {
+            let path = table_path(&dir, n);
+            // (A repair above may already have moved it aside.)
+            if listed.contains(&n) || !path.exists() {
                 continue;
             }
-            let path = table_path(&dir, n);
             if obsolete.contains(&n) {
                 std::fs::remove_file(&path).map_err(io_err(&path))?;
             } else {
@@ -500,6 +505,16 @@ impl EmbeddedStore {
             }
         }
         let replayed = Self::replay_log(&dir, manifest.log_number, opts.repair)?;
+        let notes: Vec<String> = replayed
+            .torn
+            .map(|(offset, bytes)| {
+                format!(
+                    "the store log {} lost a torn tail of {bytes} bytes at offset {offset} when it was opened",
+                    log_path(&dir, manifest.log_number).display()
+                )
+            })
+            .into_iter()
+            .collect();
         let mut seq = manifest.last_seq.max(replayed.seq);
         for t in &readers {
             seq = seq.max(t.meta.max_seq);
@@ -528,6 +543,7 @@ impl EmbeddedStore {
             cache,
             compactor: OnceLock::new(),
             compactions: AtomicU64::new(0),
+            notes,
         })
     }
 
@@ -615,6 +631,7 @@ impl EmbeddedStore {
                 mem_bytes: 0,
                 seq: 0,
                 log: LogWriter::create(path, LOG_MAGIC, LOG_VERSION)?,
+                torn: None,
             })
         };
         let rec = match logfile::read_log(&path, LOG_MAGIC, LOG_VERSION, &mut apply) {
@@ -669,6 +686,7 @@ impl EmbeddedStore {
             mem_bytes,
             seq,
             log,
+            torn: (rec.torn_bytes > 0).then_some((rec.valid_len, rec.torn_bytes)),
         })
     }
 
@@ -1509,6 +1527,10 @@ impl Store for EmbeddedStore {
 
     fn drop_caches(&self) {
         self.cache.clear();
+    }
+
+    fn recovery_notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 }
 
