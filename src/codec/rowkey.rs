@@ -118,6 +118,27 @@ impl KeyLayout {
         key
     }
 
+    /// The series key of a TSUID (metric UID ‖ tag pairs): the TSUID with
+    /// its salt in front. `None` if it is not whole pairs.
+    pub fn series_key_from_tsuid(&self, tsuid: &[u8]) -> Option<Vec<u8>> {
+        if tsuid.len() < self.metric_width
+            || !(tsuid.len() - self.metric_width).is_multiple_of(self.tag_pair_width())
+        {
+            return None;
+        }
+        let mut key = vec![0u8; self.salt_width];
+        key.extend_from_slice(tsuid);
+        if self.salt_width > 0 {
+            let (head, rest) = key.split_at_mut(self.salt_width);
+            let (metric_bytes, tag_bytes) = rest.split_at(self.metric_width);
+            salt::write_salt(
+                salt::bucket(metric_bytes, tag_bytes, self.salt_buckets),
+                head,
+            );
+        }
+        Some(key)
+    }
+
     /// Inserts the base time into a series key, giving the row key.
     pub fn row_key(&self, series_key: &[u8], base: u32) -> Vec<u8> {
         let p = self.prefix_width().min(series_key.len());
@@ -203,6 +224,14 @@ mod tests {
         let series = layout.series_key(1, &[(1, 1)]);
         let row = layout.row_key(&series, base_time(1_356_998_400));
         assert_eq!(row, hex("08 000001 50E22700 000001 000001"));
+    }
+
+    #[test]
+    fn tsuid_to_series_key() {
+        let layout = KeyLayout::default();
+        let key = layout.series_key(1, &[(1, 1), (2, 4)]);
+        assert_eq!(layout.series_key_from_tsuid(&key[1..]), Some(key));
+        assert_eq!(layout.series_key_from_tsuid(&[0, 0, 1, 0, 0]), None);
     }
 
     #[test]

@@ -355,9 +355,10 @@ impl Engine {
                     return Ok(*segment);
                 }
                 Err(e) if repair => {
-                    let moved = crate::storage::embedded::move_aside(dir, file)
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|m| format!("(could not move it: {m})"));
+                    let moved =
+                        crate::storage::embedded::move_aside(dir.parent().unwrap_or(dir), file)
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|m| format!("(could not move it: {m})"));
                     tracing::error!(error = %e, moved, "repair: damaged head checkpoint moved aside; points only it held are lost, trying an older one");
                 }
                 Err(e) => {

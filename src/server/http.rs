@@ -149,6 +149,17 @@ fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// Upper- or lower-case hex to bytes.
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -312,10 +323,9 @@ async fn run_query(
     let started = Instant::now();
     let result: Result<Vec<u8>, ApiError> = async {
         let q = q?;
-        if q.delete {
-            return Err(
-                ApiError::bad_request("Bad request").with_details("Deleting data is not enabled")
-            );
+        if q.delete && !ctx.config.query.allow_delete {
+            return Err(ApiError::bad_request("Bad request")
+                .with_details("Deleting data is not enabled (query.allow_delete = false)"));
         }
         let engine = Arc::clone(&ctx.engine);
         let limits = hourglass_query::QueryLimits {
@@ -326,6 +336,18 @@ async fn run_query(
         let joined = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
             let budget = hourglass_query::QueryBudget::new(limits);
             let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
+            if q.delete {
+                // The matched series lose their points in [start, end]; the
+                // answer still shows them, as OpenTSDB's does.
+                let layout = *engine.layout();
+                let keys: Vec<Vec<u8>> = results
+                    .iter()
+                    .flat_map(|r| r.tsuids.iter())
+                    .filter_map(|hex| decode_hex(hex))
+                    .filter_map(|t| layout.series_key_from_tsuid(&t))
+                    .collect();
+                engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+            }
             Ok(hourglass_query::render::render_json(&q, &results))
         })
         .await;

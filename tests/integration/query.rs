@@ -257,3 +257,47 @@ fn query_point_limit_answers_413() {
     let r = s.query("/api/query?start=1356998400&end=1356998500&m=sum:big.m{host=a}");
     assert_eq!(dps(&r[0]).len(), 2);
 }
+
+#[test]
+fn delete_needs_allow_delete_and_removes_exactly_the_range() {
+    let body = r#"{"start":1356998400,"end":1356998460,"delete":true,"queries":[{"aggregator":"sum","metric":"del.m","tags":{"host":"a"}}]}"#;
+    let write = |s: &Server| {
+        let mut t = s.telnet();
+        let mut lines = String::new();
+        for i in 0..10 {
+            lines.push_str(&format!("put del.m {} {i} host=a\n", 1356998400 + i * 30));
+            lines.push_str(&format!("put del.m {} {i} host=b\n", 1356998400 + i * 30));
+        }
+        t.send(&lines);
+        assert!(t.sync().is_empty());
+    };
+    let count = |s: &Server, host: &str| -> usize {
+        let r = s.query(&format!(
+            "/api/query?start=1356998400&end=1356999000&m=sum:del.m{{host={host}}}"
+        ));
+        dps(&r[0]).len()
+    };
+    // Off (the default): OpenTSDB's refusal, nothing deleted.
+    let s = Server::start();
+    write(&s);
+    let r = s.post_json("/api/query", body);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["message"], "Bad request");
+    assert_eq!(count(&s, "a"), 10);
+    // On: the matching points in [start, end] go, durably; the answer still
+    // holds them; host=b is untouched.
+    let mut s = Server::start_with("[query]\nallow_delete = true\n");
+    write(&s);
+    let r = s.post_json("/api/query", body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        dps(&r.json()[0]).len(),
+        3,
+        "the deleted points are returned"
+    );
+    assert_eq!(count(&s, "a"), 7);
+    assert_eq!(count(&s, "b"), 10);
+    s.kill9();
+    s.restart();
+    assert_eq!(count(&s, "a"), 7, "the delete survives a crash");
+}
