@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use super::compaction::RetentionView;
 use super::*;
-use crate::storage::{Durability, Mutation, Store, Table};
+use crate::storage::{CompactContext, Durability, Mutation, Store, Table};
 
 const H: u32 = 3600;
 
