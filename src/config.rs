@@ -40,6 +40,18 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct QueryConfig {
     pub max_points: usize,
+    /// Values one query may hold in memory at once (buckets, output).
+    pub max_values: usize,
+    /// Time limit of one query (OpenTSDB `tsd.query.timeout`); 0 = none.
+    pub timeout_secs: u64,
+    /// Queries running at once; more wait in a queue.
+    pub max_concurrent: usize,
+    /// Queries waiting for a slot; beyond this, or after
+    /// `queue_timeout_ms`, a query gets 503 with `Retry-After`.
+    pub max_queued: usize,
+    pub queue_timeout_ms: u64,
+    /// Memory all running queries may hold for the points they read.
+    pub max_memory_bytes: usize,
     /// Allow `/api/query` with `"delete": true` (OpenTSDB
     /// `tsd.http.query.allow_delete`).
     pub allow_delete: bool,
@@ -49,6 +61,12 @@ impl Default for QueryConfig {
     fn default() -> Self {
         Self {
             max_points: 10_000_000,
+            max_values: 10_000_000,
+            timeout_secs: 120,
+            max_concurrent: 8,
+            max_queued: 64,
+            queue_timeout_ms: 10_000,
+            max_memory_bytes: 1 << 30,
             allow_delete: false,
         }
     }
@@ -110,11 +128,30 @@ pub struct ServerConfig {
     pub bind: String,
     pub port: u16,
     pub max_connections: usize,
+    /// Connections one client address may hold at once.
+    pub max_connections_per_address: usize,
     pub max_line_bytes: usize,
     pub max_body_bytes: usize,
+    /// Bytes of request bodies and line-protocol input being decoded and
+    /// written at once, across all connections.
+    pub max_inflight_bytes: usize,
     pub telnet_error_queue: usize,
     pub first_byte_timeout_secs: u64,
+    /// A line-protocol connection holding an incomplete line this long is
+    /// closed.
+    pub line_timeout_secs: u64,
+    /// Time allowed for an HTTP request's headers.
+    pub http_header_timeout_secs: u64,
+    /// Time allowed for an HTTP request body, plus the time its size needs
+    /// at `http_min_body_rate` bytes per second.
+    pub http_body_timeout_secs: u64,
+    pub http_min_body_rate: u64,
     pub idle_timeout_secs: u64,
+    /// Origins whose browser requests may use the API (OpenTSDB
+    /// `tsd.http.request.cors_domains`); `["*"]` allows any.
+    pub cors_domains: Vec<String>,
+    /// `Access-Control-Allow-Headers` (`tsd.http.request.cors_headers`).
+    pub cors_headers: String,
 }
 
 impl Default for ServerConfig {
@@ -123,11 +160,19 @@ impl Default for ServerConfig {
             bind: "127.0.0.1".into(),
             port: 4242,
             max_connections: 4096,
+            max_connections_per_address: 1024,
             max_line_bytes: 1024,
             max_body_bytes: 64 << 20,
+            max_inflight_bytes: 256 << 20,
             telnet_error_queue: 64,
             first_byte_timeout_secs: 30,
+            line_timeout_secs: 60,
+            http_header_timeout_secs: 30,
+            http_body_timeout_secs: 30,
+            http_min_body_rate: 16 << 10,
             idle_timeout_secs: 0,
+            cors_domains: Vec::new(),
+            cors_headers: "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since".into(),
         }
     }
 }
@@ -331,6 +376,24 @@ impl Config {
                 "storage.backend {:?} is not available in this build (supported: \"embedded\")",
                 self.storage.backend
             ));
+        }
+        let sv = &self.server;
+        if sv.max_connections_per_address == 0
+            || sv.max_connections_per_address > sv.max_connections
+        {
+            return bad(format!(
+                "server.max_connections_per_address must be 1..=max_connections ({}), got {}",
+                sv.max_connections, sv.max_connections_per_address
+            ));
+        }
+        if sv.cors_domains.len() > 1 && sv.cors_domains.iter().any(|d| d == "*") {
+            return bad("server.cors_domains: \"*\" cannot be mixed with named origins".into());
+        }
+        if sv.max_inflight_bytes < sv.max_body_bytes {
+            return bad("server.max_inflight_bytes must be at least server.max_body_bytes".into());
+        }
+        if self.query.max_concurrent == 0 {
+            return bad("query.max_concurrent must be at least 1".into());
         }
         if self.server.max_line_bytes < 64 {
             return bad("server.max_line_bytes must be at least 64".into());

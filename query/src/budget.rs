@@ -9,6 +9,12 @@
 //! the clock and the cancellation flag only every [`CHECK_EVERY`] steps, so
 //! the cost per step is one local counter increment.
 //!
+//! A budget may also draw on a [`MemoryPool`] shared by every running
+//! query, so that many queries at once cannot exceed the server's query
+//! memory even when each stays within its own limits: points read cost
+//! [`BYTES_PER_POINT`], values held [`BYTES_PER_VALUE`], returned to the pool
+//! when the budget is dropped.
+//!
 //! "Values held" counts what execution keeps at once: output points,
 //! per-bucket buffers of the downsampler and the merge's per-step buffers
 //! (released when done). Values merely *produced* on the fly (fill buckets,
@@ -23,6 +29,59 @@ use crate::error::QueryError;
 
 /// How many steps a hot loop makes between two deadline/cancel checks.
 pub const CHECK_EVERY: u32 = 4096;
+
+/// Memory a point read from storage costs while the query runs (timestamp
+/// and value, with vector slack).
+pub const BYTES_PER_POINT: u64 = 32;
+/// Memory a held value costs.
+pub const BYTES_PER_VALUE: u64 = 16;
+
+/// Query memory shared by every running query.
+#[derive(Debug)]
+pub struct MemoryPool {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl MemoryPool {
+    /// A pool of `limit` bytes (0 = unlimited).
+    pub fn new(limit: u64) -> Self {
+        MemoryPool {
+            limit,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes in use by running queries.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn take(&self, n: u64) -> bool {
+        if self.limit == 0 {
+            self.used.fetch_add(n, Ordering::Relaxed);
+            return true;
+        }
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                let next = u.saturating_add(n);
+                (next <= self.limit).then_some(next)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+}
 
 /// Configured limits; 0 / `None` means unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,6 +106,18 @@ pub struct QueryBudget {
     held: AtomicU64,
     peak_held: AtomicU64,
     produced: AtomicU64,
+    pool: Option<Arc<MemoryPool>>,
+    /// Bytes this budget holds in the pool.
+    pooled: AtomicU64,
+    pool_exhausted: AtomicBool,
+}
+
+impl Drop for QueryBudget {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.give_back(self.pooled.load(Ordering::Relaxed));
+        }
+    }
 }
 
 impl Default for QueryBudget {
@@ -68,7 +139,50 @@ impl QueryBudget {
             held: AtomicU64::new(0),
             peak_held: AtomicU64::new(0),
             produced: AtomicU64::new(0),
+            pool: None,
+            pooled: AtomicU64::new(0),
+            pool_exhausted: AtomicBool::new(false),
         }
+    }
+
+    /// Draws on `pool` for the memory this query uses.
+    pub fn with_pool(mut self, pool: Arc<MemoryPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Charges `bytes` to the shared pool; false (and remembered) if the
+    /// pool has no room.
+    fn charge(&self, bytes: u64) -> bool {
+        let Some(pool) = &self.pool else { return true };
+        if pool.take(bytes) {
+            self.pooled.fetch_add(bytes, Ordering::Relaxed);
+            true
+        } else {
+            self.pool_exhausted.store(true, Ordering::Relaxed);
+            false
+        }
+    }
+
+    fn uncharge(&self, bytes: u64) {
+        let Some(pool) = &self.pool else { return };
+        let taken = self
+            .pooled
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| {
+                Some(p.saturating_sub(bytes))
+            })
+            .unwrap_or(0)
+            .min(bytes);
+        pool.give_back(taken);
+    }
+
+    fn overloaded(&self) -> QueryError {
+        let (used, limit) = self.pool.as_ref().map_or((0, 0), |p| (p.used(), p.limit()));
+        QueryError::Overloaded(format!(
+            "Sorry, the server is out of query memory ({} of {} MiB in use by running queries). Please try again later.",
+            used >> 20,
+            limit >> 20
+        ))
     }
 
     /// No limits (still counts, still cancellable).
@@ -107,7 +221,8 @@ impl QueryBudget {
             .points
             .fetch_add(n, Ordering::Relaxed)
             .saturating_add(n);
-        self.limits.max_points == 0 || total <= self.limits.max_points
+        (self.limits.max_points == 0 || total <= self.limits.max_points)
+            && self.charge(n.saturating_mul(BYTES_PER_POINT))
     }
 
     /// Points recorded so far.
@@ -117,6 +232,9 @@ impl QueryBudget {
 
     /// Fails with OpenTSDB's 413 text if the point limit was exceeded.
     pub fn check_points(&self) -> Result<(), QueryError> {
+        if self.pool_exhausted.load(Ordering::Relaxed) {
+            return Err(self.overloaded());
+        }
         let limit = self.limits.max_points;
         if limit > 0 && self.points_taken() > limit {
             return Err(QueryError::Limit(format!(
@@ -135,23 +253,32 @@ impl QueryBudget {
         let limit = self.limits.max_values;
         if limit > 0 && now > limit {
             // The caller will not hold them: undo.
-            self.release(n as usize);
+            self.unhold(n);
             return Err(QueryError::Limit(format!(
                 "Sorry, you have attempted to hold more than our limit of {limit} values in \
                  memory. Please try filtering using more tags or decrease your time range."
             )));
         }
+        if !self.charge(n.saturating_mul(BYTES_PER_VALUE)) {
+            self.unhold(n);
+            return Err(self.overloaded());
+        }
         Ok(())
     }
 
-    /// Releases `n` held values.
-    pub fn release(&self, n: usize) {
-        let n = n as u64;
+    fn unhold(&self, n: u64) {
         let _ = self
             .held
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
                 Some(h.saturating_sub(n))
             });
+    }
+
+    /// Releases `n` held values.
+    pub fn release(&self, n: usize) {
+        let n = n as u64;
+        self.unhold(n);
+        self.uncharge(n.saturating_mul(BYTES_PER_VALUE));
     }
 
     /// Values held right now.
@@ -209,6 +336,26 @@ impl QueryBudget {
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_pool_bounds_queries_together() {
+        let pool = Arc::new(MemoryPool::new(100 * BYTES_PER_POINT));
+        let a = QueryBudget::unlimited().with_pool(Arc::clone(&pool));
+        let b = QueryBudget::unlimited().with_pool(Arc::clone(&pool));
+        assert!(a.take_points(60));
+        assert!(b.take_points(40));
+        assert!(!b.take_points(1), "the pool is full");
+        assert!(matches!(b.check_points(), Err(QueryError::Overloaded(_))));
+        assert!(a.check_points().is_ok());
+        drop(a);
+        assert_eq!(pool.used(), 40 * BYTES_PER_POINT, "a's memory went back");
+        let c = QueryBudget::unlimited().with_pool(Arc::clone(&pool));
+        assert!(c.take_points(60));
+        c.hold(0).unwrap();
+        assert!(c.hold(1).is_err());
+        drop((b, c));
+        assert_eq!(pool.used(), 0);
+    }
 
     #[test]
     fn limits_and_messages() {

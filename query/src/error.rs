@@ -53,6 +53,11 @@ pub enum QueryError {
     /// the answer.
     #[error("The query was cancelled")]
     Cancelled,
+    /// The server as a whole is out of query memory (the pool shared by
+    /// running queries); retrying later may succeed. The root answers 503
+    /// with `Retry-After`.
+    #[error("{0}")]
+    Overloaded(String),
 }
 
 impl QueryError {

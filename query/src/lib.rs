@@ -87,7 +87,7 @@ pub mod time;
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};
 pub use annotation::Annotation;
 pub use arrow::render_arrow;
-pub use budget::{QueryBudget, QueryLimits};
+pub use budget::{MemoryPool, QueryBudget, QueryLimits};
 pub use downsample::{DownsampleSpec, FillPolicy};
 pub use error::QueryError;
 pub use exec::{

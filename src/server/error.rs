@@ -14,6 +14,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub details: Option<String>,
+    /// Seconds for a `Retry-After` header (503s the client should retry).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -22,7 +24,13 @@ impl ApiError {
             status,
             message: message.into(),
             details: None,
+            retry_after: None,
         }
+    }
+
+    pub fn with_retry_after(mut self, secs: u32) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -46,7 +54,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut resp = (
             self.status,
             [(
                 axum::http::header::CONTENT_TYPE,
@@ -54,7 +62,14 @@ impl IntoResponse for ApiError {
             )],
             self.body().to_string(),
         )
-            .into_response()
+            .into_response();
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs),
+            );
+        }
+        resp
     }
 }
 
@@ -65,12 +80,16 @@ impl From<hourglass_query::error::QueryError> for ApiError {
             Q::Source(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Q::Limit(_) | Q::Timeout(_) => StatusCode::PAYLOAD_TOO_LARGE,
             // The client is gone or the server is stopping: nobody reads it.
-            Q::Cancelled => StatusCode::SERVICE_UNAVAILABLE,
+            Q::Cancelled | Q::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
+        let retry = matches!(e, Q::Overloaded(_));
         let mut err = ApiError::new(status, e.message());
         if let Some(d) = e.details() {
             err = err.with_details(d);
+        }
+        if retry {
+            err = err.with_retry_after(1);
         }
         err
     }
@@ -96,7 +115,7 @@ impl From<EngineError> for ApiError {
         match e {
             EngineError::Wal(w) => w.into(),
             EngineError::Overloaded { .. } => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).with_retry_after(1)
             }
             EngineError::Storage(crate::storage::StorageError::Poisoned) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())

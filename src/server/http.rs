@@ -6,11 +6,10 @@
 //! ignored, `/api/v1/...` is the same as `/api/...`, higher API versions get
 //! 501, and the endpoint name is case-insensitive.
 
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +23,9 @@ use tokio::sync::watch;
 use tower::util::MapRequest;
 
 use super::Ctx;
+use super::cors::OriginCheck;
 use super::error::ApiError;
+use super::limits::Refused;
 use crate::engine::PointError;
 use crate::uid::{UidError, UidKind};
 
@@ -53,6 +54,10 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            super::cors::layer,
+        ))
         .with_state(ctx);
     MapRequest::new(
         router,
@@ -60,13 +65,29 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
     )
 }
 
+/// The client's address, as an extension of every request.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 /// Serves one HTTP/1.1 connection until it closes or the server stops.
-pub async fn serve(stream: TcpStream, app: AppService, mut stop: watch::Receiver<bool>) {
+/// Headers must arrive within `header_timeout_secs` (bodies have their own
+/// deadline, see `body.rs`).
+pub async fn serve(
+    stream: TcpStream,
+    app: AppService,
+    mut stop: watch::Receiver<bool>,
+    header_timeout_secs: u64,
+    peer: std::net::SocketAddr,
+) {
+    let svc = MapRequest::new(app, move |mut req: Incoming| {
+        req.extensions_mut().insert(PeerAddr(peer));
+        req
+    });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(std::time::Duration::from_secs(30))
+        .header_read_timeout(std::time::Duration::from_secs(header_timeout_secs.max(1)))
         .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
@@ -166,47 +187,11 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Inflates a gzip or deflate body, bounded by the body limit.
-fn decode_body(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
-    let encoding = headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let mut out = Vec::new();
-    let res = match encoding.as_str() {
-        "" | "identity" => return Ok(body),
-        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
-            .take(limit as u64 + 1)
-            .read_to_end(&mut out),
-        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
-            .take(limit as u64 + 1)
-            .read_to_end(&mut out),
-        other => {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!("Unsupported Content-Encoding: {other}"),
-            ));
-        }
-    };
-    res.map_err(|e| {
-        ApiError::bad_request("Unable to decompress the request body").with_details(e.to_string())
-    })?;
-    if out.len() > limit {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Request body larger than {limit} bytes after decompression"),
-        ));
-    }
-    Ok(Bytes::from(out))
-}
-
 async fn put(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let r = put_inner(&ctx, &params, &headers, body).await;
     respond(&ctx, "put", r)
@@ -216,9 +201,10 @@ async fn put_inner(
     ctx: &Arc<Ctx>,
     params: &Params,
     headers: &HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let body = decode_body(headers, body, ctx.config.server.max_body_bytes)?;
+    let read = super::body::read(ctx, headers, body).await?;
+    let body = &read.bytes;
     let details = has_flag(params, "details");
     let summary = details || has_flag(params, "summary");
     // Every put waits until its points are durable in the write-ahead log
@@ -230,7 +216,7 @@ async fn put_inner(
             .map_err(|_| ApiError::bad_request(format!("Unable to parse sync_timeout: {v}")))?,
         _ => 0,
     };
-    let items = decode_put_body(&body).map_err(|e| {
+    let items = decode_put_body(body).map_err(|e| {
         let err = ApiError::bad_request(e.message());
         match e.details() {
             Some(d) => err.with_details(d),
@@ -256,6 +242,7 @@ async fn put_inner(
             .inc_by(errors.len() as u64);
     }
     let receipt = tokio::task::block_in_place(|| ctx.engine.write(&points))?;
+    drop(points);
     for (j, e) in &receipt.errors {
         let msg = match e {
             PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
@@ -319,44 +306,78 @@ async fn put_inner(
 async fn run_query(
     ctx: Arc<Ctx>,
     q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
+    origin: OriginCheck,
+    peer: String,
+    text: String,
 ) -> Response {
     let started = Instant::now();
     let result: Result<Vec<u8>, ApiError> = async {
         let q = q?;
-        if q.delete && !ctx.config.query.allow_delete {
-            return Err(ApiError::bad_request("Bad request")
-                .with_details("Deleting data is not enabled (query.allow_delete = false)"));
-        }
-        let engine = Arc::clone(&ctx.engine);
-        let limits = hourglass_query::QueryLimits {
-            max_points: ctx.config.query.max_points as u64,
-            max_values: 0,
-            timeout: None,
-        };
-        let joined = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, ApiError> {
-            let budget = hourglass_query::QueryBudget::new(limits);
-            let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
-            if q.delete {
-                // The matched series lose their points in [start, end]; the
-                // answer still shows them, as OpenTSDB's does.
-                let layout = *engine.layout();
-                let keys: Vec<Vec<u8>> = results
-                    .iter()
-                    .flat_map(|r| r.tsuids.iter())
-                    .filter_map(|hex| decode_hex(hex))
-                    .filter_map(|t| layout.series_key_from_tsuid(&t))
-                    .collect();
-                engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+        if q.delete {
+            origin.refuse()?;
+            if !ctx.config.query.allow_delete {
+                return Err(ApiError::bad_request("Bad request")
+                    .with_details("Deleting data is not enabled (query.allow_delete = false)"));
             }
-            Ok(hourglass_query::render::render_json(&q, &results))
+        }
+        // Admission: a bounded number run, a bounded number wait.
+        let mut ticket = ctx.queries.admit(text, peer).await.map_err(|why| {
+            let msg = match why {
+                Refused::QueueFull => "Too many queries are waiting; please try again later",
+                Refused::Waited => "Timed out waiting for a query slot; please try again later",
+            };
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
+        })?;
+        let engine = Arc::clone(&ctx.engine);
+        let cfg = &ctx.config.query;
+        let limits = hourglass_query::QueryLimits {
+            max_points: cfg.max_points as u64,
+            max_values: cfg.max_values as u64,
+            timeout: (cfg.timeout_secs > 0)
+                .then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
+        };
+        let budget = hourglass_query::QueryBudget::new(limits)
+            .with_cancel_flag(Arc::clone(&ticket.cancel))
+            .with_pool(Arc::clone(&ctx.queries.pool));
+        // If this future is dropped (the client went away), the ticket's
+        // drop cancels the budget and the blocking task stops at its next
+        // check.
+        let joined = tokio::task::spawn_blocking(move || -> (Result<Vec<u8>, ApiError>, u64) {
+            let out = (|| -> Result<Vec<u8>, ApiError> {
+                let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
+                if q.delete {
+                    // The matched series lose their points in [start, end];
+                    // the answer still shows them, as OpenTSDB's does.
+                    let layout = *engine.layout();
+                    let keys: Vec<Vec<u8>> = results
+                        .iter()
+                        .flat_map(|r| r.tsuids.iter())
+                        .filter_map(|hex| decode_hex(hex))
+                        .filter_map(|t| layout.series_key_from_tsuid(&t))
+                        .collect();
+                    engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+                }
+                Ok(hourglass_query::render::render_json(&q, &results))
+            })();
+            (out, budget.points_taken())
         })
         .await;
-        joined.map_err(|e| {
+        let (out, points) = joined.map_err(|e| {
             ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("query task failed: {e}"),
             )
-        })?
+        })?;
+        let status = match &out {
+            Ok(_) => 200,
+            Err(e) => e.status.as_u16(),
+        };
+        ticket.finish(
+            status,
+            out.as_ref().err().map(|e| e.message.clone()),
+            points,
+        );
+        out
     }
     .await;
     ctx.metrics
@@ -369,23 +390,44 @@ async fn run_query(
     )
 }
 
-async fn query_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
+fn peer_of(ext: &axum::http::Extensions) -> String {
+    ext.get::<PeerAddr>()
+        .map_or_else(String::new, |p| p.0.to_string())
+}
+
+async fn query_get(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    uri: Uri,
+    ext: axum::http::Extensions,
+) -> Response {
     let q = hourglass_query::parse_query_string(&params, now_ms());
-    run_query(ctx, q).await
+    let origin = ext
+        .get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed);
+    run_query(ctx, q, origin, peer_of(&ext), uri.to_string()).await
 }
 
 async fn query_post(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    ext: axum::http::Extensions,
+    body: Body,
 ) -> Response {
-    let body = match decode_body(&headers, body, ctx.config.server.max_body_bytes) {
+    let read = match super::body::read(&ctx, &headers, body).await {
         Ok(b) => b,
-        Err(e) => return e.into_response(),
+        Err(e) => return respond(&ctx, "query", Err(e)),
     };
-    let q = hourglass_query::parse_json_query(&body, &params, now_ms());
-    run_query(ctx, q).await
+    let q = hourglass_query::parse_json_query(&read.bytes, &params, now_ms());
+    let origin = ext
+        .get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed);
+    let text = String::from_utf8_lossy(&read.bytes[..read.bytes.len().min(4096)]).into_owned();
+    drop(read);
+    run_query(ctx, q, origin, peer_of(&ext), text).await
 }
 
 fn suggest_run(
@@ -429,12 +471,18 @@ async fn suggest_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) 
 async fn suggest_post(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Response {
+    let read = match super::body::read(&ctx, &headers, body).await {
+        Ok(b) => b,
+        Err(e) => return respond(&ctx, "suggest", Err(e)),
+    };
+    let body = &read.bytes;
     let parsed: Result<serde_json::Value, _> = if body.is_empty() {
         Ok(serde_json::Value::Null)
     } else {
-        serde_json::from_slice(&body)
+        serde_json::from_slice(body)
     };
     let r = match parsed {
         Err(e) => {

@@ -4,8 +4,11 @@
 //! anything else is the line protocol. Connections are capped by a
 //! semaphore taken before the connection is served.
 
+pub mod body;
+pub mod cors;
 pub mod error;
 pub mod http;
+pub mod limits;
 pub mod telnet;
 
 use std::future::Future;
@@ -29,6 +32,12 @@ pub struct Ctx {
     pub limits: Limits,
     pub metrics: Metrics,
     pub hostname: String,
+    /// Ingest memory in flight across connections.
+    pub inflight: limits::Inflight,
+    /// Connections per client address.
+    pub addresses: limits::AddressLimits,
+    /// Query admission, shared query memory, running and recent queries.
+    pub queries: Arc<limits::QueryGate>,
 }
 
 impl Ctx {
@@ -38,8 +47,18 @@ impl Ctx {
             max_line_len: config.server.max_line_bytes,
         };
         let metrics = engine.metrics().clone();
+        let q = &config.query;
+        let queries = Arc::new(limits::QueryGate::new(
+            q.max_concurrent,
+            q.max_queued,
+            Duration::from_millis(q.queue_timeout_ms),
+            q.max_memory_bytes,
+        ));
         Arc::new(Self {
             engine,
+            inflight: limits::Inflight::new(config.server.max_inflight_bytes),
+            addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
+            queries,
             config,
             limits,
             metrics,
@@ -99,6 +118,12 @@ pub async fn run(
                     drop(stream);
                     continue;
                 };
+                // One address may not take every slot.
+                let Some(slot) = ctx.addresses.admit(peer.ip()) else {
+                    ctx.metrics.connections.with_label_values(&["rejected_address"]).inc();
+                    drop(stream);
+                    continue;
+                };
                 let ctx = Arc::clone(&ctx);
                 let app = app.clone();
                 let stop = stop_rx.clone();
@@ -106,12 +131,15 @@ pub async fn run(
                     ctx.metrics.connections_open.inc();
                     serve_connection(&ctx, stream, peer, app, stop).await;
                     ctx.metrics.connections_open.dec();
+                    drop(slot);
                     drop(permit);
                 });
             }
         }
     }
     drop(listener);
+    // Running queries stop at their next check; connections finish.
+    ctx.queries.cancel_all();
     let _ = stop_tx.send(true);
     let all = u32::try_from(max).unwrap_or(u32::MAX);
     if tokio::time::timeout(drain, permits.acquire_many(all))
@@ -143,7 +171,14 @@ async fn serve_connection(
     }
     if first[0].is_ascii_uppercase() {
         ctx.metrics.connections.with_label_values(&["http"]).inc();
-        http::serve(stream, app, stop).await;
+        http::serve(
+            stream,
+            app,
+            stop,
+            ctx.config.server.http_header_timeout_secs,
+            peer,
+        )
+        .await;
     } else {
         ctx.metrics.connections.with_label_values(&["telnet"]).inc();
         telnet::serve(Arc::clone(ctx), stream, peer, stop).await;

@@ -1,12 +1,16 @@
 //! The line protocol on a connection: `put`, `version`, `help`, `stats`,
 //! `dropcaches`, `exit`, with OpenTSDB's replies.
 //!
-//! Reading and writing are decoupled: replies go through a small bounded
-//! queue to a writer task, and when the client does not read them (collectd
-//! never does) further error lines are dropped and counted rather than ever
-//! blocking ingest. Points of a read are written as one batch; the next read
-//! waits until the batch is durable, which is the backpressure. A line
-//! longer than the limit closes the connection, as in OpenTSDB.
+//! Reading and writing are decoupled: everything sent back goes, in order,
+//! through one bounded queue to a writer task. Error lines are droppable:
+//! when the client does not read them (collectd never does) and the queue
+//! is full, further error lines are dropped and counted rather than ever
+//! blocking ingest. Replies to commands (`version`, `stats`, `help`, …) are
+//! never dropped: the connection waits for room in the queue (and so stops
+//! reading) until the client reads. Points of a read are written as one
+//! batch; the next read waits until the batch is durable, which is the
+//! backpressure. A line longer than the limit closes the connection, as in
+//! OpenTSDB.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,13 +34,26 @@ struct Replies {
 }
 
 impl Replies {
-    fn send(&self, mut line: String) {
+    /// An error line: dropped (and counted) if the client is not reading.
+    fn error(&self, mut line: String) {
         if !line.ends_with('\n') {
             line.push('\n');
         }
         let Some(tx) = &self.tx else { return };
         if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(line.into_bytes()) {
             self.ctx.metrics.telnet_errors_dropped.inc();
+        }
+    }
+
+    /// The reply to a command: always delivered, after everything queued
+    /// before it; waits for the client to read if the queue is full.
+    async fn reply(&self, mut text: String) {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if let Some(tx) = &self.tx {
+            // Err only if the writer is gone (the connection closed).
+            let _ = tx.send(text.into_bytes()).await;
         }
     }
 }
@@ -63,7 +80,7 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
     match res {
         Ok(receipt) => {
             for (_, e) in &receipt.errors {
-                replies.send(match e {
+                replies.error(match e {
                     PointError::Uid(u @ UidError::NoSuchName { .. }) => {
                         format!("put: unknown metric: {u}")
                     }
@@ -72,7 +89,7 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
                 });
             }
         }
-        Err(e) => replies.send(format!("put: storage error: {e}")),
+        Err(e) => replies.error(format!("put: storage error: {e}")),
     }
 }
 
@@ -105,7 +122,7 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
             LineResult::Incomplete => break,
             LineResult::TooLong => {
                 flush(ctx, &mut points, replies).await;
-                replies.send(format!(
+                replies.error(format!(
                     "put: illegal argument: line longer than {} bytes; closing the connection",
                     ctx.limits.max_line_len
                 ));
@@ -126,28 +143,34 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
                             .points_rejected
                             .with_label_values(&["invalid"])
                             .inc();
-                        replies.send(e.telnet_line());
+                        replies.error(e.telnet_line());
                     }
                     Command::Version => {
                         flush(ctx, &mut points, replies).await;
-                        replies.send(super::version_lines());
+                        replies.reply(super::version_lines()).await;
                     }
-                    Command::Help => replies
-                        .send("available commands: put stats dropcaches version help exit ".into()),
+                    Command::Help => {
+                        replies
+                            .reply(
+                                "available commands: put stats dropcaches version help exit "
+                                    .into(),
+                            )
+                            .await
+                    }
                     Command::Stats => {
                         flush(ctx, &mut points, replies).await;
-                        replies.send(stats_lines(ctx));
+                        replies.reply(stats_lines(ctx)).await;
                     }
                     Command::DropCaches => {
                         flush(ctx, &mut points, replies).await;
                         ctx.engine.drop_caches();
-                        replies.send("Caches dropped.".into());
+                        replies.reply("Caches dropped.".into()).await;
                     }
                     Command::Exit => {
                         flush(ctx, &mut points, replies).await;
                         return Outcome::Close;
                     }
-                    Command::Unknown(word) => replies.send(unknown_command_line(&word)),
+                    Command::Unknown(word) => replies.error(unknown_command_line(&word)),
                 }
             }
         }
@@ -183,29 +206,58 @@ pub async fn serve(
         0 => None,
         s => Some(Duration::from_secs(s)),
     };
+    let line_timeout = Duration::from_secs(ctx.config.server.line_timeout_secs.max(1));
+    // When the unfinished line at the end of `buf` started: a client may sit
+    // idle between lines for ever (collectd does), but not in the middle of
+    // one.
+    let mut partial_since: Option<tokio::time::Instant> = None;
     loop {
-        let idle = async {
-            match idle_timeout {
-                Some(d) => tokio::time::sleep(d).await,
+        let deadline = match (partial_since, idle_timeout) {
+            (Some(t), _) => Some(t + line_timeout),
+            (None, Some(d)) => Some(tokio::time::Instant::now() + d),
+            (None, None) => None,
+        };
+        let timer = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
                 None => std::future::pending().await,
             }
         };
         let n = tokio::select! {
             r = rd.read(&mut chunk) => match r { Ok(n) => n, Err(_) => break },
             _ = stop.changed() => break,
-            () = idle => break,
+            () = timer => {
+                if partial_since.is_some() {
+                    ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
+                    replies.error(format!(
+                        "put: illegal argument: no end of line within {} s; closing the connection",
+                        line_timeout.as_secs()
+                    ));
+                }
+                break;
+            }
         };
         if n == 0 {
             // An unterminated last line is dropped: it may be cut short.
             break;
         }
         buf.extend_from_slice(&chunk[..n]);
-        match process(&ctx, &buf, &replies).await {
+        // Bounded across connections: wait (stop reading) while the server
+        // holds too much input in flight.
+        let _inflight = ctx.inflight.take(buf.len()).await;
+        let used = match process(&ctx, &buf, &replies).await {
             Outcome::Continue(used) => {
                 buf.drain(..used);
+                used
             }
             Outcome::Close => break,
-        }
+        };
+        // An unfinished line keeps its start time while it only grows.
+        partial_since = match (buf.is_empty(), partial_since) {
+            (true, _) => None,
+            (false, Some(t)) if used == 0 => Some(t),
+            (false, _) => Some(tokio::time::Instant::now()),
+        };
     }
     replies.tx = None;
     drop(replies);

@@ -217,11 +217,54 @@ fn a_client_that_never_reads_its_errors_does_not_stall_ingest() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // 40,000 error lines went unread: all but the queue's worth (64) were
+    // dropped and counted.
     let m = s.get("/metrics").text();
+    let dropped: u64 = m
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("hourglass_telnet_error_lines_dropped_total ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no dropped-lines counter in {m}"));
     assert!(
-        m.contains("hourglass_telnet_error_lines_dropped_total"),
-        "{m}"
+        dropped >= 30_000,
+        "only {dropped} error lines counted as dropped"
     );
+}
+
+#[test]
+fn command_replies_are_never_dropped_behind_error_lines() {
+    // Issue: after 100 bad puts, `version` on the same connection got no
+    // answer, because replies shared the 64-slot error queue.
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send(&"put bad.metric notatime 1 host=a\n".repeat(100));
+    t.send("version\nhelp\n");
+    let mut reader = std::io::BufReader::new(t.stream.try_clone().unwrap());
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        assert!(n > 0, "connection closed; got {lines:?}");
+        if line.starts_with("available commands") {
+            break;
+        }
+        lines.push(line);
+    }
+    let version = lines
+        .iter()
+        .position(|l| l.starts_with("hourglass "))
+        .expect("version reply");
+    // In order: the errors that were kept, then the version's two lines.
+    assert!(
+        lines[..version]
+            .iter()
+            .all(|l| l.starts_with("put: invalid value"))
+    );
+    assert_eq!(lines.len(), version + 2);
 }
 
 #[test]

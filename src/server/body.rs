@@ -1,0 +1,149 @@
+//! Reading HTTP request bodies within bounds: the body's size
+//! (`server.max_body_bytes`, after gzip/deflate decoding too), the server's
+//! in-flight ingest memory (`server.max_inflight_bytes`: 503 with
+//! `Retry-After` when full), and time — a body must arrive within
+//! `server.http_body_timeout_secs` plus the time its size needs at
+//! `server.http_min_body_rate` bytes per second, so a client trickling or
+//! stalling its body cannot hold a connection and its memory for ever.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use http_body_util::BodyExt;
+
+use super::Ctx;
+use super::error::ApiError;
+use super::limits::InflightGuard;
+
+/// A body read into memory, with the in-flight memory it holds.
+#[derive(Debug)]
+pub struct ReadBody {
+    pub bytes: Bytes,
+    pub _guard: InflightGuard,
+}
+
+fn overloaded() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Please throttle writes: the server is busy decoding other requests",
+    )
+    .with_retry_after(1)
+}
+
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request body larger than {limit} bytes"),
+    )
+}
+
+/// Reads and decodes (gzip/deflate) a request body.
+pub async fn read(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody, ApiError> {
+    let cfg = &ctx.config.server;
+    let limit = cfg.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    // Charge what we know now; chunked bodies are charged as they grow.
+    let mut guard = ctx
+        .inflight
+        .try_take(declared.unwrap_or(16 << 10))
+        .ok_or_else(overloaded)?;
+    let started = Instant::now();
+    let rate = cfg.http_min_body_rate.max(1) as f64;
+    let allowance = |bytes: usize| {
+        started
+            + Duration::from_secs(cfg.http_body_timeout_secs)
+            + Duration::from_secs_f64(bytes as f64 / rate)
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    let mut body = body;
+    loop {
+        let deadline = allowance(buf.len().max(declared.unwrap_or(0)));
+        let frame = tokio::time::timeout_at(deadline.into(), body.frame()).await;
+        let frame = match frame {
+            Err(_) => {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "Timed out reading the request body",
+                )
+                .with_details(format!(
+                    "received {} bytes in {} ms; the body must arrive within {} s plus {} bytes per second",
+                    buf.len(),
+                    started.elapsed().as_millis(),
+                    cfg.http_body_timeout_secs,
+                    cfg.http_min_body_rate
+                )));
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::bad_request("Unable to read the request body")
+                    .with_details(e.to_string()));
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        if let Some(data) = frame.data_ref() {
+            if buf.len() + data.len() > limit {
+                return Err(too_large(limit));
+            }
+            buf.extend_from_slice(data);
+            if !ctx.inflight.try_grow(&mut guard, buf.len()) {
+                return Err(overloaded());
+            }
+        }
+    }
+    let bytes = decode(headers, Bytes::from(buf), limit)?;
+    // Decoded points cost about as much again as their text.
+    if !ctx
+        .inflight
+        .try_grow(&mut guard, bytes.len().saturating_mul(2))
+    {
+        return Err(overloaded());
+    }
+    Ok(ReadBody {
+        bytes,
+        _guard: guard,
+    })
+}
+
+/// Inflates a gzip or deflate body, bounded by the body limit.
+pub fn decode(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let mut out = Vec::new();
+    let res = match encoding.as_str() {
+        "" | "identity" => return Ok(body),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
+            .take(limit as u64 + 1)
+            .read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+            .take(limit as u64 + 1)
+            .read_to_end(&mut out),
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("Unsupported Content-Encoding: {other}"),
+            ));
+        }
+    };
+    res.map_err(|e| {
+        ApiError::bad_request("Unable to decompress the request body").with_details(e.to_string())
+    })?;
+    if out.len() > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Request body larger than {limit} bytes after decompression"),
+        ));
+    }
+    Ok(Bytes::from(out))
+}
