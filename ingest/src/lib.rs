@@ -10,7 +10,8 @@
 //! * [`json`] — the HTTP `/api/put` body decoder ([`json::decode_put_body`]) and per-point
 //!   validation ([`json::JsonPoint::to_point`]).
 //! * [`timestamp`] — the one timestamp rule of every write format ([`parse_timestamp`],
-//!   [`timestamp_from_millis`], [`MAX_TIMESTAMP_MS`]).
+//!   [`timestamp_from_millis`], [`MAX_TIMESTAMP_MS`]), also applied to query times
+//!   ([`parse_query_timestamp`]).
 //! * [`influx`] — InfluxDB line protocol: whole `/write` bodies ([`influx::parse_body`]) with
 //!   per-line errors and InfluxDB 1.x/2.x responses, single telnet-port lines
 //!   ([`influx::parse_line`]).
@@ -43,8 +44,8 @@ pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
 pub use telnet::{Command, LineResult, next_line, parse_line, unknown_command_line};
 pub use timestamp::{
-    MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_timestamp, timestamp_from_millis,
-    timestamp_from_secs,
+    MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_query_timestamp, parse_timestamp,
+    timestamp_from_millis, timestamp_from_secs,
 };
 pub use validate::{check_point, check_series, validate_name};
 

@@ -1,5 +1,6 @@
 //! The one timestamp rule every write format applies ([`parse_timestamp`] for text,
-//! [`timestamp_from_millis`] / [`timestamp_from_secs`] for numbers that already are integers).
+//! [`timestamp_from_millis`] / [`timestamp_from_secs`] for numbers that already are integers),
+//! and that query and annotation times apply too ([`parse_query_timestamp`]).
 //!
 //! A timestamp is accepted when it is
 //! * **seconds**: 1 to 10 ASCII digits;
@@ -107,33 +108,66 @@ fn all_digits(s: &str) -> bool {
 /// the parsed integer like OpenTSDB), the accepted forms ([`TimestampError::Malformed`]), then
 /// the range.
 pub fn parse_timestamp(text: &str) -> Result<Timestamp, TimestampError> {
+    match parse_form(text, false)? {
+        Form::Secs(v) => Ok(Timestamp(v)),
+        Form::Millis(v) => millis(v, || text.to_owned()),
+    }
+}
+
+/// The same rule for a time that only selects data (query `start`/`end`, annotation
+/// searches): the forms and the range of [`parse_timestamp`], but zero is allowed (`start=0`
+/// means "from the beginning") and any millisecond is fine since nothing is encoded. Returns
+/// epoch milliseconds.
+pub fn parse_query_timestamp(text: &str) -> Result<u64, TimestampError> {
+    match parse_form(text, true)? {
+        // At most MAX_TIMESTAMP_SECS, so no overflow.
+        Form::Secs(v) => Ok(v * 1000),
+        Form::Millis(v) => Ok(v),
+    }
+}
+
+/// A text timestamp in one of the accepted forms, range-checked.
+enum Form {
+    Secs(u64),
+    Millis(u64),
+}
+
+fn parse_form(text: &str, allow_zero: bool) -> Result<Form, TimestampError> {
     let stripped: Cow<'_, str> = if text.contains('.') {
         Cow::Owned(text.replace('.', ""))
     } else {
         Cow::Borrowed(text)
     };
     let v = parse_long(&stripped).map_err(TimestampError::NotANumber)?;
-    if v <= 0 {
+    if v < 0 || (v == 0 && !allow_zero) {
         return Err(TimestampError::NotPositive(v.to_string()));
     }
-    // Positive, so the conversion is exact.
+    // Not negative, so the conversion is exact.
     let v = v.unsigned_abs();
     match text.split_once('.') {
         None if all_digits(text) && text.len() <= 10 => {
             if v > MAX_TIMESTAMP_SECS {
                 Err(TimestampError::AfterMax(text.to_owned()))
             } else {
-                Ok(Timestamp(v))
+                Ok(Form::Secs(v))
             }
         }
-        None if all_digits(text) && text.len() == 13 => millis(v, || text.to_owned()),
+        None if all_digits(text) && text.len() == 13 => in_range_ms(v, text),
         // With exactly 3 fraction digits, "<s>.<mmm>" without its dot is s * 1000 + mmm.
         Some((secs, frac))
             if all_digits(secs) && secs.len() <= 10 && frac.len() == 3 && all_digits(frac) =>
         {
-            millis(v, || text.to_owned())
+            in_range_ms(v, text)
         }
         _ => Err(TimestampError::Malformed(text.to_owned())),
+    }
+}
+
+fn in_range_ms(ms: u64, text: &str) -> Result<Form, TimestampError> {
+    if ms > MAX_TIMESTAMP_MS {
+        Err(TimestampError::AfterMax(text.to_owned()))
+    } else {
+        Ok(Form::Millis(ms))
     }
 }
 
@@ -319,6 +353,34 @@ mod tests {
                 .telnet_line(),
             "put: illegal argument: invalid timestamp: 1600000000.5 (expected seconds, 13-digit milliseconds or <seconds>.<3 digits>)"
         );
+    }
+
+    #[test]
+    fn query_times_follow_the_same_forms_and_range() {
+        let q = parse_query_timestamp;
+        assert_eq!(q("0"), Ok(0));
+        assert_eq!(q("1600000000"), Ok(1_600_000_000_000));
+        assert_eq!(q("1600000000123"), Ok(1_600_000_000_123));
+        assert_eq!(q("1600000000.123"), Ok(1_600_000_000_123));
+        // Nothing is encoded, so small millisecond instants are fine.
+        assert_eq!(q("1.500"), Ok(1_500));
+        assert_eq!(q("4294967295.999"), Ok(MAX_TIMESTAMP_MS));
+        for bad in [
+            "1600000000.5",
+            "99999999999999",
+            "16000000000",
+            "+5",
+            "1.2.3",
+        ] {
+            assert!(matches!(q(bad), Err(TimestampError::Malformed(_))), "{bad}");
+        }
+        assert_eq!(q("-5"), Err(TimestampError::NotPositive("-5".into())));
+        assert!(matches!(q("4294967296"), Err(TimestampError::AfterMax(_))));
+        assert!(matches!(
+            q("9999999999999"),
+            Err(TimestampError::AfterMax(_))
+        ));
+        assert!(matches!(q("abc"), Err(TimestampError::NotANumber(_))));
     }
 
     #[test]

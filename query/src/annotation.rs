@@ -262,17 +262,23 @@ fn str_field(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, Quer
     }
 }
 
-fn long_field(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, QueryError> {
-    let bad = || json_err(&format!("'{key}' must be a number"));
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .or_else(|| n.as_f64().map(|f| f as i64))
-            .map(Some)
-            .ok_or_else(bad),
-        Some(Value::String(s)) => s.trim().parse::<i64>().map(Some).map_err(|_| bad()),
-        Some(_) => Err(bad()),
+/// `startTime` / `endTime`: a number or numeric string by the one timestamp
+/// rule (seconds, 13-digit milliseconds or `<seconds>.<3 digits>`, not after
+/// 2106), kept raw as OpenTSDB does (seconds stay seconds). Zero means unset.
+fn time_field(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, QueryError> {
+    let text = match obj.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => s.trim().to_owned(),
+        Some(_) => return Err(json_err(&format!("'{key}' must be a number"))),
+    };
+    if text == "0" {
+        return Ok(Some(0));
+    }
+    match hourglass_ingest::parse_timestamp(&text) {
+        // At most MAX_TIMESTAMP_MS, far below i64::MAX.
+        Ok(t) => Ok(Some(t.0 as i64)),
+        Err(e) => Err(QueryError::bad(format!("Invalid {key}: {e}"))),
     }
 }
 
@@ -282,10 +288,10 @@ fn update_from_object(obj: &Map<String, Value>) -> Result<AnnotationUpdate, Quer
     if let Some(t) = str_field(obj, "tsuid")? {
         n.tsuid = t;
     }
-    if let Some(t) = long_field(obj, "startTime")? {
+    if let Some(t) = time_field(obj, "startTime")? {
         n.start_time = t;
     }
-    if let Some(t) = long_field(obj, "endTime")? {
+    if let Some(t) = time_field(obj, "endTime")? {
         u.changed.end_time = t != n.end_time;
         n.end_time = t;
     }

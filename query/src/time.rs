@@ -4,17 +4,19 @@
 //! This module owns:
 //! * [`parse_time`] / [`parse_time_tz`]: `start`/`end` strings → epoch ms
 //!   (`now`, `<n>ms`, `<duration>-ago`, absolute `yyyy/MM/dd[ HH:mm[:ss]]`,
-//!   10-digit seconds, 13-digit ms, the dotted `<seconds>.<ms>` form);
+//!   seconds, 13-digit ms, the dotted `<seconds>.<3 digits>` form);
 //! * [`parse_duration`]: `<n><unit>` → ms with OpenTSDB's exact error texts;
 //! * absolute dates in the query's `timezone` (any IANA name, resolved by
 //!   [`crate::calendar`]); without a zone they are UTC;
 //! * proleptic-Gregorian day arithmetic used by absolute dates and calendar
 //!   downsampling.
 //!
-//! Gotcha: OpenTSDB decides seconds vs ms for numeric strings by the *length*
-//! of the original string (≤ 10 characters means seconds), so the dotted form
-//! with fewer than three fraction digits is not scaled (`1355961603.4` is
-//! 13559616034 ms). We copy that on purpose.
+//! Numeric times follow the one timestamp rule of every write protocol
+//! (`hourglass_ingest::timestamp`): seconds (up to 10 digits), 13-digit
+//! milliseconds or `<seconds>.<3 digits>`. OpenTSDB instead stripped the dot
+//! and went by length, so `1355961603.4` meant 13559616034 ms (1970); that
+//! and every other ambiguous form is refused, as is any time after
+//! 2106-02-07T06:28:15Z (no row key holds it) or before 1970.
 
 use crate::calendar::{lookup_zone, resolve_wall};
 use crate::error::QueryError;
@@ -42,19 +44,21 @@ pub fn parse_time_tz(s: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, Quer
         && !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
     {
-        return digits
+        let ms = digits
             .parse::<i64>()
-            .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")));
+            .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")))?;
+        return in_range(s, ms);
     }
     if s.eq_ignore_ascii_case("now") {
         return Ok(now_ms);
     }
     if let Some(prefix) = strip_suffix_ignore_ascii_case(s, "-ago") {
         let d = parse_duration(prefix)?;
-        return Ok(now_ms.saturating_sub(d));
+        // A window reaching back before 1970 starts at 1970.
+        return Ok(now_ms.saturating_sub(d).max(0));
     }
     if s.contains('/') || s.contains(':') {
-        return parse_absolute(s, tz);
+        return in_range(s, parse_absolute(s, tz)?);
     }
     parse_numeric(s)
 }
@@ -67,44 +71,44 @@ fn strip_suffix_ignore_ascii_case<'a>(s: &'a str, suffix: &str) -> Option<&'a st
     Some(&s[..cut])
 }
 
-/// Numeric timestamps: seconds (≤ 10 chars), ms, or `<10 digits>.<1-3 digits>`.
+/// Numeric timestamps by the one rule of every protocol
+/// ([`hourglass_ingest::parse_query_timestamp`]): seconds (up to 10 digits),
+/// 13-digit milliseconds or `<seconds>.<3 digits>`, not after 2106-02-07.
 fn parse_numeric(s: &str) -> Result<i64, QueryError> {
-    let cleaned;
-    let text = if s.contains('.') {
-        if !is_dotted_timestamp(s) {
-            return Err(QueryError::bad(format!(
-                "Invalid time: {s}. Millisecond timestamps must be in the format \
-                 <seconds>.<ms> where the milliseconds are limited to 3 digits"
-            )));
-        }
-        cleaned = s.replace('.', "");
-        cleaned.as_str()
-    } else {
-        s
-    };
-    let value = java_parse_long(text)
-        .map_err(|why| QueryError::bad(format!("Invalid time: {s}. {why}")))?;
-    if value < 0 {
+    use hourglass_ingest::TimestampError as E;
+    match hourglass_ingest::parse_query_timestamp(s) {
+        // At most MAX_TIMESTAMP_MS, far below i64::MAX.
+        Ok(ms) => Ok(ms as i64),
+        Err(E::NotANumber(why)) => Err(QueryError::bad(format!("Invalid time: {s}. {why}"))),
+        Err(E::NotPositive(_)) => Err(QueryError::bad(format!(
+            "Invalid time: {s}. Negative timestamps are not supported."
+        ))),
+        Err(E::Malformed(_)) => Err(QueryError::bad(format!(
+            "Invalid time: {s}. Expected seconds (up to 10 digits), 13-digit milliseconds \
+             or <seconds>.<3 digits>"
+        ))),
+        Err(E::AfterMax(_) | E::MsNotEncodable(_)) => Err(after_max(s)),
+    }
+}
+
+fn after_max(s: &str) -> QueryError {
+    QueryError::bad(format!(
+        "Invalid time: {s}. It is after {}, the latest time a row key can hold",
+        hourglass_ingest::timestamp::MAX_TIMESTAMP_TEXT
+    ))
+}
+
+/// The range every parsed time must fall in: a time a row key can hold.
+fn in_range(s: &str, ms: i64) -> Result<i64, QueryError> {
+    if ms < 0 {
         return Err(QueryError::bad(format!(
             "Invalid time: {s}. Negative timestamps are not supported."
         )));
     }
-    // The "≤ 10 characters means seconds" hack is OpenTSDB's, length of the
-    // original string (dots included).
-    if s.chars().count() <= 10 {
-        Ok(value.saturating_mul(1000))
-    } else {
-        Ok(value)
+    if ms.unsigned_abs() > hourglass_ingest::MAX_TIMESTAMP_MS {
+        return Err(after_max(s));
     }
-}
-
-/// `^[0-9]{10}\.[0-9]{1,3}$`
-fn is_dotted_timestamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() < 12 || b.len() > 14 || b[10] != b'.' {
-        return false;
-    }
-    b[..10].iter().all(u8::is_ascii_digit) && b[11..].iter().all(u8::is_ascii_digit)
+    Ok(ms)
 }
 
 /// `Tags.parseLong`: a signed decimal long with OpenTSDB's error texts.
@@ -451,10 +455,11 @@ mod tests {
             parse_time("1355961603.418", NOW).unwrap(),
             1_355_961_603_418
         );
-        assert_eq!(parse_time("1355961603.41", NOW).unwrap(), 135_596_160_341);
-        assert_eq!(parse_time("1355961603.4", NOW).unwrap(), 13_559_616_034);
-        assert_eq!(parse_time("13559616000", NOW).unwrap(), 13_559_616_000);
         assert_eq!(parse_time("123123ms", NOW).unwrap(), 123_123);
+        assert_eq!(
+            parse_time("4294967295999ms", NOW).unwrap(),
+            4_294_967_295_999
+        );
     }
 
     #[test]
@@ -463,18 +468,48 @@ mod tests {
             msg(parse_time("-135596160", NOW)),
             "Invalid time: -135596160. Negative timestamps are not supported."
         );
-        let dotted = "Millisecond timestamps must be in the format <seconds>.<ms> where the \
-                      milliseconds are limited to 3 digits";
-        for bad in ["1234567890.2.4", "135596160.418", "1355961603.4180"] {
+        // OpenTSDB read these by length (1355961603.4 was 13559616034 ms,
+        // in 1970); the one timestamp rule refuses every ambiguous form.
+        for bad in [
+            "1234567890.2.4",
+            "135596160.41",
+            "1355961603.4",
+            "1355961603.41",
+            "1355961603.4180",
+            "13559616000",
+            "99999999999999",
+            "+1355961600",
+        ] {
             assert_eq!(
                 msg(parse_time(bad, NOW)),
-                format!("Invalid time: {bad}. {dotted}")
+                format!(
+                    "Invalid time: {bad}. Expected seconds (up to 10 digits), \
+                     13-digit milliseconds or <seconds>.<3 digits>"
+                )
             );
         }
         assert_eq!(
             msg(parse_time("abc", NOW)),
             "Invalid time: abc. Invalid character 'a' in abc"
         );
+        let after = |t: &str| {
+            format!(
+                "Invalid time: {t}. It is after 2106-02-07T06:28:15Z, the latest time a row key can hold"
+            )
+        };
+        for late in [
+            "4294967296",
+            "9999999999999",
+            "4294967296000ms",
+            "2106/02/08",
+        ] {
+            assert_eq!(msg(parse_time(late, NOW)), after(late));
+        }
+        assert_eq!(
+            msg(parse_time("1969/12/31", NOW)),
+            "Invalid time: 1969/12/31. Negative timestamps are not supported."
+        );
+        assert_eq!(parse_time("100000y-ago", NOW).unwrap(), 0);
     }
 
     #[test]
