@@ -6,6 +6,7 @@
 //! layouts are drawn in `docs/format/row-key-and-cells.md`.
 
 pub mod cell;
+pub mod native;
 pub mod qualifier;
 pub mod rowkey;
 pub mod salt;

@@ -1,0 +1,330 @@
+//! Data generators shared by the tests, and the measurement run that prints
+//! bytes per point (raw and after zstd over 32 KiB table-file blocks) and
+//! speeds for each kind of data:
+//!
+//! ```sh
+//! cargo test --release -p hourglass --lib codec::native::measure -- --ignored --nocapture
+//! ```
+//! It asserts nothing about timing.
+
+use super::*;
+use crate::codec::StoredValue::{Double, Float, Int};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// splitmix64: a fixed-seed generator so every run sees the same data.
+#[derive(Debug, Clone)]
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// How OpenTSDB stores a decimal text value: Float when the double is an
+/// exact f32, else Double.
+pub(crate) fn classify(d: f64) -> StoredValue {
+    if f64::from(d as f32) == d {
+        Float(d as f32)
+    } else {
+        Double(d)
+    }
+}
+
+fn point(offset_ms: u32, value: StoredValue) -> DecodedPoint {
+    DecodedPoint {
+        offset_ms,
+        ms: offset_ms % 1000 != 0,
+        value,
+    }
+}
+
+/// The cpu workload (TSBS cpu-only shape): a random walk in [0, 100] with
+/// two decimals and a uniform step in [-1.00, +1.00], clamped.
+pub(crate) fn cpu_series(rng: &mut Rng, start: u32, step: u32, n: usize) -> Vec<DecodedPoint> {
+    let mut cents = (rng.next() % 10_001) as i64;
+    (0..n)
+        .map(|i| {
+            cents = (cents + (rng.next() % 201) as i64 - 100).clamp(0, 10_000);
+            point(start + step * i as u32, classify(cents as f64 / 100.0))
+        })
+        .collect()
+}
+
+pub(crate) fn cpu_cell(rng: &mut Rng, n: usize) -> Vec<u8> {
+    let mut c = Vec::new();
+    encode_cell(&cpu_series(rng, 0, 10_000, n), &mut c).unwrap();
+    c
+}
+
+/// Bytes per point raw, and after zstd levels 1 and 3 over 32 KiB blocks of
+/// concatenated cells (how table files store them).
+fn sizes(cells: &[Vec<u8>], points: usize) -> (f64, f64, f64) {
+    let raw: usize = cells.iter().map(Vec::len).sum();
+    let mut blocks: Vec<Vec<u8>> = vec![Vec::new()];
+    for c in cells {
+        if blocks
+            .last()
+            .is_some_and(|b| b.len() + c.len() > 32 * 1024 && !b.is_empty())
+        {
+            blocks.push(Vec::new());
+        }
+        if let Some(b) = blocks.last_mut() {
+            b.extend_from_slice(c);
+        }
+    }
+    let z = |level| -> usize {
+        blocks
+            .iter()
+            .map(|b| zstd::bulk::compress(b, level).unwrap().len())
+            .sum()
+    };
+    let p = points as f64;
+    (raw as f64 / p, z(1) as f64 / p, z(3) as f64 / p)
+}
+
+fn report(name: &str, series: &[Vec<DecodedPoint>]) {
+    let mut cells = Vec::new();
+    let mut points = 0;
+    for s in series {
+        let mut c = Vec::new();
+        encode_cell(s, &mut c).unwrap();
+        let mut back = Vec::new();
+        decode_cell(&c, &mut back).unwrap();
+        assert_eq!(back.len(), s.len());
+        points += s.len();
+        cells.push(c);
+    }
+    let (raw, z1, z3) = sizes(&cells, points);
+    println!("{name:<44} raw {raw:7.4}  zstd-1 {z1:7.4}  zstd-3 {z3:7.4}  B/pt");
+}
+
+fn series_of(
+    cells: usize,
+    mut f: impl FnMut(&mut Rng, usize) -> StoredValue,
+) -> Vec<Vec<DecodedPoint>> {
+    let mut rng = Rng(0xC0DEC);
+    (0..cells)
+        .map(|_| {
+            (0..360)
+                .map(|i| point(i as u32 * 10_000, f(&mut rng, i)))
+                .collect()
+        })
+        .collect()
+}
+
+fn rate(name: &str, points: usize, secs: f64) {
+    println!("{name:<44} {:8.1} M points/s", points as f64 / secs / 1e6);
+}
+
+#[test]
+#[ignore = "measurement; run with --release -- --ignored --nocapture"]
+fn measure() {
+    const CELLS: usize = 2000;
+    let mut rng = Rng(1);
+    let cpu: Vec<Vec<DecodedPoint>> = (0..CELLS)
+        .map(|_| cpu_series(&mut rng, 0, 10_000, 360))
+        .collect();
+    report("cpu (10 s, 2-decimal walk, 360/cell)", &cpu);
+    let cpu_phase: Vec<Vec<DecodedPoint>> = (0..CELLS)
+        .map(|_| {
+            let start = (rng.next() % 10) as u32 * 1000;
+            cpu_series(&mut rng, start, 10_000, 360)
+        })
+        .collect();
+    report("cpu, random start second", &cpu_phase);
+    let jitter: Vec<Vec<DecodedPoint>> = (0..CELLS)
+        .map(|_| {
+            let mut s = cpu_series(&mut rng, 0, 10_000, 360);
+            for p in &mut s {
+                p.offset_ms += (rng.next() % 50) as u32;
+                p.ms = p.offset_ms % 1000 != 0;
+            }
+            s
+        })
+        .collect();
+    report("cpu, timestamps jittered 0-49 ms", &jitter);
+
+    report(
+        "constant gauge (Double 12.5)",
+        &series_of(CELLS, |_, _| Double(12.5)),
+    );
+    report("constant gauge (Int 1)", &series_of(CELLS, |_, _| Int(1)));
+    report(
+        "steady counter (+100 per point)",
+        &series_of(CELLS, |_, i| Int(1_000_000 + 100 * i as i64)),
+    );
+    for n in [1u64, 15, 255, 65_535] {
+        let mut v = 0i64;
+        let s = series_of(CELLS, |r, _| {
+            v += (r.next() % (n + 1)) as i64;
+            Int(v)
+        });
+        let ideal = ((n + 1) as f64).log2() / 8.0;
+        report(
+            &format!("counter, increments 0..={n} (ideal {ideal:.3})"),
+            &s,
+        );
+    }
+    report(
+        "mostly-zero gauge (98% 0, else 0.01-9.99)",
+        &series_of(CELLS, |r, _| {
+            if r.next() % 50 == 0 {
+                classify((1 + r.next() % 999) as f64 / 100.0)
+            } else {
+                Double(0.0)
+            }
+        }),
+    );
+    report(
+        "mostly-zero Int gauge (98% 0)",
+        &series_of(CELLS, |r, _| {
+            Int(if r.next() % 50 == 0 {
+                (r.next() % 100) as i64
+            } else {
+                0
+            })
+        }),
+    );
+    report(
+        "Telegraf-style (ints among 1-decimal floats)",
+        &series_of(CELLS, |r, _| {
+            let c = (r.next() % 1000) as i64;
+            if c % 10 == 0 {
+                Int(c / 10)
+            } else {
+                classify(c as f64 / 10.0)
+            }
+        }),
+    );
+    report(
+        "random f64 (all 64 bits random)",
+        &series_of(CELLS, |r, _| Double(f64::from_bits(r.next()))),
+    );
+    report(
+        "random f64 in [0,1) (53-bit mantissas)",
+        &series_of(CELLS, |r, _| {
+            Double((r.next() >> 11) as f64 / (1u64 << 53) as f64)
+        }),
+    );
+    report(
+        "slow sine (non-decimal doubles)",
+        &series_of(CELLS, |_, i| Double((i as f64 * 0.01).sin())),
+    );
+
+    // Speeds, one core.
+    let cells: Vec<Vec<u8>> = cpu
+        .iter()
+        .map(|s| {
+            let mut c = Vec::new();
+            encode_cell(s, &mut c).unwrap();
+            c
+        })
+        .collect();
+    let total = CELLS * 360;
+    let reps = 10;
+    let t = Instant::now();
+    for _ in 0..reps {
+        for s in &cpu {
+            let mut c = Vec::with_capacity(512);
+            encode_cell(black_box(s), &mut c).unwrap();
+            black_box(c);
+        }
+    }
+    rate("encode_cell (cpu)", total * reps, t.elapsed().as_secs_f64());
+
+    let reps = 50;
+    let t = Instant::now();
+    let mut sum = 0.0;
+    for _ in 0..reps {
+        for c in &cells {
+            for_each_point(black_box(c), |o, v| {
+                sum += v.as_f64() + f64::from(o);
+            })
+            .unwrap();
+        }
+    }
+    black_box(sum);
+    rate(
+        "for_each_point (cpu), summing",
+        total * reps,
+        t.elapsed().as_secs_f64(),
+    );
+
+    let t = Instant::now();
+    let mut out = Vec::with_capacity(400);
+    for _ in 0..reps {
+        for c in &cells {
+            out.clear();
+            decode_cell(black_box(c), &mut out).unwrap();
+            black_box(&out);
+        }
+    }
+    rate(
+        "decode_cell (cpu) into Vec",
+        total * reps,
+        t.elapsed().as_secs_f64(),
+    );
+
+    let (mut offs, mut vals) = (Vec::with_capacity(400), Vec::with_capacity(400));
+    let t = Instant::now();
+    for _ in 0..reps {
+        for c in &cells {
+            offs.clear();
+            vals.clear();
+            decode_columns(black_box(c), &mut offs, &mut vals).unwrap();
+            black_box((&offs, &vals));
+        }
+    }
+    rate(
+        "decode_columns (cpu)",
+        total * reps,
+        t.elapsed().as_secs_f64(),
+    );
+
+    let reps = 10;
+    let t = Instant::now();
+    let mut heap = 0;
+    for _ in 0..reps {
+        for s in &cpu {
+            let mut ch = Chunk::new();
+            for p in s {
+                ch.push(*p).unwrap();
+            }
+            heap += ch.heap_bytes();
+            black_box(&ch);
+        }
+    }
+    rate(
+        "Chunk::push (cpu), 360 per chunk",
+        total * reps,
+        t.elapsed().as_secs_f64(),
+    );
+    println!(
+        "Chunk heap after 360 cpu points: {:.1} bytes (mean); size_of::<Chunk>() = {}",
+        heap as f64 / (CELLS * reps) as f64,
+        size_of::<Chunk>()
+    );
+    let t = Instant::now();
+    for _ in 0..reps {
+        for s in &cpu {
+            let mut ch = Chunk::new();
+            for p in s {
+                ch.push(*p).unwrap();
+            }
+            let mut c = Vec::new();
+            ch.to_cell(&mut c);
+            black_box(c);
+        }
+    }
+    rate(
+        "Chunk::push + to_cell (cpu)",
+        total * reps,
+        t.elapsed().as_secs_f64(),
+    );
+}

@@ -1,0 +1,619 @@
+//! Cross-cutting tests of the native codec: every mode round-trips bit for
+//! bit through `encode_cell`, `decode_cell`, `for_each_point` and `Chunk`;
+//! corrupt input is an error, never a panic.
+
+use super::decimal::same_value;
+use super::measure::{Rng, cpu_cell, cpu_series};
+use super::*;
+use crate::codec::StoredValue::{self, Double, Float, Int};
+use proptest::prelude::*;
+
+fn pt(offset_ms: u32, value: StoredValue) -> DecodedPoint {
+    DecodedPoint {
+        offset_ms,
+        ms: offset_ms % 1000 != 0,
+        value,
+    }
+}
+
+fn same_points(a: &[DecodedPoint], b: &[DecodedPoint]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.offset_ms == y.offset_ms && x.ms == y.ms && same_value(x.value, y.value)
+        })
+}
+
+fn assert_same(a: &[DecodedPoint], b: &[DecodedPoint]) {
+    if !same_points(a, b) {
+        let i = a
+            .iter()
+            .zip(b)
+            .position(|(x, y)| {
+                !(x.offset_ms == y.offset_ms && x.ms == y.ms && same_value(x.value, y.value))
+            })
+            .unwrap_or(a.len().min(b.len()));
+        panic!(
+            "points differ at {i} (lengths {} vs {}): {:?} vs {:?}",
+            a.len(),
+            b.len(),
+            a.get(i),
+            b.get(i)
+        );
+    }
+}
+
+/// Encodes, decodes every way there is, and checks the chunk agrees byte
+/// for byte. Returns the cell.
+fn check(points: &[DecodedPoint]) -> Vec<u8> {
+    let mut cell = Vec::new();
+    encode_cell(points, &mut cell).unwrap();
+    assert_eq!(cell[0], CODEC_ID_V1);
+    assert_eq!(cell_point_count(&cell).unwrap(), points.len());
+    let mut got = Vec::new();
+    decode_cell(&cell, &mut got).unwrap();
+    assert_same(points, &got);
+
+    let mut visited = Vec::new();
+    for_each_point(&cell, |o, v| visited.push((o, v))).unwrap();
+    assert_eq!(visited.len(), points.len());
+    for (p, (o, v)) in points.iter().zip(&visited) {
+        assert_eq!(p.offset_ms, *o);
+        assert!(same_value(p.value, *v));
+    }
+    let (mut offs, mut vals) = (Vec::new(), Vec::new());
+    decode_columns(&cell, &mut offs, &mut vals).unwrap();
+    assert_eq!(offs.len(), points.len());
+
+    let mut chunk = Chunk::new();
+    for p in points {
+        chunk.push(*p).unwrap();
+    }
+    assert_eq!(chunk.len(), points.len());
+    let mut from_chunk = Vec::new();
+    chunk.to_cell(&mut from_chunk);
+    assert_eq!(from_chunk, cell, "Chunk::to_cell differs from encode_cell");
+    let mut dec = Vec::new();
+    chunk.decode(&mut dec).unwrap();
+    assert_same(points, &dec);
+    cell
+}
+
+#[test]
+fn empty_and_single_point_cells() {
+    assert_eq!(check(&[]), [0x01, 0x00]);
+    let one = check(&[pt(5000, Int(42))]);
+    assert!(one.len() <= 8, "{one:02X?}");
+    check(&[pt(0, Double(0.1))]);
+    check(&[pt(3_599_999, Float(-1.5))]);
+    check(&[pt(1, Double(f64::NAN))]);
+}
+
+#[test]
+fn unknown_codec_is_rejected_with_its_id() {
+    let err = decode_cell(&[0x07, 0x00], &mut Vec::new()).unwrap_err();
+    assert_eq!(err, NativeError::UnknownCodec(0x07));
+    assert!(err.to_string().contains("unknown cell codec 0x07"), "{err}");
+    assert!(err.to_string().contains("newer hourglass"), "{err}");
+    assert_eq!(cell_point_count(&[0x07]), Err(NativeError::UnknownCodec(7)));
+    assert_eq!(
+        for_each_point(&[0x00], |_, _| {}),
+        Err(NativeError::UnknownCodec(0))
+    );
+    assert_eq!(decode_cell(&[], &mut Vec::new()), Err(NativeError::Empty));
+}
+
+#[test]
+fn encode_rejects_bad_input() {
+    let mut out = Vec::new();
+    assert_eq!(
+        encode_cell(&[pt(10, Int(1)), pt(10, Int(2))], &mut out),
+        Err(NativeError::Unsorted {
+            index: 1,
+            offset_ms: 10
+        })
+    );
+    assert!(encode_cell(&[pt(20, Int(1)), pt(10, Int(2))], &mut out).is_err());
+    assert_eq!(
+        encode_cell(&[pt(3_600_000, Int(1))], &mut out),
+        Err(NativeError::OffsetOutOfRange {
+            index: 0,
+            offset_ms: 3_600_000
+        })
+    );
+    assert!(out.is_empty());
+    let mut c = Chunk::new();
+    c.push(pt(10, Int(1))).unwrap();
+    assert!(c.push(pt(10, Int(2))).is_err());
+    assert!(c.push(pt(5, Int(2))).is_err());
+    assert!(c.push(pt(3_600_000, Int(2))).is_err());
+    assert_eq!(c.len(), 1);
+    assert_eq!(c.last_offset(), Some(10));
+}
+
+#[test]
+fn regular_timestamps_cost_almost_nothing() {
+    // A constant gauge every 10 s: one header byte covers 16 blocks.
+    let pts: Vec<_> = (0..360).map(|i| pt(i * 10_000, Int(7))).collect();
+    let cell = check(&pts);
+    assert!(cell.len() <= 12, "{} bytes: {cell:02X?}", cell.len());
+    // Exactly 128 and 129 points.
+    for n in [127, 128, 129, 256, 257] {
+        let pts: Vec<_> = (0..n)
+            .map(|i| pt(i * 1000, Double(f64::from(i) / 4.0)))
+            .collect();
+        check(&pts);
+    }
+}
+
+#[test]
+fn irregular_timestamps() {
+    let mut rng = Rng(3);
+    let mut t = 0u32;
+    let pts: Vec<_> = (0..700)
+        .map(|_| {
+            t += 4_500 + (rng.next() % 1000) as u32;
+            pt(t, Int(1))
+        })
+        .collect();
+    check(&pts);
+    // Whole-second jitter and gaps (missing points).
+    let mut t = 0u32;
+    let pts: Vec<_> = (0..300)
+        .map(|i| {
+            t += if i % 37 == 0 { 30_000 } else { 10_000 } + (rng.next() % 3) as u32 * 1000;
+            pt(t, Int(i))
+        })
+        .collect();
+    check(&pts);
+    // Accelerating steps (delta-of-delta wins).
+    let mut t = 0u32;
+    let pts: Vec<_> = (1..200u32)
+        .map(|i| {
+            t += i * 7;
+            pt(t, Int(0))
+        })
+        .collect();
+    check(&pts);
+    // Dense milliseconds.
+    let pts: Vec<_> = (0..1000).map(|i| pt(i * 3 + 1, Int(i.into()))).collect();
+    check(&pts);
+}
+
+#[test]
+fn integer_transforms() {
+    // Steady counter: delta FOR at width 0.
+    let pts: Vec<_> = (0..1000)
+        .map(|i| pt(i * 1000, Int(1_000_000 + 17 * i64::from(i))))
+        .collect();
+    let cell = check(&pts);
+    assert!(cell.len() < 30, "{}", cell.len());
+    // Counter with random increments.
+    let mut rng = Rng(9);
+    let mut v = 0i64;
+    let pts: Vec<_> = (0..1000)
+        .map(|i| {
+            v += (rng.next() % 16) as i64;
+            pt(i * 1000, Int(v))
+        })
+        .collect();
+    check(&pts);
+    // Linearly growing increments (delta-of-delta).
+    let pts: Vec<_> = (0..300)
+        .map(|i| pt(i * 1000, Int(i64::from(i * i))))
+        .collect();
+    check(&pts);
+    // Extremes and wrapping deltas.
+    let pts: Vec<_> = [i64::MIN, i64::MAX, 0, i64::MIN, -1, i64::MAX, 1]
+        .iter()
+        .cycle()
+        .take(300)
+        .enumerate()
+        .map(|(i, &v)| pt(i as u32 * 7, Int(v)))
+        .collect();
+    check(&pts);
+    check(&[pt(0, Int(i64::MIN))]);
+    check(&[pt(0, Int(i64::MAX)), pt(1, Int(i64::MIN))]);
+}
+
+#[test]
+fn decimals_with_exceptions() {
+    let mut rng = Rng(1);
+    let mut pts = cpu_series(&mut rng, 0, 9_000, 400);
+    for i in [3usize, 130, 200, 399] {
+        pts[i].value = Double(f64::NAN);
+    }
+    pts[5].value = Double(-0.0);
+    pts[6].value = Double(f64::INFINITY);
+    pts[7].value = Double(f64::NEG_INFINITY);
+    pts[8].value = Double(std::f64::consts::PI);
+    pts[9].value = Double(f64::from_bits(1)); // subnormal
+    pts[10].value = Double(f64::from_bits(0x7FF0_0000_0000_0001)); // signalling NaN
+    pts[11].value = Float(f32::from_bits(0x7F80_0001)); // f32 signalling NaN
+    pts[12].value = Float(f32::from_bits(0xFFC1_2345)); // NaN payload
+    pts[13].value = Float(-0.0);
+    pts[14].value = Double(1e300);
+    check(&pts);
+}
+
+#[test]
+fn xor_and_raw_fallbacks() {
+    // Non-decimal doubles that change slowly: Gorilla XOR.
+    let pts: Vec<_> = (0..500)
+        .map(|i| pt(i * 1000, Double((f64::from(i) * 0.01).sin() / 3.0)))
+        .collect();
+    check(&pts);
+    // Random bit patterns: raw.
+    let mut rng = Rng(77);
+    let pts: Vec<_> = (0..500)
+        .map(|i| pt(i * 1000, Double(f64::from_bits(rng.next()))))
+        .collect();
+    let cell = check(&pts);
+    assert!(cell.len() <= 500 * 86 / 10, "{}", cell.len());
+    // Repeated non-decimal values: XOR costs a bit each.
+    let pts: Vec<_> = (0..500).map(|i| pt(i * 1000, Double(1.0 / 3.0))).collect();
+    check(&pts);
+}
+
+#[test]
+fn mixed_kinds() {
+    // Telegraf: integral values arrive as Int in a float series.
+    let mut rng = Rng(5);
+    let pts: Vec<_> = (0..400)
+        .map(|i| {
+            let c = (rng.next() % 10_000) as i64;
+            let v = if c % 3 == 0 {
+                Int(c / 100)
+            } else {
+                let d = c as f64 / 100.0;
+                if f64::from(d as f32) == d {
+                    Float(d as f32)
+                } else {
+                    Double(d)
+                }
+            };
+            pt(i * 9_000, v)
+        })
+        .collect();
+    check(&pts);
+    // Python: 100.0 written as "100.0" (a Float) next to Ints: kind bitmap.
+    let pts: Vec<_> = (0..300)
+        .map(|i| {
+            let v = match i % 4 {
+                0 => Int(i64::from(i)),
+                1 => Float(i as f32),
+                2 => Double(f64::from(i) + 0.1),
+                _ => Double(f64::from(i) + 0.5), // f32-exact but a Double: explicit kinds
+            };
+            pt(i * 1000, v)
+        })
+        .collect();
+    check(&pts);
+    // Floats that are not short decimals as f64 (f32 37.21).
+    let pts: Vec<_> = (0..200)
+        .map(|i| pt(i * 10, Float(37.21 + i as f32)))
+        .collect();
+    check(&pts);
+    // Mostly ints with a NaN and a huge int (not representable as f64).
+    let mut pts: Vec<_> = (0..200).map(|i| pt(i * 10, Int(i64::from(i)))).collect();
+    pts[50].value = Double(f64::NAN);
+    pts[51].value = Int(i64::MAX - 1);
+    pts[52].value = Float(0.5);
+    check(&pts);
+    // Ints inside XOR blocks.
+    let pts: Vec<_> = (0..300)
+        .map(|i| {
+            pt(
+                i * 10,
+                if i % 5 == 0 {
+                    Int(i64::from(i) << 40)
+                } else {
+                    Double((f64::from(i)).sqrt())
+                },
+            )
+        })
+        .collect();
+    check(&pts);
+}
+
+#[test]
+fn explicit_ms_flags() {
+    // ms qualifiers at whole seconds (a client writing ms timestamps).
+    let pts: Vec<_> = (0..300)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: true,
+            value: Int(1),
+        })
+        .collect();
+    check(&pts);
+    // Some of them.
+    let pts: Vec<_> = (0..300)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: i % 7 == 0,
+            value: Int(1),
+        })
+        .collect();
+    check(&pts);
+    // Not representable by OpenTSDB, but still lossless: ms=false off-second.
+    let pts: Vec<_> = (0..300)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1001,
+            ms: i % 2 == 0,
+            value: Int(1),
+        })
+        .collect();
+    check(&pts);
+}
+
+#[test]
+fn full_hour_at_one_millisecond() {
+    let pts: Vec<_> = (0..MAX_POINTS as u32)
+        .map(|i| pt(i, Int(i64::from(i % 1000))))
+        .collect();
+    let mut cell = Vec::new();
+    encode_cell(&pts, &mut cell).unwrap();
+    let mut got = Vec::new();
+    decode_cell(&cell, &mut got).unwrap();
+    assert_same(&pts, &got);
+    // A constant full hour is tiny.
+    let pts: Vec<_> = (0..MAX_POINTS as u32).map(|i| pt(i, Double(0.5))).collect();
+    let mut cell = Vec::new();
+    encode_cell(&pts, &mut cell).unwrap();
+    assert!(cell.len() < 2000, "{}", cell.len());
+    let mut n = 0;
+    for_each_point(&cell, |_, v| {
+        assert!(same_value(v, Double(0.5)));
+        n += 1;
+    })
+    .unwrap();
+    assert_eq!(n, MAX_POINTS);
+}
+
+#[test]
+fn header_claims_are_checked_before_allocating() {
+    // 3.6 M points claimed in a few bytes.
+    let mut cell = vec![CODEC_ID_V1];
+    varint::put_uvarint(&mut cell, (MAX_POINTS as u64) << 1);
+    cell.extend_from_slice(&[0x01, 0, 1, 0, 0]);
+    assert!(matches!(
+        cell_point_count(&cell),
+        Err(NativeError::Corrupt { .. })
+    ));
+    assert!(decode_cell(&cell, &mut Vec::new()).is_err());
+    // More than the maximum.
+    let mut cell = vec![CODEC_ID_V1];
+    varint::put_uvarint(&mut cell, ((MAX_POINTS as u64) + 1) << 1);
+    assert!(cell_point_count(&cell).is_err());
+    // Trailing bytes.
+    let mut cell = check(&[pt(0, Int(1)), pt(1000, Int(2))]);
+    cell.push(0);
+    assert!(matches!(
+        decode_cell(&cell, &mut Vec::new()),
+        Err(NativeError::Corrupt { .. })
+    ));
+    // Empty cell with a stray byte.
+    assert!(decode_cell(&[0x01, 0x00, 0x00], &mut Vec::new()).is_err());
+}
+
+fn sample_cells() -> Vec<Vec<u8>> {
+    let mut rng = Rng(11);
+    let mut cells = vec![cpu_cell(&mut rng, 360)];
+    let mut c = Vec::new();
+    let mut pts = cpu_series(&mut rng, 7, 1003, 300);
+    pts[4].value = Double(f64::NAN);
+    pts[200].value = Int(3);
+    pts[201].ms = !pts[201].ms;
+    encode_cell(&pts, &mut c).unwrap();
+    cells.push(c);
+    let mut c = Vec::new();
+    let pts: Vec<_> = (0..200)
+        .map(|i| pt(i * 999, Double((f64::from(i) * 0.3).cos())))
+        .collect();
+    encode_cell(&pts, &mut c).unwrap();
+    cells.push(c);
+    cells
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    for cell in sample_cells() {
+        for len in 0..cell.len() {
+            let mut out = Vec::new();
+            assert!(
+                decode_cell(&cell[..len], &mut out).is_err(),
+                "prefix of {len}/{} bytes decoded",
+                cell.len()
+            );
+            assert!(out.is_empty());
+            assert!(for_each_point(&cell[..len], |_, _| {}).is_err());
+        }
+    }
+}
+
+#[test]
+fn byte_flips_never_panic() {
+    for cell in sample_cells() {
+        let mut rng = Rng(cell.len() as u64);
+        for i in 0..cell.len() {
+            for _ in 0..4 {
+                let mut bad = cell.clone();
+                bad[i] ^= 1 << (rng.next() % 8);
+                let mut out = Vec::new();
+                if decode_cell(&bad, &mut out).is_ok() {
+                    assert!(out.len() <= MAX_POINTS);
+                    assert!(out.windows(2).all(|w| w[0].offset_ms < w[1].offset_ms));
+                    assert!(out.iter().all(|p| p.offset_ms < 3_600_000));
+                }
+                let _ = for_each_point(&bad, |_, _| {});
+                let _ = cell_point_count(&bad);
+                let _ = Chunk::from_cell(&bad);
+            }
+        }
+    }
+}
+
+#[test]
+fn chunk_memory_on_the_cpu_workload() {
+    let mut rng = Rng(42);
+    let pts = cpu_series(&mut rng, 0, 10_000, 360);
+    let mut c = Chunk::new();
+    assert_eq!(c.heap_bytes(), 0);
+    c.push(pts[0]).unwrap();
+    assert!(c.heap_bytes() <= 32, "1 point: {}", c.heap_bytes());
+    for p in &pts[1..] {
+        c.push(*p).unwrap();
+    }
+    assert!(
+        c.heap_bytes() <= 450,
+        "360 points: {} bytes",
+        c.heap_bytes()
+    );
+}
+
+#[test]
+fn chunk_from_cell_continues() {
+    let mut rng = Rng(8);
+    let pts = cpu_series(&mut rng, 0, 10_000, 360);
+    for split in [0, 1, 127, 128, 129, 200, 360] {
+        let mut cell = Vec::new();
+        encode_cell(&pts[..split], &mut cell).unwrap();
+        let mut c = Chunk::from_cell(&cell).unwrap();
+        for p in &pts[split..] {
+            c.push(*p).unwrap();
+        }
+        let mut got = Vec::new();
+        c.decode(&mut got).unwrap();
+        assert_same(&pts, &got);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        c.to_cell(&mut a);
+        encode_cell(&pts, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn chunk_switches_to_ms_unit_after_sealing() {
+    let mut pts: Vec<_> = (0..300)
+        .map(|i| pt(i * 1000, Double(f64::from(i) * 0.25)))
+        .collect();
+    pts.push(pt(300_001, Int(5)));
+    pts.push(pt(301_000, Int(6)));
+    check(&pts);
+}
+
+// --- property tests -------------------------------------------------------
+
+fn arb_value() -> impl Strategy<Value = StoredValue> {
+    prop_oneof![
+        any::<i64>().prop_map(Int),
+        (-1000i64..1000).prop_map(Int),
+        any::<u32>().prop_map(|b| Float(f32::from_bits(b))),
+        (-100_000i64..100_000).prop_map(|c| Float(c as f32 / 4.0)),
+        any::<u64>().prop_map(|b| Double(f64::from_bits(b))),
+        (-1_000_000i64..1_000_000, 0u8..4)
+            .prop_map(|(m, e)| Double(m as f64 / [1.0, 10.0, 100.0, 1000.0][e as usize])),
+        Just(Double(-0.0)),
+        Just(Double(f64::NAN)),
+    ]
+}
+
+fn arb_points(max: usize) -> impl Strategy<Value = Vec<DecodedPoint>> {
+    (
+        prop::collection::vec((1u32..20_000, arb_value(), 0u8..10), 0..max),
+        any::<bool>(),
+        0u32..1000,
+    )
+        .prop_map(|(raw, seconds, start)| {
+            let mut t = start;
+            let mut out = Vec::new();
+            for (gap, value, flag) in raw {
+                let step = if seconds { (gap % 20 + 1) * 1000 } else { gap };
+                t = t.saturating_add(step);
+                let t = if seconds { t / 1000 * 1000 } else { t };
+                if t > 3_599_999 || out.last().is_some_and(|p: &DecodedPoint| p.offset_ms >= t) {
+                    break;
+                }
+                let ms = if flag == 0 {
+                    t % 1000 == 0
+                } else {
+                    t % 1000 != 0
+                };
+                out.push(DecodedPoint {
+                    offset_ms: t,
+                    ms,
+                    value,
+                });
+            }
+            out
+        })
+}
+
+/// Runs of similar values, so chaining, SAME and repeats get exercised.
+fn arb_runs() -> impl Strategy<Value = Vec<DecodedPoint>> {
+    prop::collection::vec((arb_value(), 1usize..300, 0u8..3), 1..6).prop_map(|runs| {
+        let mut out = Vec::new();
+        let mut t = 0u32;
+        for (v, len, how) in runs {
+            for i in 0..len {
+                t += 10_000;
+                if t > 3_599_999 {
+                    return out;
+                }
+                let value = match (how, v) {
+                    (1, Int(x)) => Int(x.wrapping_add(i as i64 * 3)),
+                    (1, Double(d)) => Double(d + i as f64 * 0.01),
+                    (2, Int(x)) => Int(x.wrapping_add((i as i64 * 7919) % 13)),
+                    _ => v,
+                };
+                out.push(pt(t, value));
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn prop_round_trip(points in arb_points(400)) {
+        check(&points);
+    }
+
+    #[test]
+    fn prop_round_trip_runs(points in arb_runs()) {
+        check(&points);
+    }
+
+    #[test]
+    fn prop_from_cell_then_push(points in arb_points(300), split in 0usize..300) {
+        let split = split.min(points.len());
+        let mut cell = Vec::new();
+        encode_cell(&points[..split], &mut cell).unwrap();
+        let mut c = Chunk::from_cell(&cell).unwrap();
+        for p in &points[split..] {
+            c.push(*p).unwrap();
+        }
+        let mut got = Vec::new();
+        c.decode(&mut got).unwrap();
+        prop_assert!(same_points(&points, &got));
+        let mut a = Vec::new();
+        c.to_cell(&mut a);
+        let mut b = Vec::new();
+        encode_cell(&points, &mut b).unwrap();
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn prop_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let mut b = bytes;
+        if let Some(f) = b.first_mut() {
+            *f = CODEC_ID_V1;
+        }
+        let mut out = Vec::new();
+        let _ = decode_cell(&b, &mut out);
+        let _ = for_each_point(&b, |_, _| {});
+        let _ = Chunk::from_cell(&b);
+    }
+}
