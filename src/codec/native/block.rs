@@ -388,6 +388,40 @@ pub(crate) fn decode_block(
         _ => r.take((2 * n).div_ceil(8), "kind map")?,
     };
 
+    let mut exc_n = 0usize;
+    let mut exc_pos = [0u8; BLOCK];
+    let mut exc_val = [StoredValue::Int(0); BLOCK];
+    let mut exc_x = [false; BLOCK];
+    if exc {
+        let count = r.uvarint("exception count")?;
+        if count == 0 || count > n as u64 {
+            return Err(r.corrupt("exception count out of range"));
+        }
+        exc_n = count as usize;
+        let pos = r.take(exc_n, "exception positions")?;
+        if pos.windows(2).any(|w| w[0] >= w[1]) || usize::from(pos[exc_n - 1]) >= n {
+            return Err(r.corrupt("exception positions not increasing within the block"));
+        }
+        exc_pos[..exc_n].copy_from_slice(pos);
+        let kinds = r.take(exc_n.div_ceil(4), "exception kinds")?;
+        for j in 0..exc_n {
+            let k = (kinds[j >> 2] >> ((j & 3) * 2)) & 3;
+            exc_val[j] = match k {
+                KIND_INT => StoredValue::Int(r.ivarint("exception value")?),
+                KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("exception value")?)),
+                KIND_DOUBLE => StoredValue::Double(f64::from_bits(r.u64_le("exception value")?)),
+                _ => {
+                    let x = r.ivarint("exception override")?;
+                    exc_x[j] = true;
+                    let pi = usize::from(exc_pos[j]);
+                    out.x[pi] = x;
+                    out.raw[pi] = x as u64;
+                    StoredValue::Int(x)
+                }
+            };
+        }
+    }
+
     // --- materialise values.
     if p.class == CLASS_INT {
         for (v, &x) in out.val[..n].iter_mut().zip(&out.x[..n]) {
@@ -446,27 +480,12 @@ pub(crate) fn decode_block(
         }
     }
 
-    // --- exceptions.
-    if exc {
-        let count = r.uvarint("exception count")?;
-        if count == 0 || count > n as u64 {
-            return Err(r.corrupt("exception count out of range"));
-        }
-        let count = count as usize;
-        let pos = r.take(count, "exception positions")?;
-        if pos.windows(2).any(|w| w[0] >= w[1]) || usize::from(pos[count - 1]) >= n {
-            return Err(r.corrupt("exception positions not increasing within the block"));
-        }
-        let kinds = r.take(count.div_ceil(4), "exception kinds")?;
-        for (j, &pi) in pos.iter().enumerate() {
-            let k = (kinds[j >> 2] >> ((j & 3) * 2)) & 3;
-            let v = match k {
-                KIND_INT => StoredValue::Int(r.ivarint("exception value")?),
-                KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("exception value")?)),
-                KIND_DOUBLE => StoredValue::Double(f64::from_bits(r.u64_le("exception value")?)),
-                _ => return Err(r.corrupt("invalid exception kind")),
-            };
-            out.val[usize::from(pi)] = v;
+    // --- exceptions: whole values, applied last, and stream overrides
+    // (spikes), applied before the kind rules run.
+    for j in 0..exc_n {
+        let pi = usize::from(exc_pos[j]);
+        if !exc_x[j] {
+            out.val[pi] = exc_val[j];
         }
     }
 
@@ -570,11 +589,31 @@ struct TsPlan {
     new_step: i64,
 }
 
-/// An exception: position, kind, and the value itself.
+/// Exception code 3: the point's stream integer is replaced (a spike in an
+/// otherwise steady stream); its kind follows the block's rules.
+const EXC_OVERRIDE: u8 = 3;
+
+#[derive(Clone, Copy)]
+enum ExcVal {
+    /// The whole value, kind included.
+    V(StoredValue),
+    /// A stream override.
+    X(i64),
+}
+
 #[derive(Clone, Copy)]
 struct Exc {
     pos: u8,
-    value: StoredValue,
+    what: ExcVal,
+}
+
+impl Exc {
+    fn code(&self) -> u8 {
+        match self.what {
+            ExcVal::V(v) => kind_of(v),
+            ExcVal::X(_) => EXC_OVERRIDE,
+        }
+    }
 }
 
 struct ValPlan {
@@ -594,6 +633,7 @@ struct ValPlan {
 }
 
 /// A candidate representation of a block's values.
+#[derive(Clone)]
 struct Repr {
     class: u8,
     x: [i64; BLOCK],
@@ -601,7 +641,9 @@ struct Repr {
     kind: [u8; BLOCK],
     /// Kind under the "Float iff f32-exact" default.
     d0: [u8; BLOCK],
+    /// Integral value (only computed when the block has Int points).
     integral: [bool; BLOCK],
+    has_int: bool,
 }
 
 #[inline]
@@ -610,6 +652,69 @@ fn exc_bits(v: StoredValue) -> usize {
         StoredValue::Int(i) => 8 * uvarint_len(zigzag(i)),
         StoredValue::Float(_) => 32,
         StoredValue::Double(_) => 64,
+    }
+}
+
+/// Min, max and zigzag-OR of a stream (for frame-of-reference and zigzag widths).
+#[derive(Clone, Copy)]
+struct Stats {
+    min: i64,
+    max: i64,
+    zz: u64,
+    any: bool,
+}
+
+impl Stats {
+    const EMPTY: Stats = Stats {
+        min: i64::MAX,
+        max: i64::MIN,
+        zz: 0,
+        any: false,
+    };
+
+    #[inline]
+    fn add(&mut self, v: i64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.zz |= zigzag(v);
+        self.any = true;
+    }
+
+    fn of(s: &[i64]) -> Stats {
+        let mut st = Stats::EMPTY;
+        for &v in s {
+            st.add(v);
+        }
+        st
+    }
+
+    fn with(mut self, v: i64) -> Stats {
+        self.add(v);
+        self
+    }
+
+    /// (width, base) for transform `tr`.
+    fn layout(&self, tr: u8) -> (u8, i64) {
+        if !self.any {
+            (0, 0)
+        } else if tr == TR_DELTA {
+            (width_of(self.zz), 0)
+        } else {
+            (width_of(self.max.wrapping_sub(self.min) as u64), self.min)
+        }
+    }
+
+    /// Whether every value fits width `w` at base `base` under `tr`.
+    fn fits(&self, tr: u8, base: i64, w: u8) -> bool {
+        if !self.any {
+            return true;
+        }
+        let lim = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
+        if tr == TR_DELTA {
+            self.zz <= lim
+        } else {
+            self.min >= base && (self.max.wrapping_sub(base) as u64) <= lim
+        }
     }
 }
 
@@ -636,19 +741,6 @@ fn gen_stream(tr: u8, reset: bool, xs: &[i64], cx: i64, cd: i64, out: &mut [i64]
     k
 }
 
-/// Width and base needed to pack `s` with transform `tr`.
-fn stream_width(tr: u8, s: &[i64]) -> (u8, i64) {
-    if tr == TR_DELTA {
-        let m = s.iter().fold(0u64, |a, &v| a | zigzag(v));
-        return (width_of(m), 0);
-    }
-    let Some(&f) = s.first() else {
-        return (0, 0);
-    };
-    let (mn, mx) = s.iter().fold((f, f), |(a, b), &v| (a.min(v), b.max(v)));
-    (width_of(mx.wrapping_sub(mn) as u64), mn)
-}
-
 fn to_packed(tr: u8, base: i64, s: &[i64], out: &mut [u64]) {
     for (o, &v) in out.iter_mut().zip(s) {
         *o = if tr == TR_DELTA {
@@ -657,18 +749,6 @@ fn to_packed(tr: u8, base: i64, s: &[i64], out: &mut [u64]) {
             v.wrapping_sub(base) as u64
         };
     }
-}
-
-fn fits(tr: u8, base: i64, w: u8, s: &[i64]) -> bool {
-    let lim = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-    s.iter().all(|&v| {
-        let u = if tr == TR_DELTA {
-            zigzag(v)
-        } else {
-            v.wrapping_sub(base) as u64
-        };
-        u <= lim
-    })
 }
 
 impl Encoder {
@@ -791,14 +871,18 @@ impl Encoder {
             out.extend(v.exc.iter().map(|e| e.pos));
             let mut w = BitWriter::new(out);
             for e in &v.exc {
-                w.write(u64::from(kind_of(e.value)), 2);
+                w.write(u64::from(e.code()), 2);
             }
             w.finish();
             for e in &v.exc {
-                match e.value {
-                    StoredValue::Int(i) => put_uvarint(out, zigzag(i)),
-                    StoredValue::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
-                    StoredValue::Double(d) => out.extend_from_slice(&d.to_bits().to_le_bytes()),
+                match e.what {
+                    ExcVal::X(x) | ExcVal::V(StoredValue::Int(x)) => put_uvarint(out, zigzag(x)),
+                    ExcVal::V(StoredValue::Float(f)) => {
+                        out.extend_from_slice(&f.to_bits().to_le_bytes())
+                    }
+                    ExcVal::V(StoredValue::Double(d)) => {
+                        out.extend_from_slice(&d.to_bits().to_le_bytes())
+                    }
                 }
             }
         }
@@ -857,8 +941,8 @@ impl Encoder {
             prev = d[i - 1];
         }
         let k = n - 1;
-        let (wd, bd) = stream_width(TR_DELTA_FOR, &d[..k]);
-        let (wdd, bdd) = stream_width(TR_DOD_FOR, &dd[..k]);
+        let (wd, bd) = Stats::of(&d[..k]).layout(TR_DELTA_FOR);
+        let (wdd, bdd) = Stats::of(&dd[..k]).layout(TR_DOD_FOR);
         let cost_d = uvarint_len(bd as u64) + packed_len(k, wd);
         let cost_dd = uvarint_len(zigzag(bdd)) + packed_len(k, wdd);
         plan.k = k;
@@ -910,8 +994,8 @@ impl Encoder {
         }
         match best {
             Some(b) => b,
-            // Unreachable (XOR and raw are always tried when nothing else
-            // was), but keep a total fallback rather than a panic.
+            // Unreachable (XOR and raw are tried when nothing else was), but
+            // a total fallback beats a panic.
             None => self.plan_repr(pts, &Repr::bits(pts)),
         }
     }
@@ -965,11 +1049,21 @@ impl Encoder {
         let st = &self.st;
         // Kind mode: the derivable defaults cost nothing; a bitmap or an
         // exception per misfit otherwise. INT blocks are all integers.
-        let (kind_mode, mut is_exc) = if r.class == CLASS_INT {
-            (st.kind_mode, [false; BLOCK])
+        let (kind_mode, is_exc) = if r.class == CLASS_INT {
+            let mut ex = [false; BLOCK];
+            for i in 0..n {
+                ex[i] = !r.ok[i];
+            }
+            (st.kind_mode, ex)
         } else {
             let mut best = (usize::MAX, K_DEFAULT, [false; BLOCK]);
-            for ir in [IR_NONE, IR_INTEGRAL, IR_MAP, IR_EXPLICIT] {
+            // Without Int points the integral rule can only add misfits.
+            let irs: &[u8] = if r.has_int {
+                &[IR_NONE, IR_INTEGRAL, IR_MAP, IR_EXPLICIT]
+            } else {
+                &[IR_NONE, IR_EXPLICIT]
+            };
+            for &ir in irs {
                 for fr in [FR_DERIVE, FR_DOUBLE, FR_FLOAT] {
                     if ir == IR_EXPLICIT && fr != FR_DERIVE {
                         continue;
@@ -982,6 +1076,9 @@ impl Encoder {
                     };
                     if mode != st.kind_mode {
                         bits += 8;
+                    }
+                    if bits >= best.0 {
+                        continue;
                     }
                     let mut ex = [false; BLOCK];
                     for i in 0..n {
@@ -1013,20 +1110,81 @@ impl Encoder {
             }
             (best.1, best.2)
         };
-        if r.class == CLASS_INT {
-            for i in 0..n {
-                is_exc[i] = !r.ok[i];
+        let plain = self.finish_plan(pts, r, kind_mode, &is_exc, &[false; BLOCK]);
+        if r.class == CLASS_XOR || r.class == CLASS_RAW {
+            return plain;
+        }
+        // Spikes: when most of the stream is one value (a mostly-zero gauge),
+        // storing the others as overrides packs the rest at width 0.
+        let mut repeats = 0;
+        let mut last: Option<i64> = None;
+        for i in 0..n {
+            if !is_exc[i] {
+                if last == Some(r.x[i]) {
+                    repeats += 1;
+                }
+                last = Some(r.x[i]);
             }
         }
+        if repeats * 2 < n {
+            return plain;
+        }
+        let mut vals: Vec<i64> = (0..n).filter(|&i| !is_exc[i]).map(|i| r.x[i]).collect();
+        vals.sort_unstable();
+        let (mut mode, mut best_run, mut run) = (0i64, 0usize, 0usize);
+        for (j, &v) in vals.iter().enumerate() {
+            run = if j > 0 && vals[j - 1] == v {
+                run + 1
+            } else {
+                1
+            };
+            if run > best_run {
+                best_run = run;
+                mode = v;
+            }
+        }
+        if best_run == vals.len() || (vals.len() - best_run) * 4 > n {
+            return plain;
+        }
+        let mut spikes = [false; BLOCK];
+        for i in 0..n {
+            spikes[i] = !is_exc[i] && r.x[i] != mode;
+        }
+        let spiky = self.finish_plan(pts, r, kind_mode, &is_exc, &spikes);
+        if spiky.bits < plain.bits {
+            spiky
+        } else {
+            plain
+        }
+    }
+
+    /// Builds the plan for a fixed kind mode, value exceptions (`is_exc`)
+    /// and stream overrides (`spikes`).
+    fn finish_plan(
+        &self,
+        pts: &[DecodedPoint],
+        r: &Repr,
+        kind_mode: u8,
+        is_exc: &[bool; BLOCK],
+        spikes: &[bool; BLOCK],
+    ) -> ValPlan {
+        let n = pts.len();
+        let st = &self.st;
         let mut exc = Vec::new();
         let mut exc_total = 0usize;
         for i in 0..n {
             if is_exc[i] {
                 exc.push(Exc {
                     pos: i as u8,
-                    value: pts[i].value,
+                    what: ExcVal::V(pts[i].value),
                 });
                 exc_total += exc_bits(pts[i].value);
+            } else if spikes[i] {
+                exc.push(Exc {
+                    pos: i as u8,
+                    what: ExcVal::X(r.x[i]),
+                });
+                exc_total += 10 + 8 * uvarint_len(zigzag(r.x[i]));
             }
         }
         if !exc.is_empty() {
@@ -1042,19 +1200,19 @@ impl Encoder {
             }
         };
 
-        // Placeholders for exceptions keep the stream smooth: the previous
-        // value (or, before the first real one, the first real one).
+        // Exceptions hold a placeholder in the stream that keeps it smooth:
+        // the previous real value (before the first one, the first one).
         let prev_params = st.params.filter(|p| p.class == r.class);
         let chain = prev_params.is_some();
+        let real = |i: usize| !is_exc[i] && !spikes[i];
         let mut x = [0i64; BLOCK];
-        let first_ok = (0..n).find(|&i| !is_exc[i]);
-        let mut last = match first_ok {
+        let mut last = match (0..n).find(|&i| real(i)) {
             Some(i) => r.x[i],
             None if chain => st.x,
             None => 0,
         };
         for i in 0..n {
-            if !is_exc[i] {
+            if real(i) {
                 last = r.x[i];
             }
             x[i] = last;
@@ -1122,25 +1280,62 @@ impl Encoder {
         plan
     }
 
-    /// Picks the cheapest integer transform (inheriting the previous
-    /// block's parameters when the data fits them) and fills `plan`.
+    /// Picks the cheapest integer transform — inheriting the previous
+    /// block's parameters when the data fits them — and fills `plan`.
+    /// Widths come from min/max/zigzag statistics computed once per stream;
+    /// the chained and reset variants differ only in their first elements.
     fn plan_ints(&self, plan: &mut ValPlan, x: &[i64], prev: Option<Params>, fixed: usize) {
-        let st = &self.st;
-        let mut s = [0i64; BLOCK];
+        let n = x.len();
+        let (cx, cd) = (self.st.x, self.st.delta);
+        // Deltas d[i] = x[i] - x[i-1] for i ≥ 1, and dd[i] = d[i] - d[i-1] for i ≥ 2.
+        let mut d_tail = Stats::EMPTY;
+        let mut dd_tail = Stats::EMPTY;
+        for i in 1..n {
+            let d = x[i].wrapping_sub(x[i - 1]);
+            d_tail.add(d);
+            if i >= 2 {
+                dd_tail.add(d.wrapping_sub(x[i - 1].wrapping_sub(x[i - 2])));
+            }
+        }
+        let d0 = x[0].wrapping_sub(cx);
+        let d1 = if n >= 2 {
+            Some(x[1].wrapping_sub(x[0]))
+        } else {
+            None
+        };
+        let for_stats = Stats::of(x);
+        // Stats of each (transform, reset) stream.
+        let stream = |tr: u8, reset: bool| -> Stats {
+            match (tr, reset) {
+                (TR_FOR, _) => for_stats,
+                (TR_DOD_FOR, false) => {
+                    let s = dd_tail.with(d0.wrapping_sub(cd));
+                    match d1 {
+                        Some(d1) => s.with(d1.wrapping_sub(d0)),
+                        None => s,
+                    }
+                }
+                (TR_DOD_FOR, true) => match d1 {
+                    Some(d1) => dd_tail.with(d1),
+                    None => dd_tail,
+                },
+                (_, false) => d_tail.with(d0),
+                (_, true) => d_tail,
+            }
+        };
         // (bits, same, tr, reset, width, base)
         let mut best: (usize, bool, u8, bool, u8, i64) = (usize::MAX, false, 0, false, 0, 0);
-        if let Some(p) = prev {
-            let k = gen_stream(p.transform, false, x, st.x, st.delta, &mut s);
-            if fits(p.transform, p.base, p.width, &s[..k]) {
-                best = (
-                    packed_len(k, p.width) * 8,
-                    true,
-                    p.transform,
-                    false,
-                    p.width,
-                    p.base,
-                );
-            }
+        if let Some(p) = prev
+            && stream(p.transform, false).fits(p.transform, p.base, p.width)
+        {
+            best = (
+                packed_len(n, p.width) * 8,
+                true,
+                p.transform,
+                false,
+                p.width,
+                p.base,
+            );
         }
         let chain = prev.is_some();
         for tr in [TR_DELTA, TR_DELTA_FOR, TR_DOD_FOR, TR_FOR] {
@@ -1148,8 +1343,8 @@ impl Encoder {
                 if (tr == TR_FOR && reset) || (!reset && !chain && tr != TR_FOR) {
                     continue;
                 }
-                let k = gen_stream(tr, reset, x, st.x, st.delta, &mut s);
-                let (w, base) = stream_width(tr, &s[..k]);
+                let (w, base) = stream(tr, reset).layout(tr);
+                let k = if reset { n - 1 } else { n };
                 let mut bits = 16 + packed_len(k, w) * 8;
                 if tr != TR_DELTA {
                     bits += 8 * uvarint_len(zigzag(base));
@@ -1163,7 +1358,8 @@ impl Encoder {
             }
         }
         let (bits, same, tr, reset, w, base) = best;
-        let k = gen_stream(tr, reset, x, st.x, st.delta, &mut s);
+        let mut s = [0i64; BLOCK];
+        let k = gen_stream(tr, reset, x, cx, cd, &mut s);
         to_packed(tr, base, &s[..k], &mut plan.vals);
         plan.k = k;
         plan.same = same;
@@ -1188,18 +1384,22 @@ impl Repr {
             kind: [0; BLOCK],
             d0: [0; BLOCK],
             integral: [false; BLOCK],
+            has_int: false,
         }
     }
 
     fn decimal(pts: &[DecodedPoint], e: u8) -> Self {
         let mut r = Repr::empty(CLASS_DEC0 + e);
+        r.has_int = pts.iter().any(|p| p.value.is_integer());
         for (i, p) in pts.iter().enumerate() {
             r.kind[i] = kind_of(p.value);
             if let Some(m) = to_decimal(p.value, e) {
                 r.x[i] = m;
                 r.ok[i] = true;
                 r.d0[i] = derive_float_kind(dec_f64(m, e));
-                r.integral[i] = dec_integral(m, e);
+                if r.has_int {
+                    r.integral[i] = dec_integral(m, e);
+                }
             }
         }
         r
@@ -1207,6 +1407,7 @@ impl Repr {
 
     fn bits(pts: &[DecodedPoint]) -> Self {
         let mut r = Repr::empty(CLASS_XOR);
+        r.has_int = pts.iter().any(|p| p.value.is_integer());
         for (i, p) in pts.iter().enumerate() {
             r.kind[i] = kind_of(p.value);
             if let Some(b) = to_bits(p.value) {

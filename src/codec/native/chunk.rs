@@ -345,10 +345,19 @@ impl Chunk {
     /// Appends `p` as a tail record (the offset checks are done), first
     /// choosing or widening the tail's domain when `p` asks for it.
     fn append(&mut self, p: DecodedPoint) {
+        let tail_empty = self.tail_count() == 0;
+        if !tail_empty {
+            // Fast path: the value is a plain token of the current domain.
+            let tok = Self::token(self.domain(), self.float_rule(), self.prev_x, p.value);
+            if tok.is_some_and(|t| t.2 == kind_of(p.value)) {
+                self.append_record(p, tok);
+                return;
+            }
+        }
         let dom = self.domain();
         let want = Self::preferred_domain(p.value);
         if dom != want {
-            if self.tail_count() == 0 {
+            if tail_empty {
                 // Nothing to re-encode: keep the domain only if it takes the
                 // value as a plain token.
                 let fr = self.float_rule();
@@ -363,7 +372,7 @@ impl Chunk {
                 self.retail(want);
             }
         }
-        if self.tail_count() == 0 {
+        if tail_empty {
             // A new tail picks the float rule its first point needs, so a
             // series written as all-Double (0.5 stored on 8 bytes) or all-Float
             // (f32 37.21) does not escape every point.
@@ -377,7 +386,8 @@ impl Chunk {
             };
             self.set_float_rule(fr);
         }
-        self.append_record(p);
+        let tok = Self::token(self.domain(), self.float_rule(), self.prev_x, p.value);
+        self.append_record(p, tok);
     }
 
     /// Re-encodes the tail in domain `dom`.
@@ -394,17 +404,18 @@ impl Chunk {
         self.set_domain(dom);
         self.prev_x = 0;
         for q in pts {
-            self.append_record(q);
+            let tok = Self::token(dom, self.float_rule(), self.prev_x, q.value);
+            self.append_record(q, tok);
         }
     }
 
-    fn append_record(&mut self, p: DecodedPoint) {
+    /// Writes the record of `p`, whose token in the current domain is `tok`.
+    fn append_record(&mut self, p: DecodedPoint, tok: Option<(u64, i64, u8)>) {
         let mut rec = Rec { buf: [0; 32], n: 0 };
         let has_prev = self.len > 0;
         let predicted = self.last_offset.wrapping_add(self.step());
         let ts_explicit = !has_prev || p.offset_ms != predicted;
         let ms_flip = p.ms != (p.offset_ms % 1000 != 0);
-        let tok = Self::token(self.domain(), self.float_rule(), self.prev_x, p.value);
         let kind = kind_of(p.value);
         let kind_ok = tok.is_some_and(|(_, _, k)| k == kind);
         if ts_explicit || ms_flip || !kind_ok {
