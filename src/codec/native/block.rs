@@ -12,8 +12,8 @@
 use super::NativeError;
 use super::bitpack::{self, BLOCK, BitReader, BitWriter, packed_len, width_of};
 use super::decimal::{
-    self, KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, bits_integral, bits_value, dec_f64,
-    dec_integral, dec_value, derive_float_kind, kind_of, to_bits, to_decimal,
+    self, KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, bits_integral, bits_value, dec_integral,
+    dec_value_d, derive_float_kind, kind_of, to_bits, to_decimal_d,
 };
 use super::varint::{Reader, put_uvarint, unzigzag, uvarint_len, zigzag};
 use super::xor;
@@ -78,6 +78,13 @@ pub(crate) fn float_kind(fr: u8, d: f64) -> u8 {
         FR_FLOAT => KIND_FLOAT,
         _ => derive_float_kind(d),
     }
+}
+
+/// The `ms` flag a point gets by default: OpenTSDB writes a millisecond
+/// qualifier exactly when the offset is not a whole second.
+#[inline]
+pub(crate) fn derived_ms(offset_ms: u32) -> bool {
+    !offset_ms.is_multiple_of(1000)
 }
 
 #[inline]
@@ -451,6 +458,7 @@ pub(crate) fn decode_block(
             _ => {
                 for i in 0..n {
                     let x = out.x[i];
+                    let d = x as f64 / pf;
                     let k = match ir {
                         IR_INTEGRAL if dec_integral(x, e) => KIND_INT,
                         IR_MAP if bit_at(kind_map, i) => KIND_INT,
@@ -458,9 +466,9 @@ pub(crate) fn decode_block(
                             3 => return Err(r.corrupt("invalid kind code")),
                             k => k,
                         },
-                        _ => float_kind(fr, dec_f64(x, e)),
+                        _ => float_kind(fr, d),
                     };
-                    out.val[i] = dec_value(x, e, k);
+                    out.val[i] = dec_value_d(x, e, k, d);
                 }
             }
         }
@@ -499,7 +507,7 @@ pub(crate) fn decode_block(
             }
             _ => {
                 for (o, &off) in out.ms[..n].iter_mut().zip(&out.off[..n]) {
-                    *o = off % 1000 != 0;
+                    *o = derived_ms(off);
                 }
             }
         }
@@ -766,7 +774,7 @@ impl Encoder {
         debug_assert!((1..=BLOCK).contains(&n));
         let ts = self.plan_ts(pts);
 
-        let ms_mode = if pts.iter().all(|p| p.ms == (p.offset_ms % 1000 != 0)) {
+        let ms_mode = if pts.iter().all(|p| p.ms == derived_ms(p.offset_ms)) {
             MS_DERIVED
         } else if pts.iter().all(|p| p.ms) {
             MS_ALL
@@ -975,10 +983,33 @@ impl Encoder {
             return self.plan_repr(pts, &r);
         }
         let mut best: Option<ValPlan> = None;
-        for e in self.exponent_candidates(pts) {
+        let mut tried = self.exponent_candidates(pts);
+        for &e in &tried {
             let plan = self.plan_repr(pts, &Repr::decimal(pts, e));
             if best.as_ref().is_none_or(|b| plan.bits < b.bits) {
                 best = Some(plan);
+            }
+        }
+        // The sample can miss rare values that need more decimals (spikes
+        // of a mostly-zero gauge): if the best plan made exceptions of
+        // decimals, also try the exponent they need.
+        if let Some(b) = &best {
+            let need = b
+                .exc
+                .iter()
+                .filter_map(|x| match x.what {
+                    ExcVal::V(v) if !v.is_integer() => decimal::min_exponent(v),
+                    _ => None,
+                })
+                .max();
+            if let Some(e) = need
+                && !tried.contains(&e)
+            {
+                tried.push(e);
+                let plan = self.plan_repr(pts, &Repr::decimal(pts, e));
+                if plan.bits < b.bits {
+                    best = Some(plan);
+                }
             }
         }
         // Decimals that mostly fail: try f64 bits (Gorilla XOR or raw).
@@ -1051,8 +1082,8 @@ impl Encoder {
         // exception per misfit otherwise. INT blocks are all integers.
         let (kind_mode, is_exc) = if r.class == CLASS_INT {
             let mut ex = [false; BLOCK];
-            for i in 0..n {
-                ex[i] = !r.ok[i];
+            for (e, &ok) in ex.iter_mut().zip(&r.ok[..n]) {
+                *e = !ok;
             }
             (st.kind_mode, ex)
         } else {
@@ -1118,12 +1149,12 @@ impl Encoder {
         // storing the others as overrides packs the rest at width 0.
         let mut repeats = 0;
         let mut last: Option<i64> = None;
-        for i in 0..n {
-            if !is_exc[i] {
-                if last == Some(r.x[i]) {
+        for (&x, _) in r.x[..n].iter().zip(&is_exc[..n]).filter(|(_, e)| !**e) {
+            {
+                if last == Some(x) {
                     repeats += 1;
                 }
-                last = Some(r.x[i]);
+                last = Some(x);
             }
         }
         if repeats * 2 < n {
@@ -1211,11 +1242,11 @@ impl Encoder {
             None if chain => st.x,
             None => 0,
         };
-        for i in 0..n {
+        for (i, xi) in x[..n].iter_mut().enumerate() {
             if real(i) {
                 last = r.x[i];
             }
-            x[i] = last;
+            *xi = last;
         }
         let x = &x[..n];
 
@@ -1393,10 +1424,10 @@ impl Repr {
         r.has_int = pts.iter().any(|p| p.value.is_integer());
         for (i, p) in pts.iter().enumerate() {
             r.kind[i] = kind_of(p.value);
-            if let Some(m) = to_decimal(p.value, e) {
+            if let Some((m, d)) = to_decimal_d(p.value, e) {
                 r.x[i] = m;
                 r.ok[i] = true;
-                r.d0[i] = derive_float_kind(dec_f64(m, e));
+                r.d0[i] = derive_float_kind(d);
                 if r.has_int {
                     r.integral[i] = dec_integral(m, e);
                 }

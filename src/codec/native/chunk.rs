@@ -25,11 +25,11 @@ use std::fmt;
 use super::bitpack::BLOCK;
 use super::block::{
     BlockOut, Encoder, FR_DERIVE, FR_DOUBLE, FR_FLOAT, Head, MAX_OFFSET_MS, Params, State,
-    float_kind,
+    derived_ms, float_kind,
 };
 use super::decimal::{
-    KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value, kind_of, min_exponent, to_bits,
-    to_decimal,
+    KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value_d, kind_of, min_exponent, to_bits,
+    to_decimal_d,
 };
 use super::varint::{PV_ESCAPE, Reader, put_pvarint, unzigzag, zigzag};
 use super::{NativeError, decode_cell, put_header, walk_blocks};
@@ -277,7 +277,7 @@ impl Chunk {
         if p.offset_ms > MAX_OFFSET_MS || (self.len > 0 && p.offset_ms <= self.last_offset) {
             return Err(p);
         }
-        if !self.unit_ms() && p.offset_ms % 1000 != 0 {
+        if !self.unit_ms() && !p.offset_ms.is_multiple_of(1000) {
             self.meta |= MS_UNIT;
             if self.sealed.is_some() {
                 // Sealed blocks count whole seconds; re-encode them in ms.
@@ -322,12 +322,8 @@ impl Chunk {
             DOM_NONE => None,
             _ => {
                 let e = (dom - DOM_DEC0) as u8;
-                let m = to_decimal(v, e)?;
-                Some((
-                    zigzag(m.wrapping_sub(prev)),
-                    m,
-                    float_kind(fr, dec_f64(m, e)),
-                ))
+                let (m, d) = to_decimal_d(v, e)?;
+                Some((zigzag(m.wrapping_sub(prev)), m, float_kind(fr, d)))
             }
         }
     }
@@ -415,7 +411,7 @@ impl Chunk {
         let has_prev = self.len > 0;
         let predicted = self.last_offset.wrapping_add(self.step());
         let ts_explicit = !has_prev || p.offset_ms != predicted;
-        let ms_flip = p.ms != (p.offset_ms % 1000 != 0);
+        let ms_flip = p.ms != derived_ms(p.offset_ms);
         let kind = kind_of(p.value);
         let kind_ok = tok.is_some_and(|(_, _, k)| k == kind);
         if ts_explicit || ms_flip || !kind_ok {
@@ -460,20 +456,28 @@ impl Chunk {
     }
 
     /// Makes room for `extra` more bytes after `used`. Growth is small
-    /// (1/32 while under 4 KiB) because a million chunks are live at once;
-    /// it stays geometric so long chunks append in amortised O(1).
+    /// because a million chunks are live at once: a quarter while the first
+    /// block fills, then 1/32 under 4 KiB (seal time reserves the next
+    /// tail's room in one step, see [`Chunk::seal`]), then 1/8 so long chunks
+    /// still append in amortised O(1).
     fn reserve(&mut self, extra: usize) {
         let used = self.used as usize;
         let need = used + extra;
         if need <= self.data.len() {
             return;
         }
-        let grow = if used < 4096 {
+        let grow = if self.sealed.is_none() {
+            used / 4 + 16
+        } else if used < 4096 {
             used / 32 + 16
         } else {
             used / 8
         };
-        let cap = need.max(used + grow);
+        self.realloc(need.max(used + grow));
+    }
+
+    fn realloc(&mut self, cap: usize) {
+        let used = self.used as usize;
         let mut v = Vec::with_capacity(cap);
         v.extend_from_slice(&self.data[..used]);
         v.resize(cap, 0);
@@ -549,13 +553,14 @@ impl Chunk {
                             return Err(r.corrupt("bad tail domain"));
                         }
                         let x = prev_x.wrapping_add(unzigzag(t));
-                        (x, float_kind(fr, dec_f64(x, e)), Some(e))
+                        let d = dec_f64(x, e);
+                        (x, float_kind(fr, d), Some((e, d)))
                     }
                 };
                 prev_x = x;
                 let kind = if explicit == 0 { derived } else { explicit - 1 };
                 match v {
-                    Some(e) => dec_value(x, e, kind),
+                    Some((e, d)) => dec_value_d(x, e, kind, d),
                     None if dom == DOM_INT => match kind {
                         KIND_INT => StoredValue::Int(x),
                         _ => return Err(r.corrupt("non-integer kind in the integer domain")),
@@ -563,7 +568,7 @@ impl Chunk {
                     None => super::decimal::bits_value(x as u64, kind),
                 }
             };
-            let ms = (off % 1000 != 0) != (f & F_MS != 0);
+            let ms = derived_ms(off) != (f & F_MS != 0);
             out.push(DecodedPoint {
                 offset_ms: off,
                 ms,
@@ -587,9 +592,19 @@ impl Chunk {
         let mut blk = Vec::with_capacity(BLOCK + 16);
         let head = enc.encode_block(&pts, &mut blk);
         let start = self.sealed_len();
+        let tail_len = self.used as usize - start;
         let mut last_h = self.sealed.as_ref().map_or(0, |s| s.last_h);
         self.used = start as u32;
-        self.reserve(blk.len());
+        // Room for the block and the next tail (assumed the size of this
+        // one) in one step: exact while small, geometric beyond 4 KiB.
+        let want = start + blk.len() + tail_len;
+        if self.data.len() < want {
+            self.realloc(if start < 4096 {
+                want
+            } else {
+                want.max(start + start / 8)
+            });
+        }
         self.data[start..start + blk.len()].copy_from_slice(&blk);
         match head {
             Head::New => last_h = start as u32,

@@ -79,7 +79,7 @@ pub(crate) fn round_i64(x: f64) -> Option<i64> {
     const LIMIT: f64 = 4_611_686_018_427_387_904.0; // 2^62
     const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     let a = x.abs();
-    if !(a < LIMIT) {
+    if a.is_nan() || a >= LIMIT {
         return None; // also NaN
     }
     // Round-half-even via the magic constant while the sum stays exact; the
@@ -102,19 +102,31 @@ pub(crate) fn dec_f64(m: i64, e: u8) -> f64 {
 /// exactly (compared as f64 bits, f32 bits for `Float`, i64 for `Int`).
 #[inline]
 pub(crate) fn to_decimal(v: StoredValue, e: u8) -> Option<i64> {
+    to_decimal_d(v, e).map(|(m, _)| m)
+}
+
+/// [`to_decimal`], also returning the decoded double `m / 10^e` (so callers
+/// deriving the kind from it do not divide twice).
+#[inline]
+pub(crate) fn to_decimal_d(v: StoredValue, e: u8) -> Option<(i64, f64)> {
     let ei = usize::from(e);
     match v {
-        StoredValue::Int(i) => i.checked_mul(POW10_I[ei]),
+        StoredValue::Int(i) => {
+            let m = i.checked_mul(POW10_I[ei])?;
+            Some((m, dec_f64(m, e)))
+        }
         StoredValue::Double(d) => {
             let m = round_i64(d * POW10_F[ei])?;
-            (dec_f64(m, e).to_bits() == d.to_bits()).then_some(m)
+            let back = dec_f64(m, e);
+            (back.to_bits() == d.to_bits()).then_some((m, back))
         }
         StoredValue::Float(f) => {
             if f.is_nan() {
                 return None;
             }
             let m = round_i64(f64::from(f) * POW10_F[ei])?;
-            ((dec_f64(m, e) as f32).to_bits() == f.to_bits()).then_some(m)
+            let back = dec_f64(m, e);
+            ((back as f32).to_bits() == f.to_bits()).then_some((m, back))
         }
     }
 }
@@ -128,13 +140,18 @@ pub(crate) fn min_exponent(v: StoredValue) -> Option<u8> {
     (0..=MAX_E).find(|&e| to_decimal(v, e).is_some())
 }
 
-/// The value a decimal point decodes to, given its kind.
+/// The value a decimal point decodes to, given its kind and
+/// `d = dec_f64(m, e)` (computed once by the caller).
 #[inline]
-pub(crate) fn dec_value(m: i64, e: u8, kind: u8) -> StoredValue {
+pub(crate) fn dec_value_d(m: i64, e: u8, kind: u8, d: f64) -> StoredValue {
     match kind {
-        KIND_INT => StoredValue::Int(m / POW10_I[usize::from(e)]),
-        KIND_FLOAT => StoredValue::Float(dec_f64(m, e) as f32),
-        _ => StoredValue::Double(dec_f64(m, e)),
+        KIND_INT => StoredValue::Int(if e == 0 {
+            m
+        } else {
+            m / POW10_I[usize::from(e)]
+        }),
+        KIND_FLOAT => StoredValue::Float(d as f32),
+        _ => StoredValue::Double(d),
     }
 }
 
@@ -237,7 +254,7 @@ mod tests {
         assert!(!bits_integral(f64::INFINITY.to_bits()));
         assert_eq!(
             to_bits(StoredValue::Int(1 << 60)),
-            Some((1i64 << 60) as f64).map(f64::to_bits)
+            Some(((1i64 << 60) as f64).to_bits())
         );
         assert_eq!(to_bits(StoredValue::Int((1 << 60) + 1)), None);
         assert_eq!(to_bits(StoredValue::Float(f32::NAN)), None);

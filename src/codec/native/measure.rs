@@ -39,7 +39,7 @@ pub(crate) fn classify(d: f64) -> StoredValue {
 fn point(offset_ms: u32, value: StoredValue) -> DecodedPoint {
     DecodedPoint {
         offset_ms,
-        ms: offset_ms % 1000 != 0,
+        ms: !offset_ms.is_multiple_of(1000),
         value,
     }
 }
@@ -143,7 +143,7 @@ fn measure() {
             let mut s = cpu_series(&mut rng, 0, 10_000, 360);
             for p in &mut s {
                 p.offset_ms += (rng.next() % 50) as u32;
-                p.ms = p.offset_ms % 1000 != 0;
+                p.ms = !p.offset_ms.is_multiple_of(1000);
             }
             s
         })
@@ -177,7 +177,7 @@ fn measure() {
             if r.next() % 50 == 0 {
                 classify((1 + r.next() % 999) as f64 / 100.0)
             } else {
-                Double(0.0)
+                classify(0.0)
             }
         }),
     );
@@ -324,4 +324,93 @@ fn measure() {
         }
     });
     rate("Chunk::push + to_cell (cpu)", total * reps, secs);
+}
+
+/// Just `Chunk::push` on the cpu workload, for profiling.
+#[test]
+#[ignore = "profiling aid"]
+fn profile_push() {
+    let mut rng = Rng(1);
+    let cpu: Vec<Vec<DecodedPoint>> = (0..2000)
+        .map(|_| cpu_series(&mut rng, 0, 10_000, 360))
+        .collect();
+    let t = Instant::now();
+    for _ in 0..20 {
+        for s in &cpu {
+            let mut ch = Chunk::new();
+            for p in s {
+                ch.push(*p).unwrap();
+            }
+            black_box(&ch);
+        }
+    }
+    rate(
+        "Chunk::push (cpu)",
+        2000 * 360 * 20,
+        t.elapsed().as_secs_f64(),
+    );
+}
+
+/// Writes the fuzz seeds in `tests/fuzz/seeds/cell_decode/` (first byte =
+/// the fuzz target's mode).
+#[test]
+#[ignore = "regenerates fuzz seeds"]
+fn write_fuzz_seeds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/seeds/cell_decode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = Rng(99);
+    let cell = |pts: &[DecodedPoint]| {
+        let mut c = Vec::new();
+        encode_cell(pts, &mut c).unwrap();
+        c
+    };
+    let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
+    seeds.push((
+        "native_cpu",
+        [&[0u8][..], &cpu_cell(&mut rng, 360)].concat(),
+    ));
+    let mut pts = cpu_series(&mut rng, 1234, 997, 200);
+    pts[3].value = Double(f64::NAN);
+    pts[4].value = Int(7);
+    pts[5].ms = !pts[5].ms;
+    pts[6].value = Float(37.21);
+    seeds.push(("native_mixed", [&[1u8][..], &cell(&pts)].concat()));
+    let pts: Vec<_> = (0..150)
+        .map(|i| point(i * 1000, Double((i as f64 * 0.1).sin())))
+        .collect();
+    seeds.push(("native_xor", [&[1u8][..], &cell(&pts)].concat()));
+    let pts: Vec<_> = (0..40)
+        .map(|i| point(i * 7, Double(f64::from_bits(rng.next()))))
+        .collect();
+    seeds.push(("native_raw", [&[0u8][..], &cell(&pts)].concat()));
+    let pts: Vec<_> = (0..300)
+        .map(|i| point(i * 10_000, Int(if i % 50 == 0 { 9 } else { 0 })))
+        .collect();
+    seeds.push(("native_spikes", [&[1u8][..], &cell(&pts)].concat()));
+    let pts: Vec<_> = (0..260)
+        .map(|i| point(i * 1000, Int(1000 + 3 * i as i64)))
+        .collect();
+    seeds.push(("native_counter", [&[1u8][..], &cell(&pts)].concat()));
+    seeds.push(("native_unknown_codec", vec![1, 0x07, 0x02, 0x01]));
+    // OpenTSDB packed cell: qualifier length, qualifiers, values + meta byte.
+    let (q, v) = crate::codec::cell::encode_packed_cell(&[
+        point(0, Int(4)),
+        point(4, Int(5)),
+        point(1000, Double(0.5)),
+    ]);
+    seeds.push((
+        "opentsdb_packed",
+        [&[2u8, q.len() as u8][..], &q, &v].concat(),
+    ));
+    // Points for the round-trip mode: gap (2), flags (1), payload (8).
+    let mut pts = vec![3u8];
+    for i in 0..60u64 {
+        pts.extend_from_slice(&0x8000u16.to_le_bytes());
+        pts.push((i % 8) as u8);
+        pts.extend_from_slice(&rng.next().to_le_bytes());
+    }
+    seeds.push(("points", pts));
+    for (name, bytes) in seeds {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
 }

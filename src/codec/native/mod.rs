@@ -170,7 +170,8 @@ pub(crate) fn put_header(out: &mut Vec<u8>, n: usize, whole_seconds: bool) {
 /// points are unsorted or duplicated, or an offset is beyond the hour.
 pub fn encode_cell(points: &[DecodedPoint], out: &mut Vec<u8>) -> Result<(), NativeError> {
     validate(points)?;
-    let whole_seconds = !points.is_empty() && points.iter().all(|p| p.offset_ms % 1000 == 0);
+    let whole_seconds =
+        !points.is_empty() && points.iter().all(|p| p.offset_ms.is_multiple_of(1000));
     put_header(out, points.len(), whole_seconds);
     out.reserve(points.len() + points.len() / 8);
     let mut enc = Encoder::new(if whole_seconds { 1000 } else { 1 });

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 fn pt(offset_ms: u32, value: StoredValue) -> DecodedPoint {
     DecodedPoint {
         offset_ms,
-        ms: offset_ms % 1000 != 0,
+        ms: !offset_ms.is_multiple_of(1000),
         value,
     }
 }
@@ -86,6 +86,29 @@ fn empty_and_single_point_cells() {
     check(&[pt(0, Double(0.1))]);
     check(&[pt(3_599_999, Float(-1.5))]);
     check(&[pt(1, Double(f64::NAN))]);
+}
+
+/// The example drawn in `docs/format/native-cell.md`.
+#[test]
+fn worked_example_bytes() {
+    let pts: Vec<_> = [37.21f64, 37.25, 36.90, 37.00, 38.15]
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| pt(i as u32 * 10_000, super::measure::classify(d)))
+        .collect();
+    assert!(matches!(pts[1].value, Float(_)) && matches!(pts[0].value, Double(_)));
+    let cell = check(&pts);
+    assert_eq!(
+        cell,
+        [
+            0x01, 0x0B, 0x01, 0x00, 0x0A, 0x25, 0x44, 0x92, 0x3A, 0x08, 0x45, 0x14, 0xE6
+        ]
+    );
+    // And the head of a 360-point cpu cell: one header covering 3 blocks.
+    let mut rng = Rng(1);
+    let cell = cpu_cell(&mut rng, 360);
+    assert_eq!(&cell[..6], &[0x01, 0xD1, 0x05, 0x21, 0x00, 0x0A]);
+    assert!(cell.len() <= 371, "{}", cell.len());
 }
 
 #[test]
@@ -535,9 +558,9 @@ fn arb_points(max: usize) -> impl Strategy<Value = Vec<DecodedPoint>> {
                     break;
                 }
                 let ms = if flag == 0 {
-                    t % 1000 == 0
+                    t.is_multiple_of(1000)
                 } else {
-                    t % 1000 != 0
+                    !t.is_multiple_of(1000)
                 };
                 out.push(DecodedPoint {
                     offset_ms: t,
