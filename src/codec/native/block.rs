@@ -577,6 +577,27 @@ pub(crate) enum Head {
     Repeat,
 }
 
+/// Verified decimal forms of a block's points at exponent `e`: where `ok`,
+/// `to_decimal_d(point, e) == Some((m, d))`.
+#[derive(Debug)]
+pub(crate) struct DecHint {
+    pub(crate) e: u8,
+    pub(crate) ok: [bool; BLOCK],
+    pub(crate) m: [i64; BLOCK],
+    pub(crate) d: [f64; BLOCK],
+}
+
+impl DecHint {
+    pub(crate) fn new(e: u8) -> Self {
+        DecHint {
+            e,
+            ok: [false; BLOCK],
+            m: [0; BLOCK],
+            d: [0.0; BLOCK],
+        }
+    }
+}
+
 /// Block encoder: the chain state plus the repeat count of the last header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Encoder {
@@ -770,6 +791,18 @@ impl Encoder {
 
     /// Encodes one block (1..=128 sorted points) onto `out`.
     pub(crate) fn encode_block(&mut self, pts: &[DecodedPoint], out: &mut Vec<u8>) -> Head {
+        self.encode_block_hinted(pts, None, out)
+    }
+
+    /// [`Encoder::encode_block`] given some points' decimal mantissas at one
+    /// exponent, already verified (the head's tail has them), so they are
+    /// not divided again. The output is identical.
+    pub(crate) fn encode_block_hinted(
+        &mut self,
+        pts: &[DecodedPoint],
+        hint: Option<&DecHint>,
+        out: &mut Vec<u8>,
+    ) -> Head {
         let n = pts.len();
         debug_assert!((1..=BLOCK).contains(&n));
         let ts = self.plan_ts(pts);
@@ -781,7 +814,7 @@ impl Encoder {
         } else {
             MS_MAP
         };
-        let v = self.plan_values(pts);
+        let v = self.plan_values(pts, hint);
         let extra =
             ms_mode != self.st.ms_mode || v.kind_mode != self.st.kind_mode || !v.exc.is_empty();
         let h = ts.mode | if v.same { H_SAME } else { 0 } | if extra { H_EXTRA } else { 0 };
@@ -969,7 +1002,7 @@ impl Encoder {
         plan
     }
 
-    fn plan_values(&self, pts: &[DecodedPoint]) -> ValPlan {
+    fn plan_values(&self, pts: &[DecodedPoint], hint: Option<&DecHint>) -> ValPlan {
         let n = pts.len();
         if pts.iter().all(|p| p.value.is_integer()) {
             let mut r = Repr::empty(CLASS_INT);
@@ -985,7 +1018,7 @@ impl Encoder {
         let mut best: Option<ValPlan> = None;
         let mut tried = self.exponent_candidates(pts);
         for &e in &tried {
-            let plan = self.plan_repr(pts, &Repr::decimal(pts, e));
+            let plan = self.plan_repr(pts, &Repr::decimal(pts, e, hint));
             if best.as_ref().is_none_or(|b| plan.bits < b.bits) {
                 best = Some(plan);
             }
@@ -1006,7 +1039,7 @@ impl Encoder {
                 && !tried.contains(&e)
             {
                 tried.push(e);
-                let plan = self.plan_repr(pts, &Repr::decimal(pts, e));
+                let plan = self.plan_repr(pts, &Repr::decimal(pts, e, hint));
                 if plan.bits < b.bits {
                     best = Some(plan);
                 }
@@ -1419,12 +1452,17 @@ impl Repr {
         }
     }
 
-    fn decimal(pts: &[DecodedPoint], e: u8) -> Self {
+    fn decimal(pts: &[DecodedPoint], e: u8, hint: Option<&DecHint>) -> Self {
         let mut r = Repr::empty(CLASS_DEC0 + e);
         r.has_int = pts.iter().any(|p| p.value.is_integer());
+        let hint = hint.filter(|h| h.e == e);
         for (i, p) in pts.iter().enumerate() {
             r.kind[i] = kind_of(p.value);
-            if let Some((m, d)) = to_decimal_d(p.value, e) {
+            let md = match hint {
+                Some(h) if h.ok[i] => Some((h.m[i], h.d[i])),
+                _ => to_decimal_d(p.value, e),
+            };
+            if let Some((m, d)) = md {
                 r.x[i] = m;
                 r.ok[i] = true;
                 r.d0[i] = derive_float_kind(d);

@@ -24,7 +24,7 @@ use std::fmt;
 
 use super::bitpack::BLOCK;
 use super::block::{
-    BlockOut, Encoder, FR_DERIVE, FR_DOUBLE, FR_FLOAT, Head, MAX_OFFSET_MS, Params, State,
+    BlockOut, DecHint, Encoder, FR_DERIVE, FR_DOUBLE, FR_FLOAT, Head, MAX_OFFSET_MS, Params, State,
     derived_ms, float_kind,
 };
 use super::decimal::{
@@ -486,6 +486,18 @@ impl Chunk {
 
     /// Decodes the tail records, appending their points.
     fn decode_tail(&self, out: &mut Vec<DecodedPoint>) -> Result<(), NativeError> {
+        self.decode_tail_hinted(out, None)
+    }
+
+    /// [`Chunk::decode_tail`], also filling `hint` with the decimal
+    /// mantissas of the tail's plain tokens (for sealing without dividing
+    /// again).
+    fn decode_tail_hinted(
+        &self,
+        out: &mut Vec<DecodedPoint>,
+        mut hint: Option<&mut DecHint>,
+    ) -> Result<(), NativeError> {
+        let first = out.len();
         let (mut prev, mut step) = self.tail_start();
         let dom = self.domain();
         let fr = self.float_rule();
@@ -554,6 +566,14 @@ impl Chunk {
                         }
                         let x = prev_x.wrapping_add(unzigzag(t));
                         let d = dec_f64(x, e);
+                        if let Some(h) = hint.as_deref_mut() {
+                            let i = out.len() - first;
+                            if i < BLOCK && h.e == e {
+                                h.ok[i] = true;
+                                h.m[i] = x;
+                                h.d[i] = d;
+                            }
+                        }
                         (x, float_kind(fr, d), Some((e, d)))
                     }
                 };
@@ -581,7 +601,13 @@ impl Chunk {
     /// Encodes the full tail (128 points) into a sealed block.
     fn seal(&mut self) {
         let mut pts = Vec::with_capacity(BLOCK);
-        if self.decode_tail(&mut pts).is_err() || pts.len() != BLOCK {
+        let dom = self.domain();
+        let mut hint = (dom >= DOM_DEC0).then(|| Box::new(DecHint::new((dom - DOM_DEC0) as u8)));
+        if self
+            .decode_tail_hinted(&mut pts, hint.as_deref_mut())
+            .is_err()
+            || pts.len() != BLOCK
+        {
             debug_assert!(false, "tail of a chunk failed to decode");
             return;
         }
@@ -590,7 +616,7 @@ impl Chunk {
             None => Encoder::new(if self.unit_ms() { 1 } else { 1000 }),
         };
         let mut blk = Vec::with_capacity(BLOCK + 16);
-        let head = enc.encode_block(&pts, &mut blk);
+        let head = enc.encode_block_hinted(&pts, hint.as_deref(), &mut blk);
         let start = self.sealed_len();
         let tail_len = self.used as usize - start;
         let mut last_h = self.sealed.as_ref().map_or(0, |s| s.last_h);

@@ -39,6 +39,11 @@ pub(crate) const POW10_I: [i64; 19] = [
     1_000_000_000_000_000_000,
 ];
 
+// Generous bounds for the pre-check in `to_decimal_d` (a necessary
+// condition only: the division decides).
+const TOL_F64: f64 = 1.0 / (1u64 << 50) as f64;
+const TOL_F32: f64 = 1.0 / (1u64 << 21) as f64;
+
 /// Point kinds as coded in kind maps and exception records.
 pub(crate) const KIND_INT: u8 = 0;
 pub(crate) const KIND_FLOAT: u8 = 1;
@@ -116,7 +121,15 @@ pub(crate) fn to_decimal_d(v: StoredValue, e: u8) -> Option<(i64, f64)> {
             Some((m, dec_f64(m, e)))
         }
         StoredValue::Double(d) => {
-            let m = round_i64(d * POW10_F[ei])?;
+            let p = d * POW10_F[ei];
+            let m = round_i64(p)?;
+            // Necessary condition, checked without dividing: if m / 10^e
+            // rounds to d then |d·10^e − m| ≤ |d·10^e|·2^-52 (half an ulp of d,
+            // scaled, plus the product's rounding). Most failing exponents
+            // of a search stop here.
+            if (p - m as f64).abs() > p.abs() * TOL_F64 {
+                return None;
+            }
             let back = dec_f64(m, e);
             (back.to_bits() == d.to_bits()).then_some((m, back))
         }
@@ -124,7 +137,12 @@ pub(crate) fn to_decimal_d(v: StoredValue, e: u8) -> Option<(i64, f64)> {
             if f.is_nan() {
                 return None;
             }
-            let m = round_i64(f64::from(f) * POW10_F[ei])?;
+            let p = f64::from(f) * POW10_F[ei];
+            let m = round_i64(p)?;
+            // As above with f32's half ulp (2^-24) plus the f64 roundings.
+            if (p - m as f64).abs() > p.abs() * TOL_F32 {
+                return None;
+            }
             let back = dec_f64(m, e);
             ((back as f32).to_bits() == f.to_bits()).then_some((m, back))
         }
@@ -240,6 +258,47 @@ mod tests {
         assert_eq!(to_decimal(StoredValue::Double(-0.0), 0), None);
         assert_eq!(to_decimal(StoredValue::Int(i64::MAX), 1), None);
         assert_eq!(to_decimal(StoredValue::Int(i64::MIN), 0), Some(i64::MIN));
+    }
+
+    /// The division-free pre-check in `to_decimal_d` never rejects a value
+    /// the division would accept.
+    #[test]
+    fn precheck_is_only_a_necessary_condition() {
+        fn reference(v: StoredValue, e: u8) -> Option<i64> {
+            let ei = usize::from(e);
+            match v {
+                StoredValue::Double(d) => {
+                    let m = round_i64(d * POW10_F[ei])?;
+                    (dec_f64(m, e).to_bits() == d.to_bits()).then_some(m)
+                }
+                StoredValue::Float(f) => {
+                    let m = round_i64(f64::from(f) * POW10_F[ei])?;
+                    ((dec_f64(m, e) as f32).to_bits() == f.to_bits()).then_some(m)
+                }
+                StoredValue::Int(_) => None,
+            }
+        }
+        let mut x = 0x1234_5678_9ABC_DEF0u64;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let digits = (x >> 60) as i32; // 0..=15
+            let mant = (x >> 8) as i64 % 10i64.pow((digits as u32 % 16).max(1));
+            let scale = 10f64.powi((x % 23) as i32 - 11);
+            let d = mant as f64 * scale;
+            let v = if i % 3 == 0 {
+                StoredValue::Float(d as f32)
+            } else {
+                StoredValue::Double(if i % 7 == 0 { f64::from_bits(x) } else { d })
+            };
+            if matches!(v, StoredValue::Float(f) if f.is_nan()) {
+                continue;
+            }
+            for e in 0..=MAX_E {
+                assert_eq!(to_decimal(v, e), reference(v, e), "{v:?} e={e}");
+            }
+        }
     }
 
     #[test]
