@@ -449,7 +449,12 @@ impl Chunk {
         }
         self.reserve(rec.n);
         let at = self.used as usize;
-        self.data[at..at + rec.n].copy_from_slice(&rec.buf[..rec.n]);
+        if rec.n == 1 {
+            // The common record: one token byte (skip memcpy's call).
+            self.data[at] = rec.buf[0];
+        } else {
+            self.data[at..at + rec.n].copy_from_slice(&rec.buf[..rec.n]);
+        }
         self.used += rec.n as u32;
         self.len += 1;
         self.last_offset = p.offset_ms;
@@ -602,12 +607,8 @@ impl Chunk {
     fn seal(&mut self) {
         let mut pts = Vec::with_capacity(BLOCK);
         let dom = self.domain();
-        let mut hint = (dom >= DOM_DEC0).then(|| Box::new(DecHint::new((dom - DOM_DEC0) as u8)));
-        if self
-            .decode_tail_hinted(&mut pts, hint.as_deref_mut())
-            .is_err()
-            || pts.len() != BLOCK
-        {
+        let mut hint = (dom >= DOM_DEC0).then(|| DecHint::new((dom - DOM_DEC0) as u8));
+        if self.decode_tail_hinted(&mut pts, hint.as_mut()).is_err() || pts.len() != BLOCK {
             debug_assert!(false, "tail of a chunk failed to decode");
             return;
         }
@@ -616,7 +617,7 @@ impl Chunk {
             None => Encoder::new(if self.unit_ms() { 1 } else { 1000 }),
         };
         let mut blk = Vec::with_capacity(BLOCK + 16);
-        let head = enc.encode_block_hinted(&pts, hint.as_deref(), &mut blk);
+        let head = enc.encode_block_hinted(&pts, hint.as_ref(), &mut blk);
         let start = self.sealed_len();
         let tail_len = self.used as usize - start;
         let mut last_h = self.sealed.as_ref().map_or(0, |s| s.last_h);
