@@ -163,6 +163,19 @@ fn measure() {
         })
         .collect();
     report("cpu, random start second", &cpu_phase);
+    // hourglass-bench's Percent metric walks by up to ±2.00.
+    let bench_pct: Vec<Vec<DecodedPoint>> = (0..CELLS)
+        .map(|_| {
+            let mut c = (rng.next() % 10_001) as i64;
+            (0..360)
+                .map(|i| {
+                    c = (c + (rng.next() % 401) as i64 - 200).clamp(0, 10_000);
+                    point(i as u32 * 10_000, classify(c as f64 / 100.0))
+                })
+                .collect()
+        })
+        .collect();
+    report("bench Percent (steps up to ±2.00)", &bench_pct);
     let jitter: Vec<Vec<DecodedPoint>> = (0..CELLS)
         .map(|_| {
             let mut s = cpu_series(&mut rng, 0, 10_000, 360);
@@ -349,8 +362,9 @@ fn measure() {
 fn profile_push() {
     let mut rng = Rng(1);
     for (series, reps) in [(2000usize, 5usize), (20, 500)] {
-        let cpu: Vec<Vec<DecodedPoint>> =
-            (0..series).map(|_| cpu_series(&mut rng, 0, 10_000, 360)).collect();
+        let cpu: Vec<Vec<DecodedPoint>> = (0..series)
+            .map(|_| cpu_series(&mut rng, 0, 10_000, 360))
+            .collect();
         let secs = best_of(&mut || {
             for _ in 0..reps {
                 for s in &cpu {
@@ -362,7 +376,11 @@ fn profile_push() {
                 }
             }
         });
-        rate(&format!("Chunk::push (cpu), {series} series"), series * 360 * reps, secs);
+        rate(
+            &format!("Chunk::push (cpu), {series} series"),
+            series * 360 * reps,
+            secs,
+        );
     }
 }
 

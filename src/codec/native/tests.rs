@@ -640,3 +640,169 @@ proptest! {
         let _ = Chunk::from_cell(&b);
     }
 }
+
+/// Encodes `pts` as one block and returns the state it leaves: which class,
+/// transform and flag modes the encoder chose.
+fn modes_of(pts: &[DecodedPoint], unit: i64) -> block::State {
+    let mut enc = block::Encoder::new(unit);
+    enc.encode_block(pts, &mut Vec::new());
+    enc.st
+}
+
+#[test]
+fn encoder_picks_each_mode() {
+    use block::*;
+    let mut rng = Rng(21);
+    let params = |st: State| st.params.unwrap();
+
+    let cpu = cpu_series(&mut rng, 0, 10_000, 128);
+    let st = modes_of(&cpu, 1000);
+    assert_eq!(params(st).class, CLASS_DEC0 + 2);
+    assert_eq!(params(st).transform, TR_DELTA);
+    assert_eq!((st.kind_mode, st.ms_mode), (K_DEFAULT, MS_DERIVED));
+
+    let counter: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(5 + 3 * i64::from(i))))
+        .collect();
+    let st = modes_of(&counter, 1000);
+    assert_eq!(
+        (params(st).class, params(st).transform, params(st).width),
+        (CLASS_INT, TR_DELTA_FOR, 0)
+    );
+
+    let accel: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(i64::from(i * i) * 1000)))
+        .collect();
+    assert_eq!(params(modes_of(&accel, 1000)).transform, TR_DOD_FOR);
+
+    let level: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(1_000_000 + (rng.next() % 16) as i64)))
+        .collect();
+    assert_eq!(params(modes_of(&level, 1000)).transform, TR_FOR);
+
+    let raw: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from_bits(rng.next()))))
+        .collect();
+    assert_eq!(params(modes_of(&raw, 1000)).class, CLASS_RAW);
+
+    // Non-decimal doubles that change now and then: XOR's repeats cost a bit.
+    let steps: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from(i / 8 + 1) / 3.0)))
+        .collect();
+    assert_eq!(params(modes_of(&steps, 1000)).class, CLASS_XOR);
+
+    // Telegraf: integral values are Ints.
+    let tele: Vec<_> = (0..128)
+        .map(|i| {
+            let c = (rng.next() % 1000) as i64;
+            pt(
+                i * 1000,
+                if c % 10 == 0 {
+                    Int(c / 10)
+                } else {
+                    Double(c as f64 / 10.0)
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&tele, 1000).kind_mode & 3, IR_INTEGRAL);
+
+    // Ints next to integral Floats: the Int bitmap.
+    let map: Vec<_> = (0..128)
+        .map(|i| {
+            pt(
+                i * 1000,
+                if i % 2 == 0 {
+                    Int(i64::from(i))
+                } else {
+                    Float(i as f32)
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&map, 1000).kind_mode & 3, IR_MAP);
+
+    // Doubles that are exact f32s next to Floats that are not: explicit kinds.
+    let explicit: Vec<_> = (0..128)
+        .map(|i| {
+            pt(
+                i * 1000,
+                match i % 3 {
+                    0 => Double(f64::from(i) + 0.5),
+                    1 => Float(f64::from(i) as f32 + 0.1),
+                    _ => Int(i64::from(i)),
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&explicit, 1000).kind_mode & 3, IR_EXPLICIT);
+
+    // Written through a double API: 0.5 stays a Double.
+    let doubles: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from(i % 4) * 0.5)))
+        .collect();
+    assert_eq!(modes_of(&doubles, 1000).kind_mode >> 2, FR_DOUBLE);
+    let floats: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Float(0.1 * i as f32)))
+        .collect();
+    assert_eq!(modes_of(&floats, 1000).kind_mode >> 2, FR_FLOAT);
+
+    // ms flags.
+    let all_ms: Vec<_> = (0..128)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: true,
+            value: Int(1),
+        })
+        .collect();
+    assert_eq!(modes_of(&all_ms, 1000).ms_mode, MS_ALL);
+    let some_ms: Vec<_> = (0..128)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: i % 3 == 0,
+            value: Int(1),
+        })
+        .collect();
+    assert_eq!(modes_of(&some_ms, 1000).ms_mode, MS_MAP);
+
+    // Timestamp modes: regular, jittered (delta FOR), accelerating (dod).
+    let mut t = 0;
+    let jitter: Vec<_> = (0..128)
+        .map(|_| {
+            t += 9_990 + (rng.next() % 20) as u32;
+            pt(t, Int(0))
+        })
+        .collect();
+    let mut enc = Encoder::new(1);
+    let mut out = Vec::new();
+    enc.encode_block(&jitter, &mut out);
+    assert_eq!(out[0] & 3, TS_DELTA);
+    let mut t = 0;
+    let accel_t: Vec<_> = (0..128u32)
+        .map(|i| {
+            t += 1000 + i * 10;
+            pt(t, Int(0))
+        })
+        .collect();
+    let mut enc = Encoder::new(1);
+    let mut out = Vec::new();
+    enc.encode_block(&accel_t, &mut out);
+    assert_eq!(out[0] & 3, TS_DOD);
+}
+
+#[test]
+fn spikes_are_overrides() {
+    // 128 zeros with three spikes: far below a byte per point.
+    let mut pts: Vec<_> = (0..1280).map(|i| pt(i * 1000, Int(0))).collect();
+    for i in (0..1280).step_by(47) {
+        pts[i].value = Int(90 + i as i64 % 7);
+    }
+    let cell = check(&pts);
+    assert!(cell.len() < 1280 / 8, "{} bytes", cell.len());
+    let mut pts: Vec<_> = (0..1280).map(|i| pt(i * 1000, Float(0.0))).collect();
+    for i in (0..1280).step_by(61) {
+        pts[i].value = Double(3.17 + i as f64);
+    }
+    let cell = check(&pts);
+    assert!(cell.len() < 1280 / 8, "{} bytes", cell.len());
+}
