@@ -24,13 +24,13 @@ use std::fmt;
 
 use super::bitpack::BLOCK;
 use super::block::{
-    BlockOut, DecHint, Encoder, FR_DERIVE, FR_DOUBLE, FR_FLOAT, Head, MAX_OFFSET_MS, Params, State,
-    derived_ms, float_kind,
+    BlockOut, FR_DERIVE, FR_DOUBLE, FR_FLOAT, MAX_OFFSET_MS, Params, State, derived_ms, float_kind,
 };
 use super::decimal::{
     KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value_d, kind_of, min_exponent, to_bits,
     to_decimal_d,
 };
+use super::encode::{DecHint, Encoder, Head};
 use super::varint::{PV_ESCAPE, Reader, put_pvarint, unzigzag, zigzag};
 use super::{NativeError, decode_cell, put_header, walk_blocks};
 use crate::codec::StoredValue;

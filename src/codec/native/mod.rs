@@ -27,6 +27,7 @@ mod bitpack;
 mod block;
 mod chunk;
 mod decimal;
+mod encode;
 mod varint;
 mod xor;
 
@@ -40,7 +41,8 @@ pub use chunk::Chunk;
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 use bitpack::BLOCK;
-use block::{BlockOut, Encoder, H_REPEATED, Head, MAX_OFFSET_MS, MAX_REPEAT, State, decode_block};
+use block::{BlockOut, H_REPEATED, MAX_OFFSET_MS, MAX_REPEAT, State, decode_block};
+use encode::{Encoder, Head};
 use varint::{Reader, put_uvarint};
 
 /// Codec id of the format this build writes (byte 0 of every native cell).

@@ -644,7 +644,7 @@ proptest! {
 /// Encodes `pts` as one block and returns the state it leaves: which class,
 /// transform and flag modes the encoder chose.
 fn modes_of(pts: &[DecodedPoint], unit: i64) -> block::State {
-    let mut enc = block::Encoder::new(unit);
+    let mut enc = encode::Encoder::new(unit);
     enc.encode_block(pts, &mut Vec::new());
     enc.st
 }
@@ -652,6 +652,7 @@ fn modes_of(pts: &[DecodedPoint], unit: i64) -> block::State {
 #[test]
 fn encoder_picks_each_mode() {
     use block::*;
+    use encode::Encoder;
     let mut rng = Rng(21);
     let params = |st: State| st.params.unwrap();
 
