@@ -277,6 +277,30 @@ impl Chunk {
         if p.offset_ms > MAX_OFFSET_MS || (self.len > 0 && p.offset_ms <= self.last_offset) {
             return Err(p);
         }
+        // Fast path, the steady state of a regular series: the point lands
+        // where the tail predicts, with derived flags, as a plain token.
+        if self.tail_count() != 0
+            && p.offset_ms == self.last_offset + self.step()
+            && p.ms == derived_ms(p.offset_ms)
+            && (self.unit_ms() || p.offset_ms.is_multiple_of(1000))
+            && let Some((t, x, k)) =
+                Self::token(self.domain(), self.float_rule(), self.prev_x, p.value)
+            && k == kind_of(p.value)
+        {
+            let mut buf = [0u8; 9];
+            let n = put_pvarint(&mut buf, t);
+            self.reserve(n);
+            let at = self.used as usize;
+            self.data[at..at + n].copy_from_slice(&buf[..n]);
+            self.used += n as u32;
+            self.len += 1;
+            self.last_offset = p.offset_ms;
+            self.prev_x = x;
+            if self.tail_count() == 0 {
+                self.seal();
+            }
+            return Ok(());
+        }
         if !self.unit_ms() && !p.offset_ms.is_multiple_of(1000) {
             self.meta |= MS_UNIT;
             if self.sealed.is_some() {
