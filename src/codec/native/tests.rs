@@ -483,7 +483,7 @@ fn chunk_memory_on_the_cpu_workload() {
     let mut c = Chunk::new();
     assert_eq!(c.heap_bytes(), 0);
     c.push(pts[0]).unwrap();
-    assert!(c.heap_bytes() <= 32, "1 point: {}", c.heap_bytes());
+    assert_eq!(c.heap_bytes(), 16, "1 point");
     for p in &pts[1..] {
         c.push(*p).unwrap();
     }
@@ -492,6 +492,32 @@ fn chunk_memory_on_the_cpu_workload() {
         "360 points: {} bytes",
         c.heap_bytes()
     );
+}
+
+#[test]
+fn long_chunk_matches_encode_cell() {
+    // Many blocks: geometric growth, repeats, and a switch to ms mid-way.
+    let mut rng = Rng(17);
+    let mut pts = cpu_series(&mut rng, 0, 1000, 3000);
+    pts.extend((3000..200_000u32).map(|i| pt(3_000_000 + i, Int(i64::from(i / 100)))));
+    pts.retain(|p| p.offset_ms <= 3_599_999);
+    let mut c = Chunk::new();
+    for p in &pts {
+        c.push(*p).unwrap();
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    c.to_cell(&mut a);
+    encode_cell(&pts, &mut b).unwrap();
+    assert_eq!(a, b);
+    assert!(
+        c.heap_bytes() < b.len() * 2 + 1024,
+        "{} vs {}",
+        c.heap_bytes(),
+        b.len()
+    );
+    let mut got = Vec::new();
+    c.decode(&mut got).unwrap();
+    assert_same(&pts, &got);
 }
 
 #[test]
