@@ -47,6 +47,9 @@ pub(crate) const TR_DELTA: u8 = 1;
 pub(crate) const TR_DELTA_FOR: u8 = 2;
 pub(crate) const TR_DOD_FOR: u8 = 3;
 pub(crate) const PARAM_RESET: u16 = 1 << 14;
+/// Params bit 15: values are packed three to a word below a radix (a
+/// varint after the base) instead of at `width` bits.
+pub(crate) const PARAM_RADIX: u16 = 1 << 15;
 
 // Extra byte: bits 0-1 ms mode, bits 2-5 kind mode, bit 6 exceptions.
 pub(crate) const MS_DERIVED: u8 = 0;
@@ -104,6 +107,8 @@ pub(crate) struct Params {
     pub(crate) transform: u8,
     pub(crate) width: u8,
     pub(crate) base: i64,
+    /// Mixed-radix packing below this range (0: binary packing at `width`).
+    pub(crate) radix: u32,
 }
 
 impl Params {
@@ -237,9 +242,6 @@ pub(crate) fn decode_block(
         let lo = r.u8("value parameters")?;
         let hi = r.u8("value parameters")?;
         let bits = u16::from_le_bytes([lo, hi]);
-        if bits & 0x8000 != 0 {
-            return Err(r.corrupt("reserved parameter bit set"));
-        }
         let class = (bits & 31) as u8;
         let transform = ((bits >> 5) & 3) as u8;
         let width = ((bits >> 7) & 127) as u8;
@@ -261,9 +263,17 @@ pub(crate) fn decode_block(
             transform,
             width,
             base: 0,
+            radix: 0,
         };
         if p.has_base() {
             p.base = r.ivarint("value base")?;
+        }
+        if bits & PARAM_RADIX != 0 {
+            let radix = r.uvarint("value radix")?;
+            if !is_int_like(class) || width != 0 || !(2..=bitpack::MAX_RADIX).contains(&radix) {
+                return Err(r.corrupt("bad radix parameters"));
+            }
+            p.radix = radix as u32;
         }
         st.params = Some(p);
         p
@@ -529,7 +539,11 @@ fn decode_ints(
     let skip = usize::from(reset);
     let k = n - skip;
     let raw = &mut out.raw[..k];
-    bitpack::unpack(r, p.width, raw, "packed values")?;
+    if p.radix != 0 {
+        bitpack::unpack_radix(r, u64::from(p.radix), raw, "packed values")?;
+    } else {
+        bitpack::unpack(r, p.width, raw, "packed values")?;
+    }
     let x = &mut out.x[..n];
     if p.transform == TR_FOR {
         for (o, &u) in x.iter_mut().zip(raw.iter()) {

@@ -80,8 +80,9 @@ struct Sealed {
     x: i64,
     delta: i64,
     base: i64,
-    last_t: i32,
-    step: i32,
+    /// Last timestamp (22 bits) | step (22 bits) << 22 | radix (17 bits) << 44:
+    /// timestamps and steps are below 3.6 M and a radix at most 2^16.
+    packed: u64,
     /// Bytes of sealed blocks at the front of `data`.
     len: u32,
     /// Position of the last block header in `data`.
@@ -95,17 +96,33 @@ struct Sealed {
     unit_ms: bool,
 }
 
+const T_BITS: u32 = 22;
+const T_MASK: u64 = (1 << T_BITS) - 1;
+
 impl Sealed {
+    fn last_t(&self) -> i64 {
+        (self.packed & T_MASK) as i64
+    }
+
+    fn step(&self) -> i64 {
+        ((self.packed >> T_BITS) & T_MASK) as i64
+    }
+
+    fn radix(&self) -> u32 {
+        (self.packed >> (2 * T_BITS)) as u32
+    }
+
     fn encoder(&self) -> Encoder {
         Encoder {
             st: State {
-                last_t: i64::from(self.last_t),
-                step: i64::from(self.step),
+                last_t: self.last_t(),
+                step: self.step(),
                 params: Some(Params {
                     class: self.class,
                     transform: self.transform,
                     width: self.width,
                     base: self.base,
+                    radix: self.radix(),
                 }),
                 x: self.x,
                 delta: self.delta,
@@ -123,14 +140,17 @@ impl Sealed {
             transform: 0,
             width: 0,
             base: 0,
+            radix: 0,
         });
+        // A sealed block exists, so last_t ≥ 0; both fit 22 bits.
+        let packed = (enc.st.last_t as u64 & T_MASK)
+            | (enc.st.step as u64 & T_MASK) << T_BITS
+            | u64::from(p.radix) << (2 * T_BITS);
         Sealed {
             x: enc.st.x,
             delta: enc.st.delta,
             base: p.base,
-            // Timestamps and steps are below 3.6 M, so they fit i32.
-            last_t: enc.st.last_t as i32,
-            step: enc.st.step as i32,
+            packed,
             len,
             last_h,
             class: p.class,
@@ -264,8 +284,8 @@ impl Chunk {
     fn tail_start(&self) -> (Option<u32>, u32) {
         match &self.sealed {
             Some(s) => (
-                Some((i64::from(s.last_t) * s.unit()) as u32),
-                (i64::from(s.step) * s.unit()) as u32,
+                Some((s.last_t() * s.unit()) as u32),
+                (s.step() * s.unit()) as u32,
             ),
             None => (None, 0),
         }

@@ -133,7 +133,8 @@ fn exc_bits(v: StoredValue) -> usize {
     }
 }
 
-/// Min, max and zigzag-OR of a stream (for frame-of-reference and zigzag widths).
+/// Min, max and largest zigzag code of a stream (for frame-of-reference,
+/// zigzag and radix layouts).
 #[derive(Clone, Copy)]
 struct Stats {
     min: i64,
@@ -154,7 +155,7 @@ impl Stats {
     fn add(&mut self, v: i64) {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        self.zz |= zigzag(v);
+        self.zz = self.zz.max(zigzag(v));
         self.any = true;
     }
 
@@ -182,16 +183,34 @@ impl Stats {
         }
     }
 
-    /// Whether every value fits width `w` at base `base` under `tr`.
-    fn fits(&self, tr: u8, base: i64, w: u8) -> bool {
+    /// Whether every value packs under `p`'s transform, base and width
+    /// (or radix).
+    fn fits(&self, p: &Params) -> bool {
         if !self.any {
             return true;
         }
-        let lim = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-        if tr == TR_DELTA {
-            self.zz <= lim
+        let max = if p.radix != 0 {
+            u64::from(p.radix) - 1
+        } else if p.width == 64 {
+            u64::MAX
         } else {
-            self.min >= base && (self.max.wrapping_sub(base) as u64) <= lim
+            (1u64 << p.width) - 1
+        };
+        if p.transform == TR_DELTA {
+            self.zz <= max
+        } else {
+            self.min >= p.base && (self.max.wrapping_sub(p.base) as u64) <= max
+        }
+    }
+
+    /// Largest packed value under `tr` with its own layout's base.
+    fn max_packed(&self, tr: u8) -> u64 {
+        if !self.any {
+            0
+        } else if tr == TR_DELTA {
+            self.zz
+        } else {
+            self.max.wrapping_sub(self.min) as u64
         }
     }
 }
@@ -303,10 +322,14 @@ impl Encoder {
             let bits = u16::from(p.class)
                 | u16::from(p.transform) << 5
                 | u16::from(p.width) << 7
-                | if v.reset { PARAM_RESET } else { 0 };
+                | if v.reset { PARAM_RESET } else { 0 }
+                | if p.radix != 0 { PARAM_RADIX } else { 0 };
             out.extend_from_slice(&bits.to_le_bytes());
             if p.has_base() {
                 put_uvarint(out, zigzag(p.base));
+            }
+            if p.radix != 0 {
+                put_uvarint(out, u64::from(p.radix));
             }
         }
         if extra {
@@ -331,6 +354,9 @@ impl Encoder {
                 for &b in &v.vals[..n] {
                     out.extend_from_slice(&b.to_le_bytes());
                 }
+            }
+            _ if v.params.radix != 0 => {
+                bitpack::pack_radix(&v.vals[..v.k], u64::from(v.params.radix), out)
             }
             _ => bitpack::pack(&v.vals[..v.k], v.params.width, out),
         }
@@ -738,6 +764,7 @@ impl Encoder {
                 transform: 0,
                 width: 0,
                 base: 0,
+                radix: 0,
             },
             same: false,
             reset: false,
@@ -836,18 +863,25 @@ impl Encoder {
                 (_, true) => d_tail,
             }
         };
-        // (bits, same, tr, reset, width, base)
-        let mut best: (usize, bool, u8, bool, u8, i64) = (usize::MAX, false, 0, false, 0, 0);
+        // (bits, same, tr, reset, width, base, radix)
+        let mut best: (usize, bool, u8, bool, u8, i64, u32) =
+            (usize::MAX, false, 0, false, 0, 0, 0);
         if let Some(p) = prev
-            && stream(p.transform, false).fits(p.transform, p.base, p.width)
+            && stream(p.transform, false).fits(&p)
         {
+            let bytes = if p.radix != 0 {
+                bitpack::radix_len(n, u64::from(p.radix))
+            } else {
+                packed_len(n, p.width)
+            };
             best = (
-                packed_len(n, p.width) * 8,
+                bytes * 8,
                 true,
                 p.transform,
                 false,
                 p.width,
                 p.base,
+                p.radix,
             );
         }
         let chain = prev.is_some();
@@ -856,21 +890,48 @@ impl Encoder {
                 if (tr == TR_FOR && reset) || (!reset && !chain && tr != TR_FOR) {
                     continue;
                 }
-                let (w, base) = stream(tr, reset).layout(tr);
+                let st = stream(tr, reset);
+                let (w, base) = st.layout(tr);
                 let k = if reset { n - 1 } else { n };
-                let mut bits = 16 + packed_len(k, w) * 8;
+                let mut bits = 16;
                 if tr != TR_DELTA {
                     bits += 8 * uvarint_len(zigzag(base));
                 }
                 if reset {
                     bits += 8 * uvarint_len(zigzag(x[0]));
                 }
+                let plain = packed_len(k, w) * 8;
+                // Mixed radix when the range wastes part of a bit per value,
+                // except at byte-aligned widths, which zstd's Huffman stage
+                // compresses better than any fixed packing.
+                let range = st.max_packed(tr).saturating_add(1);
+                let radix = if w != 8
+                    && w != 16
+                    && (3..=bitpack::MAX_RADIX).contains(&range)
+                    && !range.is_power_of_two()
+                {
+                    let r = bitpack::radix_headroom(range);
+                    let rbits = (bitpack::radix_len(k, r) + uvarint_len(r)) * 8;
+                    (rbits < plain).then_some((rbits, r as u32))
+                } else {
+                    None
+                };
+                let (data_bits, radix) = radix.unwrap_or((plain, 0));
+                bits += data_bits;
                 if bits < best.0 {
-                    best = (bits, false, tr, reset, w, base);
+                    best = (
+                        bits,
+                        false,
+                        tr,
+                        reset,
+                        if radix != 0 { 0 } else { w },
+                        base,
+                        radix,
+                    );
                 }
             }
         }
-        let (bits, same, tr, reset, w, base) = best;
+        let (bits, same, tr, reset, w, base, radix) = best;
         let mut s = [0i64; BLOCK];
         let k = gen_stream(tr, reset, x, cx, cd, &mut s);
         to_packed(tr, base, &s[..k], &mut plan.vals);
@@ -883,6 +944,7 @@ impl Encoder {
             transform: tr,
             width: w,
             base: if tr == TR_DELTA { 0 } else { base },
+            radix,
         };
         plan.bits = fixed + bits;
     }

@@ -688,6 +688,29 @@ fn encoder_picks_each_mode() {
     assert_eq!(params(st).transform, TR_DELTA);
     assert_eq!((st.kind_mode, st.ms_mode), (K_DEFAULT, MS_DERIVED));
 
+    // A walk with steps up to ±2.00: 401 delta values, packed in base 401
+    // three to a 26-bit word instead of 9 bits each.
+    let mut c = 5000i64;
+    let pct: Vec<_> = (0..128)
+        .map(|i| {
+            c = (c + (rng.next() % 401) as i64 - 200).clamp(0, 10_000);
+            pt(i * 10_000, super::measure::classify(c as f64 / 100.0))
+        })
+        .collect();
+    let p = params(modes_of(&pct, 1000));
+    assert!(p.radix > 300 && p.width == 0, "{p:?}");
+    check(&pct);
+    // Counter increments 0..=100: base 101.
+    let mut v = 0i64;
+    let incs: Vec<_> = (0..128)
+        .map(|i| {
+            v += (rng.next() % 101) as i64;
+            pt(i * 10_000, Int(v))
+        })
+        .collect();
+    assert!(params(modes_of(&incs, 1000)).radix > 90);
+    check(&incs);
+
     let counter: Vec<_> = (0..128)
         .map(|i| pt(i * 1000, Int(5 + 3 * i64::from(i))))
         .collect();
