@@ -185,18 +185,26 @@ pub(crate) fn unpack_radix(
         return Err(rd.corrupt(what));
     }
     let src = rd.take(radix_len(out.len(), r), what)?;
-    let mut br = BitReader::new(src);
+    // Words are at most 48 bits (r³ ≤ 2^48): one 8-byte window read each,
+    // from a zero-padded copy.
+    let mut buf = [0u8; SCRATCH];
+    buf[..src.len()].copy_from_slice(src);
     // ⌈2^64 / r⌉: q = (word · inv) >> 64 is word / r for every word < 2^64 / r.
     let inv = u128::from(u64::MAX / r + 1);
-    let b3 = radix_word_bits(r, 3);
-    let r3 = r * r * r;
+    let (b3, r3) = (radix_word_bits(r, 3), r * r * r);
+    let mut bit = 0usize;
     for g in out.chunks_mut(3) {
-        let (bits, lim) = if g.len() == 3 {
+        let j = g.len();
+        let (bits, lim) = if j == 3 {
             (b3, r3)
         } else {
-            (radix_word_bits(r, g.len()), r.pow(g.len() as u32))
+            (radix_word_bits(r, j), r.pow(j as u32))
         };
-        let mut word = br.read(bits).ok_or_else(|| rd.corrupt(what))?;
+        let byte = bit >> 3;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&buf[byte..byte + 8]);
+        let mut word = (u64::from_le_bytes(a) >> (bit & 7)) & ((1u64 << bits) - 1);
+        bit += bits as usize;
         if word >= lim {
             return Err(rd.corrupt("radix word out of range"));
         }

@@ -294,6 +294,27 @@ fn measure() {
     black_box(sum);
     rate("for_each_point (cpu), summing values", total * reps, secs);
 
+    let pct_cells: Vec<Vec<u8>> = bench_pct
+        .iter()
+        .map(|s| {
+            let mut c = Vec::new();
+            encode_cell(s, &mut c).unwrap();
+            c
+        })
+        .collect();
+    let secs = best(&mut || {
+        for _ in 0..reps {
+            for c in &pct_cells {
+                for_each_point(black_box(c), |o, v| {
+                    sum += v.as_f64() + f64::from(o);
+                })
+                .unwrap();
+            }
+        }
+    });
+    black_box(sum);
+    rate("for_each_point (bench Percent, radix)", total * reps, secs);
+
     let mut out = Vec::with_capacity(400);
     let secs = best(&mut || {
         for _ in 0..reps {
