@@ -18,7 +18,11 @@
 //! ```
 //! The tail's domain is chosen by its first point and widened in place (the
 //! tail re-encoded) when a value needs more decimals or the first decimal
-//! arrives after integers; values that fit no domain are raw escapes.
+//! arrives after integers; values that fit no domain are raw escapes. A
+//! tail also picks, from its first point, the default kind of its decimal
+//! and raw tokens (Float-if-exact, all Double, or all Float). The first
+//! record of a tail predicts its timestamp from the sealed blocks' state, so
+//! a regular series pays no timestamp bytes at all.
 
 use std::fmt;
 
@@ -59,8 +63,13 @@ const F_RAW: u8 = 16;
 /// increasing offset order.
 ///
 /// Memory: `size_of::<Chunk>()` is 48 bytes; an empty chunk holds no heap,
-/// a 1-point chunk a few dozen bytes, and a chunk of 360 points of a
-/// two-decimal gauge about 440 (see [`Chunk::heap_bytes`]).
+/// a 1-point chunk 16 bytes, and a chunk of 360 points of a two-decimal
+/// gauge about 440 (see [`Chunk::heap_bytes`]). Sealed blocks are the
+/// final encoding, so [`Chunk::to_cell`] only encodes the open tail.
+///
+/// Appending costs O(1) amortised, plus one block encoding per 128 points;
+/// a chunk whose offsets were all whole seconds re-encodes its sealed blocks
+/// once if a millisecond offset arrives (the cell's time unit changes).
 pub struct Chunk {
     /// Sealed blocks ‖ tail records; its length is the capacity.
     data: Box<[u8]>,
