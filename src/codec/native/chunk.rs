@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! normal  pvarint(token)                       timestamp = previous + step, flags derived
+//! run     0xFE n                               n more points repeating the last token
 //! escape  0xFF F [ts] (token | raw value)      F: bit0 ts, bit1 ms flipped,
 //!                                               bits2-3 kind (0 derived, 1 Int, 2 Float, 3 Double),
 //!                                               bit4 raw value
@@ -35,7 +36,7 @@ use super::decimal::{
     to_decimal_d,
 };
 use super::encode::{DecHint, Encoder, Head};
-use super::varint::{PV_ESCAPE, Reader, put_pvarint, unzigzag, zigzag};
+use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, unzigzag, zigzag};
 use super::{NativeError, decode_cell, put_header, walk_blocks};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
@@ -52,6 +53,14 @@ const DOM_SHIFT: u32 = STEP_BITS;
 const DOM_MASK: u32 = 31;
 const MS_UNIT: u32 = 1 << 27;
 const FR_SHIFT: u32 = 28;
+// Run state of the tail's last records (bits 30-31), for run-length records:
+// nothing useful, one 1-byte token, two equal-or-not 1-byte tokens, or a
+// 1-byte token followed by a run of it.
+const RUN_SHIFT: u32 = 30;
+const RS_NONE: u32 = 0;
+const RS_ONE: u32 = 1;
+const RS_TWO: u32 = 2;
+const RS_RUN: u32 = 3;
 
 // Escape flag bits.
 const F_TS: u8 = 1;
@@ -70,6 +79,7 @@ const F_RAW: u8 = 16;
 /// Appending costs O(1) amortised, plus one block encoding per 128 points;
 /// a chunk whose offsets were all whole seconds re-encodes its sealed blocks
 /// once if a millisecond offset arrives (the cell's time unit changes).
+#[derive(Clone)]
 pub struct Chunk {
     /// Sealed blocks ‖ tail records; its length is the capacity.
     data: Box<[u8]>,
@@ -285,6 +295,45 @@ impl Chunk {
         self.meta = (self.meta & !(3 << FR_SHIFT)) | (u32::from(fr & 3) << FR_SHIFT);
     }
 
+    fn run_state(&self) -> u32 {
+        self.meta >> RUN_SHIFT
+    }
+
+    fn set_run_state(&mut self, rs: u32) {
+        self.meta = (self.meta & !(3 << RUN_SHIFT)) | (rs << RUN_SHIFT);
+    }
+
+    /// Appends a plain one-byte token, folding repeats into a run record
+    /// (`FE count`): a constant gauge or a steady counter then costs about
+    /// nothing per point in the tail, as it does in sealed blocks. A run
+    /// starts at the third equal token, so it never costs more than the
+    /// tokens it replaces.
+    fn push_small_token(&mut self, t: u8) {
+        let used = self.used as usize;
+        match self.run_state() {
+            RS_RUN if self.data[used - 3] == t && self.data[used - 1] < u8::MAX => {
+                self.data[used - 1] += 1;
+            }
+            RS_TWO if self.data[used - 1] == t && self.data[used - 2] == t => {
+                self.reserve(1);
+                self.data[used - 1] = PV_RUN;
+                self.data[used] = 2;
+                self.used += 1;
+                self.set_run_state(RS_RUN);
+            }
+            rs => {
+                self.reserve(1);
+                self.data[used] = t;
+                self.used += 1;
+                self.set_run_state(if rs == RS_ONE || rs == RS_TWO {
+                    RS_TWO
+                } else {
+                    RS_ONE
+                });
+            }
+        }
+    }
+
     fn unit_ms(&self) -> bool {
         self.meta & MS_UNIT != 0
     }
@@ -316,12 +365,17 @@ impl Chunk {
                 Self::token(self.domain(), self.float_rule(), self.prev_x, p.value)
             && k == kind_of(p.value)
         {
-            let mut buf = [0u8; 9];
-            let n = put_pvarint(&mut buf, t);
-            self.reserve(n);
-            let at = self.used as usize;
-            self.data[at..at + n].copy_from_slice(&buf[..n]);
-            self.used += n as u32;
+            if t < 0xF0 {
+                self.push_small_token(t as u8);
+            } else {
+                let mut buf = [0u8; 9];
+                let n = put_pvarint(&mut buf, t);
+                self.reserve(n);
+                let at = self.used as usize;
+                self.data[at..at + n].copy_from_slice(&buf[..n]);
+                self.used += n as u32;
+                self.set_run_state(RS_NONE);
+            }
             self.len += 1;
             self.last_offset = p.offset_ms;
             self.prev_x = x;
@@ -451,6 +505,7 @@ impl Chunk {
         self.last_offset = prev.unwrap_or(0);
         self.set_step(step);
         self.set_domain(dom);
+        self.set_run_state(RS_NONE);
         self.prev_x = 0;
         for q in pts {
             let tok = Self::token(dom, self.float_rule(), self.prev_x, q.value);
@@ -500,15 +555,16 @@ impl Chunk {
         if ts_explicit && has_prev {
             self.set_step(p.offset_ms - self.last_offset);
         }
-        self.reserve(rec.n);
-        let at = self.used as usize;
-        if rec.n == 1 {
-            // The common record: one token byte (skip memcpy's call).
-            self.data[at] = rec.buf[0];
+        if rec.n == 1 && rec.buf[0] < 0xF0 {
+            // A plain one-byte token.
+            self.push_small_token(rec.buf[0]);
         } else {
+            self.reserve(rec.n);
+            let at = self.used as usize;
             self.data[at..at + rec.n].copy_from_slice(&rec.buf[..rec.n]);
+            self.used += rec.n as u32;
+            self.set_run_state(RS_NONE);
         }
-        self.used += rec.n as u32;
         self.len += 1;
         self.last_offset = p.offset_ms;
     }
@@ -560,98 +616,122 @@ impl Chunk {
         let dom = self.domain();
         let fr = self.float_rule();
         let mut prev_x = 0i64;
+        // The token of the last record that had one (what a run repeats).
+        let mut last_tok: Option<u64> = None;
         let mut r = Reader::new(&self.data[..self.used as usize], self.sealed_len());
         while !r.at_end() {
             let mut f = 0u8;
-            if r.buf[r.pos] == PV_ESCAPE {
-                r.pos += 1;
-                f = r.u8("tail flags")?;
-                if f & 0xE0 != 0 || (f & F_RAW != 0 && (f >> F_KIND_SHIFT) & 3 == 0) {
-                    return Err(r.corrupt("bad tail flags"));
+            let mut reps = 1usize;
+            let mut run_tok = None;
+            match r.buf[r.pos] {
+                PV_ESCAPE => {
+                    r.pos += 1;
+                    f = r.u8("tail flags")?;
+                    if f & 0xE0 != 0 || (f & F_RAW != 0 && (f >> F_KIND_SHIFT) & 3 == 0) {
+                        return Err(r.corrupt("bad tail flags"));
+                    }
                 }
+                PV_RUN => {
+                    r.pos += 1;
+                    reps = usize::from(r.u8("tail run length")?);
+                    run_tok = Some(last_tok.ok_or_else(|| r.corrupt("tail run without a token"))?);
+                    if reps == 0 {
+                        return Err(r.corrupt("empty tail run"));
+                    }
+                }
+                _ => {}
             }
-            let off = match prev {
-                Some(pv) => {
-                    let predicted = i64::from(pv) + i64::from(step);
-                    let o = if f & F_TS != 0 {
-                        predicted + unzigzag(r.uvarint("tail timestamp")?)
-                    } else {
-                        predicted
-                    };
-                    if o <= i64::from(pv) || o > i64::from(MAX_OFFSET_MS) {
-                        return Err(r.corrupt("tail timestamp out of order"));
-                    }
-                    if f & F_TS != 0 {
-                        step = (o - i64::from(pv)) as u32;
-                    }
-                    o as u32
-                }
-                None => {
-                    if f & F_TS == 0 {
-                        return Err(r.corrupt("first tail point without a timestamp"));
-                    }
-                    let o = r.uvarint("tail timestamp")?;
-                    if o > u64::from(MAX_OFFSET_MS) {
-                        return Err(r.corrupt("tail timestamp beyond the hour"));
-                    }
-                    o as u32
-                }
-            };
-            prev = Some(off);
-            let explicit = (f >> F_KIND_SHIFT) & 3;
-            let value = if f & F_RAW != 0 {
-                match explicit - 1 {
-                    KIND_INT => StoredValue::Int(r.ivarint("tail value")?),
-                    KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("tail value")?)),
-                    _ => StoredValue::Double(f64::from_bits(r.u64_le("tail value")?)),
-                }
-            } else {
-                let t = r.pvarint("tail token")?;
-                let (x, derived, v) = match dom {
-                    DOM_INT => {
-                        let x = prev_x.wrapping_add(unzigzag(t));
-                        (x, KIND_INT, None)
-                    }
-                    DOM_RAW => {
-                        let b = t ^ prev_x as u64;
-                        (b as i64, float_kind(fr, f64::from_bits(b)), None)
-                    }
-                    DOM_NONE => return Err(r.corrupt("tail token without a domain")),
-                    d => {
-                        let e = (d - DOM_DEC0) as u8;
-                        if e > MAX_E {
-                            return Err(r.corrupt("bad tail domain"));
+            for _ in 0..reps {
+                let off = match prev {
+                    Some(pv) => {
+                        let predicted = i64::from(pv) + i64::from(step);
+                        let o = if f & F_TS != 0 {
+                            predicted + unzigzag(r.uvarint("tail timestamp")?)
+                        } else {
+                            predicted
+                        };
+                        if o <= i64::from(pv) || o > i64::from(MAX_OFFSET_MS) {
+                            return Err(r.corrupt("tail timestamp out of order"));
                         }
-                        let x = prev_x.wrapping_add(unzigzag(t));
-                        let d = dec_f64(x, e);
-                        if let Some(h) = hint.as_deref_mut() {
-                            let i = out.len() - first;
-                            if i < BLOCK && h.e == e {
-                                h.ok[i] = true;
-                                h.m[i] = x;
-                                h.d[i] = d;
-                            }
+                        if f & F_TS != 0 {
+                            step = (o - i64::from(pv)) as u32;
                         }
-                        (x, float_kind(fr, d), Some((e, d)))
+                        o as u32
+                    }
+                    None => {
+                        if f & F_TS == 0 {
+                            return Err(r.corrupt("first tail point without a timestamp"));
+                        }
+                        let o = r.uvarint("tail timestamp")?;
+                        if o > u64::from(MAX_OFFSET_MS) {
+                            return Err(r.corrupt("tail timestamp beyond the hour"));
+                        }
+                        o as u32
                     }
                 };
-                prev_x = x;
-                let kind = if explicit == 0 { derived } else { explicit - 1 };
-                match v {
-                    Some((e, d)) => dec_value_d(x, e, kind, d),
-                    None if dom == DOM_INT => match kind {
-                        KIND_INT => StoredValue::Int(x),
-                        _ => return Err(r.corrupt("non-integer kind in the integer domain")),
-                    },
-                    None => super::decimal::bits_value(x as u64, kind),
-                }
-            };
-            let ms = derived_ms(off) != (f & F_MS != 0);
-            out.push(DecodedPoint {
-                offset_ms: off,
-                ms,
-                value,
-            });
+                prev = Some(off);
+                let explicit = (f >> F_KIND_SHIFT) & 3;
+                let value = if f & F_RAW != 0 {
+                    last_tok = None;
+                    match explicit - 1 {
+                        KIND_INT => StoredValue::Int(r.ivarint("tail value")?),
+                        KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("tail value")?)),
+                        _ => StoredValue::Double(f64::from_bits(r.u64_le("tail value")?)),
+                    }
+                } else {
+                    let t = match run_tok {
+                        Some(t) => t,
+                        None => r.pvarint("tail token")?,
+                    };
+                    last_tok = Some(t);
+                    let (x, derived, v) = match dom {
+                        DOM_INT => {
+                            let x = prev_x.wrapping_add(unzigzag(t));
+                            (x, KIND_INT, None)
+                        }
+                        DOM_RAW => {
+                            let b = t ^ prev_x as u64;
+                            (b as i64, float_kind(fr, f64::from_bits(b)), None)
+                        }
+                        DOM_NONE => return Err(r.corrupt("tail token without a domain")),
+                        d => {
+                            let e = (d - DOM_DEC0) as u8;
+                            if e > MAX_E {
+                                return Err(r.corrupt("bad tail domain"));
+                            }
+                            let x = prev_x.wrapping_add(unzigzag(t));
+                            let d = dec_f64(x, e);
+                            if let Some(h) = hint.as_deref_mut() {
+                                let i = out.len() - first;
+                                if i < BLOCK && h.e == e {
+                                    h.ok[i] = true;
+                                    h.m[i] = x;
+                                    h.d[i] = d;
+                                }
+                            }
+                            (x, float_kind(fr, d), Some((e, d)))
+                        }
+                    };
+                    prev_x = x;
+                    let kind = if explicit == 0 { derived } else { explicit - 1 };
+                    match v {
+                        Some((e, d)) => dec_value_d(x, e, kind, d),
+                        None if dom == DOM_INT => match kind {
+                            KIND_INT => StoredValue::Int(x),
+                            _ => {
+                                return Err(r.corrupt("non-integer kind in the integer domain"));
+                            }
+                        },
+                        None => super::decimal::bits_value(x as u64, kind),
+                    }
+                };
+                let ms = derived_ms(off) != (f & F_MS != 0);
+                out.push(DecodedPoint {
+                    offset_ms: off,
+                    ms,
+                    value,
+                });
+            }
         }
         Ok(())
     }
@@ -697,6 +777,7 @@ impl Chunk {
         // The next tail predicts from the sealed state, as its decoder will.
         let (_, step) = self.tail_start();
         self.set_step(step);
+        self.set_run_state(RS_NONE);
         self.prev_x = 0;
     }
 

@@ -375,6 +375,29 @@ fn measure() {
         }
     });
     rate("Chunk::push + to_cell (cpu)", total * reps, secs);
+    for (name, series) in [
+        ("cpu, jittered 0-49 ms", &jitter),
+        ("bench Percent", &bench_pct),
+        (
+            "steady counter",
+            &series_of(100, |_, i| Int(1_000_000 + 100 * i as i64)),
+        ),
+    ] {
+        let heap: usize = series
+            .iter()
+            .map(|s| {
+                let mut ch = Chunk::new();
+                for p in s {
+                    ch.push(*p).unwrap();
+                }
+                ch.heap_bytes()
+            })
+            .sum();
+        println!(
+            "Chunk heap after 360 points, {name:<24} {:.1} bytes (mean)",
+            heap as f64 / series.len() as f64
+        );
+    }
 }
 
 /// Just `Chunk::push` on the cpu workload, for profiling.

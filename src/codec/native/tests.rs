@@ -521,6 +521,40 @@ fn long_chunk_matches_encode_cell() {
 }
 
 #[test]
+fn chunk_tail_runs_keep_repeats_small() {
+    // Constant gauge and steady counter: the open tail folds repeats into runs.
+    for v in [
+        |_: i64| Int(7),
+        |i: i64| Int(1_000 + 25 * i),
+        |_| Double(0.5),
+    ] {
+        let pts: Vec<_> = (0..127).map(|i| pt(i as u32 * 10_000, v(i))).collect();
+        let mut c = Chunk::new();
+        for p in &pts {
+            c.push(*p).unwrap();
+        }
+        assert!(c.heap_bytes() <= 48, "{}", c.heap_bytes());
+        let mut got = Vec::new();
+        c.decode(&mut got).unwrap();
+        assert_same(&pts, &got);
+        check(&pts);
+    }
+    // Runs broken by changes, a run of more than 255, and a pattern of two.
+    let pts: Vec<_> = (0..1000u32)
+        .map(|i| {
+            let v = match i {
+                0..300 => 1,
+                300..301 => 2,
+                301..600 => 1,
+                _ => i64::from(i % 2),
+            };
+            pt(i * 1000, Int(v))
+        })
+        .collect();
+    check(&pts);
+}
+
+#[test]
 fn chunk_from_cell_continues() {
     let mut rng = Rng(8);
     let pts = cpu_series(&mut rng, 0, 10_000, 360);
