@@ -29,7 +29,8 @@ use std::fmt;
 
 use super::bitpack::BLOCK;
 use super::block::{
-    BlockOut, FR_DERIVE, FR_DOUBLE, FR_FLOAT, MAX_OFFSET_MS, Params, State, derived_ms, float_kind,
+    BlockOut, FR_DERIVE, FR_DOUBLE, FR_FLOAT, H_REPEATED, MAX_OFFSET_MS, Params, State,
+    decode_block, derived_ms, float_kind,
 };
 use super::decimal::{
     KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value_d, kind_of, min_exponent, to_bits,
@@ -37,7 +38,7 @@ use super::decimal::{
 };
 use super::encode::{DecHint, Encoder, Head};
 use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, unzigzag, zigzag};
-use super::{NativeError, decode_cell, put_header, walk_blocks};
+use super::{NativeError, put_header, read_header, walk_blocks};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 
@@ -843,11 +844,72 @@ impl Chunk {
 
     /// Rebuilds an appendable chunk from a native cell; further pushes
     /// continue after its last point.
+    ///
+    /// The whole cell is decoded (so a corrupt one is an error), but its
+    /// full blocks are then copied as the chunk's sealed blocks — the
+    /// decoder's chain state *is* the encoder's — and only the last,
+    /// partial block is pushed again: loading a head checkpoint costs about
+    /// a decode, not an encode.
     pub fn from_cell(cell: &[u8]) -> Result<Self, NativeError> {
-        let mut pts = Vec::new();
-        decode_cell(cell, &mut pts)?;
+        let (n, unit, mut r) = read_header(cell)?;
+        let start = r.pos;
+        let full = n / BLOCK;
+        let mut st = State::new();
+        let mut blk = BlockOut::new();
+        let (mut repeat, mut last_h, mut h_count) = (0u8, 0usize, 0u8);
+        // End of the full blocks, the chain state there, the last header and
+        // how many blocks after it are sealed, and the last sealed offset.
+        let mut sealed: Option<(usize, State, usize, u8, u32)> = None;
+        let mut tail = Vec::with_capacity(n % BLOCK);
+        for b in 0..n.div_ceil(BLOCK) {
+            let cnt = (n - b * BLOCK).min(BLOCK);
+            let h = if repeat > 0 {
+                repeat -= 1;
+                H_REPEATED
+            } else {
+                last_h = r.pos - start;
+                let x = r.u8("block header")?;
+                repeat = x >> 4;
+                h_count = repeat;
+                x & 0x0F
+            };
+            decode_block(&mut r, &mut st, h, cnt, unit, true, &mut blk)?;
+            if b + 1 == full {
+                let covered = h_count - repeat;
+                sealed = Some((r.pos, st, last_h, covered, blk.off[BLOCK - 1]));
+            } else if b >= full {
+                tail.extend((0..blk.n).map(|i| blk.point(i)));
+            }
+        }
+        if repeat != 0 {
+            return Err(r.corrupt("header repeat count runs past the last block"));
+        }
+        if !r.at_end() {
+            return Err(r.corrupt("trailing bytes after the last block"));
+        }
         let mut c = Chunk::new();
-        for p in pts {
+        if let Some((end, st, last_h, covered, last_offset)) = sealed {
+            let mut data = cell[start..end].to_vec();
+            // The partial block, if the last header covered it, is now the
+            // open tail: that header counts only the sealed blocks.
+            data[last_h] = (data[last_h] & 0x0F) | covered << 4;
+            c.used = data.len() as u32;
+            c.data = data.into_boxed_slice();
+            c.len = (full * BLOCK) as u32;
+            c.last_offset = last_offset;
+            if unit == 1 {
+                c.meta |= MS_UNIT;
+            }
+            let enc = Encoder {
+                st,
+                h_repeat: Some(covered),
+                unit,
+            };
+            c.sealed = Some(Box::new(Sealed::store(&enc, c.used, last_h as u32)));
+            let (_, step) = c.tail_start();
+            c.set_step(step);
+        }
+        for p in tail {
             c.push(p).map_err(|_| NativeError::Corrupt {
                 offset: 0,
                 reason: "cell points out of order",

@@ -375,6 +375,14 @@ fn measure() {
         }
     });
     rate("Chunk::push + to_cell (cpu)", total * reps, secs);
+    let secs = best(&mut || {
+        for _ in 0..reps {
+            for c in &cells {
+                black_box(Chunk::from_cell(black_box(c)).unwrap());
+            }
+        }
+    });
+    rate("Chunk::from_cell (cpu)", total * reps, secs);
     for (name, series) in [
         ("cpu, jittered 0-49 ms", &jitter),
         ("bench Percent", &bench_pct),

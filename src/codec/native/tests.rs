@@ -557,8 +557,17 @@ fn chunk_tail_runs_keep_repeats_small() {
 #[test]
 fn chunk_from_cell_continues() {
     let mut rng = Rng(8);
-    let pts = cpu_series(&mut rng, 0, 10_000, 360);
-    for split in [0, 1, 127, 128, 129, 200, 360] {
+    let cpu = cpu_series(&mut rng, 0, 10_000, 360);
+    // Constant: headers with repeat counts that cover the partial block.
+    let constant: Vec<_> = (0..360).map(|i| pt(i * 10_000, Int(3))).collect();
+    let ms: Vec<_> = (0..360).map(|i| pt(i * 10_000 + 7, Double(0.25))).collect();
+    for pts in [cpu, constant, ms] {
+        from_cell_splits(&pts);
+    }
+}
+
+fn from_cell_splits(pts: &[DecodedPoint]) {
+    for split in [0, 1, 127, 128, 129, 200, 255, 256, 257, 360] {
         let mut cell = Vec::new();
         encode_cell(&pts[..split], &mut cell).unwrap();
         let mut c = Chunk::from_cell(&cell).unwrap();
@@ -567,11 +576,11 @@ fn chunk_from_cell_continues() {
         }
         let mut got = Vec::new();
         c.decode(&mut got).unwrap();
-        assert_same(&pts, &got);
+        assert_same(pts, &got);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         c.to_cell(&mut a);
-        encode_cell(&pts, &mut b).unwrap();
-        assert_eq!(a, b);
+        encode_cell(pts, &mut b).unwrap();
+        assert_eq!(a, b, "split {split}");
     }
 }
 
