@@ -666,7 +666,10 @@ fn arb_runs() -> impl Strategy<Value = Vec<DecodedPoint>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    // 256 cases by default; PROPTEST_CASES=N for a deeper run.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    ))]
 
     #[test]
     fn prop_round_trip(points in arb_points(400)) {
