@@ -476,6 +476,14 @@ fn write_fuzz_seeds() {
         .map(|i| point(i * 1000, Int(1000 + 3 * i as i64)))
         .collect();
     seeds.push(("native_counter", [&[1u8][..], &cell(&pts)].concat()));
+    let mut c = 5000i64;
+    let pts: Vec<_> = (0..300)
+        .map(|i| {
+            c = (c + (rng.next() % 401) as i64 - 200).clamp(0, 10_000);
+            point(i * 10_000, classify(c as f64 / 100.0))
+        })
+        .collect();
+    seeds.push(("native_radix", [&[1u8][..], &cell(&pts)].concat()));
     seeds.push(("native_unknown_codec", vec![1, 0x07, 0x02, 0x01]));
     // OpenTSDB packed cell: qualifier length, qualifiers, values + meta byte.
     let (q, v) = crate::codec::cell::encode_packed_cell(&[
