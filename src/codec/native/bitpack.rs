@@ -110,6 +110,113 @@ pub(crate) fn unpack(
     Ok(())
 }
 
+// Mixed-radix packing. Values below a range `r` that is not a power of two
+// waste up to a bit each at a binary width; packing them three to a word
+// (`u0 + r·u1 + r²·u2`, at the width of `r³ − 1`) loses less than a third of
+// a bit. The decoder splits words with a multiply by a precomputed inverse,
+// exact because words stay below `r³ ≤ 2^48` and `r ≤ 2^16`.
+
+/// Largest radix the mixed-radix packing accepts.
+pub(crate) const MAX_RADIX: u64 = 1 << 16;
+
+/// Bits of a word holding `j` (1..=3) values below `r`.
+#[inline]
+pub(crate) fn radix_word_bits(r: u64, j: usize) -> u32 {
+    let mut m = 1u64;
+    for _ in 0..j {
+        m *= r;
+    }
+    u32::from(width_of(m - 1))
+}
+
+/// The largest radix whose three-value words are as wide as `range`'s: the
+/// encoder stores it instead of `range` itself, so later blocks with a
+/// slightly wider range still fit (and inherit the parameters) for free.
+pub(crate) fn radix_headroom(range: u64) -> u64 {
+    let bits = radix_word_bits(range, 3);
+    let cap = (1u64 << bits) - 1;
+    let mut r = (cap as f64).cbrt() as u64;
+    while r > 0 && r * r * r > cap {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) * (r + 1) <= cap {
+        r += 1;
+    }
+    r.clamp(range, MAX_RADIX)
+}
+
+/// Bytes of `n` values below `r` packed three to a word.
+pub(crate) fn radix_len(n: usize, r: u64) -> usize {
+    let full = n / 3;
+    let rest = n % 3;
+    let bits = full * radix_word_bits(r, 3) as usize
+        + if rest > 0 {
+            radix_word_bits(r, rest) as usize
+        } else {
+            0
+        };
+    bits.div_ceil(8)
+}
+
+/// Appends `vals` (each below `r`, 2 ≤ r ≤ [`MAX_RADIX`]) packed three to a word.
+pub(crate) fn pack_radix(vals: &[u64], r: u64, out: &mut Vec<u8>) {
+    let b3 = radix_word_bits(r, 3);
+    let mut w = BitWriter::new(out);
+    for g in vals.chunks(3) {
+        let word = g.iter().rev().fold(0u64, |acc, &v| acc * r + v);
+        let bits = if g.len() == 3 {
+            b3
+        } else {
+            radix_word_bits(r, g.len())
+        };
+        w.write(word, bits);
+    }
+    w.finish();
+}
+
+/// Reads `out.len()` (≤ [`BLOCK`]) values packed by [`pack_radix`].
+pub(crate) fn unpack_radix(
+    rd: &mut Reader<'_>,
+    r: u64,
+    out: &mut [u64],
+    what: &'static str,
+) -> Result<(), NativeError> {
+    if !(2..=MAX_RADIX).contains(&r) || out.len() > BLOCK {
+        return Err(rd.corrupt(what));
+    }
+    let src = rd.take(radix_len(out.len(), r), what)?;
+    // Words are at most 48 bits (r³ ≤ 2^48): one 8-byte window read each,
+    // from a zero-padded copy.
+    let mut buf = [0u8; SCRATCH];
+    buf[..src.len()].copy_from_slice(src);
+    // ⌈2^64 / r⌉: q = (word · inv) >> 64 is word / r for every word < 2^64 / r.
+    let inv = u128::from(u64::MAX / r + 1);
+    let (b3, r3) = (radix_word_bits(r, 3), r * r * r);
+    let mut bit = 0usize;
+    for g in out.chunks_mut(3) {
+        let j = g.len();
+        let (bits, lim) = if j == 3 {
+            (b3, r3)
+        } else {
+            (radix_word_bits(r, j), r.pow(j as u32))
+        };
+        let byte = bit >> 3;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&buf[byte..byte + 8]);
+        let mut word = (u64::from_le_bytes(a) >> (bit & 7)) & ((1u64 << bits) - 1);
+        bit += bits as usize;
+        if word >= lim {
+            return Err(rd.corrupt("radix word out of range"));
+        }
+        for o in g.iter_mut() {
+            let q = ((u128::from(word) * inv) >> 64) as u64;
+            *o = word - q * r;
+            word = q;
+        }
+    }
+    Ok(())
+}
+
 /// Appends bits LSB-first; [`BitWriter::finish`] pads the last byte with zeros.
 #[derive(Debug)]
 pub(crate) struct BitWriter<'a> {
@@ -246,6 +353,55 @@ mod tests {
         let mut out = [0u64; 8];
         assert!(unpack(&mut Reader::new(&b, 0), 7, &mut out, "t").is_err());
         assert!(unpack(&mut Reader::new(&b, 0), 65, &mut out[..1], "t").is_err());
+    }
+
+    #[test]
+    fn radix_round_trips_and_divides_exactly() {
+        for r in [
+            2u64, 3, 5, 100, 101, 201, 255, 257, 401, 1000, 65_535, 65_536,
+        ] {
+            for n in [0usize, 1, 2, 3, 4, 5, 127, 128] {
+                let vals: Vec<u64> = (0..n as u64)
+                    .map(|i| {
+                        if i % 5 == 0 {
+                            r - 1
+                        } else {
+                            i.wrapping_mul(0x9E37_79B9) % r
+                        }
+                    })
+                    .collect();
+                let mut b = Vec::new();
+                pack_radix(&vals, r, &mut b);
+                assert_eq!(b.len(), radix_len(n, r));
+                let mut got = vec![0u64; n];
+                unpack_radix(&mut Reader::new(&b, 0), r, &mut got, "t").unwrap();
+                assert_eq!(got, vals, "r={r} n={n}");
+            }
+        }
+        assert_eq!(radix_len(127, 401), (42 * 26 + 9usize).div_ceil(8));
+        // The inverse multiply equals division for every word below r³.
+        for r in [3u64, 7, 201, 401, 1001, 40_000, 65_536] {
+            let inv = u128::from(u64::MAX / r + 1);
+            let r3 = r * r * r;
+            let mut w = 0u64;
+            while w < r3 {
+                for x in [w, r3 - 1 - w.min(r3 - 1)] {
+                    assert_eq!(((u128::from(x) * inv) >> 64) as u64, x / r, "{x}/{r}");
+                }
+                w = w * 3 + 1;
+            }
+        }
+        assert_eq!(radix_headroom(401), 406);
+        assert_eq!(radix_headroom(101), 101);
+        for range in 3..=MAX_RADIX {
+            let r = radix_headroom(range);
+            assert!(r >= range && r <= MAX_RADIX);
+            assert_eq!(radix_word_bits(r, 3), radix_word_bits(range, 3), "{range}");
+        }
+        let b = [0xFFu8; 8];
+        let mut got = [0u64; 3];
+        assert!(unpack_radix(&mut Reader::new(&b, 0), 3, &mut got, "t").is_err());
+        assert!(unpack_radix(&mut Reader::new(&b, 0), 1, &mut got, "t").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! One block of a native cell (up to 128 points): its header byte, the
-//! timestamp modes, the value classes and transforms, the ms/kind flags and
-//! the exceptions — both the encoder (which picks the cheapest layout) and
-//! the decoder (which trusts nothing).
+//! One block of a native cell (up to 128 points): the format's constants
+//! (header byte, timestamp modes, value classes and transforms, ms/kind
+//! modes, exceptions), the chain [`State`], and the decoder, which trusts
+//! nothing. The encoder, which picks the cheapest layout, is `encode.rs`.
 //!
 //! Blocks are chained: each starts from the [`State`] the previous one left
 //! (last timestamp and step, value parameters, last value and delta, flag
@@ -10,12 +10,12 @@
 //! The byte layout is drawn in `docs/format/native-cell.md`.
 
 use super::NativeError;
-use super::bitpack::{self, BLOCK, BitReader, BitWriter, packed_len, width_of};
+use super::bitpack::{self, BLOCK, BitReader};
 use super::decimal::{
-    self, KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, bits_integral, bits_value, dec_f64,
-    dec_integral, dec_value, derive_float_kind, kind_of, to_bits, to_decimal,
+    self, KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, bits_integral, bits_value, dec_integral,
+    dec_value_d, derive_float_kind,
 };
-use super::varint::{Reader, put_uvarint, unzigzag, uvarint_len, zigzag};
+use super::varint::{Reader, unzigzag};
 use super::xor;
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
@@ -39,14 +39,17 @@ pub(crate) const CLASS_INT: u8 = 0;
 pub(crate) const CLASS_XOR: u8 = 1;
 pub(crate) const CLASS_RAW: u8 = 2;
 pub(crate) const CLASS_DEC0: u8 = 3;
-const CLASS_MAX: u8 = CLASS_DEC0 + MAX_E;
+pub(crate) const CLASS_MAX: u8 = CLASS_DEC0 + MAX_E;
 
 // Integer transforms (params bits 5-6).
 pub(crate) const TR_FOR: u8 = 0;
 pub(crate) const TR_DELTA: u8 = 1;
 pub(crate) const TR_DELTA_FOR: u8 = 2;
 pub(crate) const TR_DOD_FOR: u8 = 3;
-const PARAM_RESET: u16 = 1 << 14;
+pub(crate) const PARAM_RESET: u16 = 1 << 14;
+/// Params bit 15: values are packed three to a word below a radix (a
+/// varint after the base) instead of at `width` bits.
+pub(crate) const PARAM_RADIX: u16 = 1 << 15;
 
 // Extra byte: bits 0-1 ms mode, bits 2-5 kind mode, bit 6 exceptions.
 pub(crate) const MS_DERIVED: u8 = 0;
@@ -68,7 +71,7 @@ pub(crate) const FR_DOUBLE: u8 = 1;
 /// Every non-Int point is a Float.
 pub(crate) const FR_FLOAT: u8 = 2;
 pub(crate) const K_DEFAULT: u8 = IR_NONE | FR_DERIVE << 2;
-const X_EXC: u8 = 1 << 6;
+pub(crate) const X_EXC: u8 = 1 << 6;
 
 /// Kind of a non-Int point under float rule `fr`.
 #[inline]
@@ -80,13 +83,20 @@ pub(crate) fn float_kind(fr: u8, d: f64) -> u8 {
     }
 }
 
+/// The `ms` flag a point gets by default: OpenTSDB writes a millisecond
+/// qualifier exactly when the offset is not a whole second.
 #[inline]
-fn is_dec(class: u8) -> bool {
+pub(crate) fn derived_ms(offset_ms: u32) -> bool {
+    !offset_ms.is_multiple_of(1000)
+}
+
+#[inline]
+pub(crate) fn is_dec(class: u8) -> bool {
     class >= CLASS_DEC0
 }
 
 #[inline]
-fn is_int_like(class: u8) -> bool {
+pub(crate) fn is_int_like(class: u8) -> bool {
     class == CLASS_INT || is_dec(class)
 }
 
@@ -97,10 +107,12 @@ pub(crate) struct Params {
     pub(crate) transform: u8,
     pub(crate) width: u8,
     pub(crate) base: i64,
+    /// Mixed-radix packing below this range (0: binary packing at `width`).
+    pub(crate) radix: u32,
 }
 
 impl Params {
-    fn has_base(&self) -> bool {
+    pub(crate) fn has_base(&self) -> bool {
         is_int_like(self.class) && self.transform != TR_DELTA
     }
 }
@@ -230,9 +242,6 @@ pub(crate) fn decode_block(
         let lo = r.u8("value parameters")?;
         let hi = r.u8("value parameters")?;
         let bits = u16::from_le_bytes([lo, hi]);
-        if bits & 0x8000 != 0 {
-            return Err(r.corrupt("reserved parameter bit set"));
-        }
         let class = (bits & 31) as u8;
         let transform = ((bits >> 5) & 3) as u8;
         let width = ((bits >> 7) & 127) as u8;
@@ -254,9 +263,17 @@ pub(crate) fn decode_block(
             transform,
             width,
             base: 0,
+            radix: 0,
         };
         if p.has_base() {
             p.base = r.ivarint("value base")?;
+        }
+        if bits & PARAM_RADIX != 0 {
+            let radix = r.uvarint("value radix")?;
+            if !is_int_like(class) || width != 0 || !(2..=bitpack::MAX_RADIX).contains(&radix) {
+                return Err(r.corrupt("bad radix parameters"));
+            }
+            p.radix = radix as u32;
         }
         st.params = Some(p);
         p
@@ -388,6 +405,40 @@ pub(crate) fn decode_block(
         _ => r.take((2 * n).div_ceil(8), "kind map")?,
     };
 
+    let mut exc_n = 0usize;
+    let mut exc_pos = [0u8; BLOCK];
+    let mut exc_val = [StoredValue::Int(0); BLOCK];
+    let mut exc_x = [false; BLOCK];
+    if exc {
+        let count = r.uvarint("exception count")?;
+        if count == 0 || count > n as u64 {
+            return Err(r.corrupt("exception count out of range"));
+        }
+        exc_n = count as usize;
+        let pos = r.take(exc_n, "exception positions")?;
+        if pos.windows(2).any(|w| w[0] >= w[1]) || usize::from(pos[exc_n - 1]) >= n {
+            return Err(r.corrupt("exception positions not increasing within the block"));
+        }
+        exc_pos[..exc_n].copy_from_slice(pos);
+        let kinds = r.take(exc_n.div_ceil(4), "exception kinds")?;
+        for j in 0..exc_n {
+            let k = (kinds[j >> 2] >> ((j & 3) * 2)) & 3;
+            exc_val[j] = match k {
+                KIND_INT => StoredValue::Int(r.ivarint("exception value")?),
+                KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("exception value")?)),
+                KIND_DOUBLE => StoredValue::Double(f64::from_bits(r.u64_le("exception value")?)),
+                _ => {
+                    let x = r.ivarint("exception override")?;
+                    exc_x[j] = true;
+                    let pi = usize::from(exc_pos[j]);
+                    out.x[pi] = x;
+                    out.raw[pi] = x as u64;
+                    StoredValue::Int(x)
+                }
+            };
+        }
+    }
+
     // --- materialise values.
     if p.class == CLASS_INT {
         for (v, &x) in out.val[..n].iter_mut().zip(&out.x[..n]) {
@@ -417,6 +468,7 @@ pub(crate) fn decode_block(
             _ => {
                 for i in 0..n {
                     let x = out.x[i];
+                    let d = x as f64 / pf;
                     let k = match ir {
                         IR_INTEGRAL if dec_integral(x, e) => KIND_INT,
                         IR_MAP if bit_at(kind_map, i) => KIND_INT,
@@ -424,9 +476,9 @@ pub(crate) fn decode_block(
                             3 => return Err(r.corrupt("invalid kind code")),
                             k => k,
                         },
-                        _ => float_kind(fr, dec_f64(x, e)),
+                        _ => float_kind(fr, d),
                     };
-                    out.val[i] = dec_value(x, e, k);
+                    out.val[i] = dec_value_d(x, e, k, d);
                 }
             }
         }
@@ -446,27 +498,12 @@ pub(crate) fn decode_block(
         }
     }
 
-    // --- exceptions.
-    if exc {
-        let count = r.uvarint("exception count")?;
-        if count == 0 || count > n as u64 {
-            return Err(r.corrupt("exception count out of range"));
-        }
-        let count = count as usize;
-        let pos = r.take(count, "exception positions")?;
-        if pos.windows(2).any(|w| w[0] >= w[1]) || usize::from(pos[count - 1]) >= n {
-            return Err(r.corrupt("exception positions not increasing within the block"));
-        }
-        let kinds = r.take(count.div_ceil(4), "exception kinds")?;
-        for (j, &pi) in pos.iter().enumerate() {
-            let k = (kinds[j >> 2] >> ((j & 3) * 2)) & 3;
-            let v = match k {
-                KIND_INT => StoredValue::Int(r.ivarint("exception value")?),
-                KIND_FLOAT => StoredValue::Float(f32::from_bits(r.u32_le("exception value")?)),
-                KIND_DOUBLE => StoredValue::Double(f64::from_bits(r.u64_le("exception value")?)),
-                _ => return Err(r.corrupt("invalid exception kind")),
-            };
-            out.val[usize::from(pi)] = v;
+    // --- exceptions: whole values, applied last, and stream overrides
+    // (spikes), applied before the kind rules run.
+    for j in 0..exc_n {
+        let pi = usize::from(exc_pos[j]);
+        if !exc_x[j] {
+            out.val[pi] = exc_val[j];
         }
     }
 
@@ -480,7 +517,7 @@ pub(crate) fn decode_block(
             }
             _ => {
                 for (o, &off) in out.ms[..n].iter_mut().zip(&out.off[..n]) {
-                    *o = off % 1000 != 0;
+                    *o = derived_ms(off);
                 }
             }
         }
@@ -502,7 +539,11 @@ fn decode_ints(
     let skip = usize::from(reset);
     let k = n - skip;
     let raw = &mut out.raw[..k];
-    bitpack::unpack(r, p.width, raw, "packed values")?;
+    if p.radix != 0 {
+        bitpack::unpack_radix(r, u64::from(p.radix), raw, "packed values")?;
+    } else {
+        bitpack::unpack(r, p.width, raw, "packed values")?;
+    }
     let x = &mut out.x[..n];
     if p.transform == TR_FOR {
         for (o, &u) in x.iter_mut().zip(raw.iter()) {
@@ -537,685 +578,4 @@ fn decode_ints(
         }
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Encoder.
-
-/// Whether the block wrote its own header byte or is covered by the
-/// previous header's repeat count (then the caller adds 0x10 to that byte).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Head {
-    New,
-    Repeat,
-}
-
-/// Block encoder: the chain state plus the repeat count of the last header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Encoder {
-    pub(crate) st: State,
-    /// Repeat count of the last header written; `None` before the first block.
-    pub(crate) h_repeat: Option<u8>,
-    /// 1000 when every offset of the cell is a whole second, else 1.
-    pub(crate) unit: i64,
-}
-
-struct TsPlan {
-    mode: u8,
-    gap: u64,
-    a: i64,
-    w: u8,
-    k: usize,
-    vals: [u64; BLOCK],
-    new_step: i64,
-}
-
-/// An exception: position, kind, and the value itself.
-#[derive(Clone, Copy)]
-struct Exc {
-    pos: u8,
-    value: StoredValue,
-}
-
-struct ValPlan {
-    params: Params,
-    same: bool,
-    reset: bool,
-    first: i64,
-    /// Packed integers (INT/DEC) or f64 bits (XOR/RAW).
-    vals: [u64; BLOCK],
-    k: usize,
-    kind_mode: u8,
-    kinds: [u8; BLOCK],
-    exc: Vec<Exc>,
-    new_x: i64,
-    new_delta: i64,
-    bits: usize,
-}
-
-/// A candidate representation of a block's values.
-struct Repr {
-    class: u8,
-    x: [i64; BLOCK],
-    ok: [bool; BLOCK],
-    kind: [u8; BLOCK],
-    /// Kind under the "Float iff f32-exact" default.
-    d0: [u8; BLOCK],
-    integral: [bool; BLOCK],
-}
-
-#[inline]
-fn exc_bits(v: StoredValue) -> usize {
-    10 + match v {
-        StoredValue::Int(i) => 8 * uvarint_len(zigzag(i)),
-        StoredValue::Float(_) => 32,
-        StoredValue::Double(_) => 64,
-    }
-}
-
-/// Generates the pre-packing stream of a transform: x (FOR), deltas, or
-/// delta-of-deltas; with `reset`, point 0 is explicit and not in the stream.
-fn gen_stream(tr: u8, reset: bool, xs: &[i64], cx: i64, cd: i64, out: &mut [i64]) -> usize {
-    if tr == TR_FOR {
-        out[..xs.len()].copy_from_slice(xs);
-        return xs.len();
-    }
-    let (mut xp, mut dp, start) = if reset { (xs[0], 0, 1) } else { (cx, cd, 0) };
-    let mut k = 0;
-    for &x in &xs[start..] {
-        let d = x.wrapping_sub(xp);
-        out[k] = if tr == TR_DOD_FOR {
-            d.wrapping_sub(dp)
-        } else {
-            d
-        };
-        xp = x;
-        dp = d;
-        k += 1;
-    }
-    k
-}
-
-/// Width and base needed to pack `s` with transform `tr`.
-fn stream_width(tr: u8, s: &[i64]) -> (u8, i64) {
-    if tr == TR_DELTA {
-        let m = s.iter().fold(0u64, |a, &v| a | zigzag(v));
-        return (width_of(m), 0);
-    }
-    let Some(&f) = s.first() else {
-        return (0, 0);
-    };
-    let (mn, mx) = s.iter().fold((f, f), |(a, b), &v| (a.min(v), b.max(v)));
-    (width_of(mx.wrapping_sub(mn) as u64), mn)
-}
-
-fn to_packed(tr: u8, base: i64, s: &[i64], out: &mut [u64]) {
-    for (o, &v) in out.iter_mut().zip(s) {
-        *o = if tr == TR_DELTA {
-            zigzag(v)
-        } else {
-            v.wrapping_sub(base) as u64
-        };
-    }
-}
-
-fn fits(tr: u8, base: i64, w: u8, s: &[i64]) -> bool {
-    let lim = if w == 64 { u64::MAX } else { (1u64 << w) - 1 };
-    s.iter().all(|&v| {
-        let u = if tr == TR_DELTA {
-            zigzag(v)
-        } else {
-            v.wrapping_sub(base) as u64
-        };
-        u <= lim
-    })
-}
-
-impl Encoder {
-    pub(crate) fn new(unit: i64) -> Self {
-        Encoder {
-            st: State::new(),
-            h_repeat: None,
-            unit,
-        }
-    }
-
-    /// Encodes one block (1..=128 sorted points) onto `out`.
-    pub(crate) fn encode_block(&mut self, pts: &[DecodedPoint], out: &mut Vec<u8>) -> Head {
-        let n = pts.len();
-        debug_assert!((1..=BLOCK).contains(&n));
-        let ts = self.plan_ts(pts);
-
-        let ms_mode = if pts.iter().all(|p| p.ms == (p.offset_ms % 1000 != 0)) {
-            MS_DERIVED
-        } else if pts.iter().all(|p| p.ms) {
-            MS_ALL
-        } else {
-            MS_MAP
-        };
-        let v = self.plan_values(pts);
-        let extra =
-            ms_mode != self.st.ms_mode || v.kind_mode != self.st.kind_mode || !v.exc.is_empty();
-        let h = ts.mode | if v.same { H_SAME } else { 0 } | if extra { H_EXTRA } else { 0 };
-
-        let head = match self.h_repeat {
-            Some(rep) if h == H_REPEATED && rep < MAX_REPEAT => {
-                self.h_repeat = Some(rep + 1);
-                Head::Repeat
-            }
-            _ => {
-                out.push(h);
-                self.h_repeat = Some(0);
-                Head::New
-            }
-        };
-
-        // Header fields.
-        match ts.mode {
-            TS_RUN => {}
-            TS_REG => {
-                put_uvarint(out, ts.gap);
-                put_uvarint(out, ts.a as u64);
-            }
-            TS_DELTA => {
-                put_uvarint(out, ts.gap);
-                put_uvarint(out, ts.a as u64);
-                out.push(ts.w);
-            }
-            _ => {
-                put_uvarint(out, ts.gap);
-                put_uvarint(out, zigzag(ts.a));
-                out.push(ts.w);
-            }
-        }
-        if !v.same {
-            let p = v.params;
-            let bits = u16::from(p.class)
-                | u16::from(p.transform) << 5
-                | u16::from(p.width) << 7
-                | if v.reset { PARAM_RESET } else { 0 };
-            out.extend_from_slice(&bits.to_le_bytes());
-            if p.has_base() {
-                put_uvarint(out, zigzag(p.base));
-            }
-        }
-        if extra {
-            out.push(ms_mode | v.kind_mode << 2 | if v.exc.is_empty() { 0 } else { X_EXC });
-        }
-        if v.reset && is_int_like(v.params.class) {
-            put_uvarint(out, zigzag(v.first));
-        }
-
-        // Data sections.
-        if ts.mode >= TS_DELTA {
-            bitpack::pack(&ts.vals[..ts.k], ts.w, out);
-        }
-        match v.params.class {
-            CLASS_XOR => {
-                let prev = (!v.reset).then_some(self.st.x as u64);
-                let mut w = BitWriter::new(out);
-                xor::encode(&v.vals[..n], prev, &mut w);
-                w.finish();
-            }
-            CLASS_RAW => {
-                for &b in &v.vals[..n] {
-                    out.extend_from_slice(&b.to_le_bytes());
-                }
-            }
-            _ => bitpack::pack(&v.vals[..v.k], v.params.width, out),
-        }
-        if ms_mode == MS_MAP {
-            let mut w = BitWriter::new(out);
-            for p in pts {
-                w.write(u64::from(p.ms), 1);
-            }
-            w.finish();
-        }
-        if v.params.class != CLASS_INT {
-            if v.kind_mode & 3 == IR_MAP {
-                let mut w = BitWriter::new(out);
-                for &k in &v.kinds[..n] {
-                    w.write(u64::from(k == KIND_INT), 1);
-                }
-                w.finish();
-            } else if v.kind_mode & 3 == IR_EXPLICIT {
-                let mut w = BitWriter::new(out);
-                for &k in &v.kinds[..n] {
-                    w.write(u64::from(k), 2);
-                }
-                w.finish();
-            }
-        }
-        if !v.exc.is_empty() {
-            put_uvarint(out, v.exc.len() as u64);
-            out.extend(v.exc.iter().map(|e| e.pos));
-            let mut w = BitWriter::new(out);
-            for e in &v.exc {
-                w.write(u64::from(kind_of(e.value)), 2);
-            }
-            w.finish();
-            for e in &v.exc {
-                match e.value {
-                    StoredValue::Int(i) => put_uvarint(out, zigzag(i)),
-                    StoredValue::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
-                    StoredValue::Double(d) => out.extend_from_slice(&d.to_bits().to_le_bytes()),
-                }
-            }
-        }
-
-        // Advance the chain state exactly as the decoder will.
-        self.st.last_t = i64::from(pts[n - 1].offset_ms) / self.unit;
-        self.st.step = ts.new_step;
-        self.st.params = Some(v.params);
-        self.st.x = v.new_x;
-        self.st.delta = v.new_delta;
-        self.st.ms_mode = ms_mode;
-        self.st.kind_mode = v.kind_mode;
-        head
-    }
-
-    fn plan_ts(&self, pts: &[DecodedPoint]) -> TsPlan {
-        let n = pts.len();
-        let unit = self.unit;
-        let mut t = [0i64; BLOCK];
-        for (o, p) in t.iter_mut().zip(pts) {
-            *o = i64::from(p.offset_ms) / unit;
-        }
-        let t = &t[..n];
-        let st = &self.st;
-        let mut plan = TsPlan {
-            mode: TS_RUN,
-            gap: (t[0] - st.last_t - 1) as u64,
-            a: 0,
-            w: 0,
-            k: 0,
-            vals: [0; BLOCK],
-            new_step: st.step,
-        };
-        if st.step >= 1
-            && t.iter()
-                .enumerate()
-                .all(|(i, &ti)| ti == st.last_t + st.step * (i as i64 + 1))
-        {
-            return plan;
-        }
-        let step = if n >= 2 { t[1] - t[0] } else { st.step };
-        if t.windows(2).all(|w| w[1] - w[0] == step) {
-            plan.mode = TS_REG;
-            plan.a = step;
-            plan.new_step = step;
-            return plan;
-        }
-        // Irregular: deltas with a frame of reference, or delta-of-deltas
-        // chained on the previous step, whichever packs smaller.
-        let mut d = [0i64; BLOCK];
-        let mut dd = [0i64; BLOCK];
-        let mut prev = st.step;
-        for i in 1..n {
-            d[i - 1] = t[i] - t[i - 1];
-            dd[i - 1] = d[i - 1] - prev;
-            prev = d[i - 1];
-        }
-        let k = n - 1;
-        let (wd, bd) = stream_width(TR_DELTA_FOR, &d[..k]);
-        let (wdd, bdd) = stream_width(TR_DOD_FOR, &dd[..k]);
-        let cost_d = uvarint_len(bd as u64) + packed_len(k, wd);
-        let cost_dd = uvarint_len(zigzag(bdd)) + packed_len(k, wdd);
-        plan.k = k;
-        plan.new_step = d[k - 1];
-        if cost_dd < cost_d {
-            plan.mode = TS_DOD;
-            plan.a = bdd;
-            plan.w = wdd;
-            to_packed(TR_DOD_FOR, bdd, &dd[..k], &mut plan.vals);
-        } else {
-            plan.mode = TS_DELTA;
-            plan.a = bd;
-            plan.w = wd;
-            to_packed(TR_DELTA_FOR, bd, &d[..k], &mut plan.vals);
-        }
-        plan
-    }
-
-    fn plan_values(&self, pts: &[DecodedPoint]) -> ValPlan {
-        let n = pts.len();
-        if pts.iter().all(|p| p.value.is_integer()) {
-            let mut r = Repr::empty(CLASS_INT);
-            for (i, p) in pts.iter().enumerate() {
-                if let StoredValue::Int(v) = p.value {
-                    r.x[i] = v;
-                    r.ok[i] = true;
-                    r.kind[i] = KIND_INT;
-                }
-            }
-            return self.plan_repr(pts, &r);
-        }
-        let mut best: Option<ValPlan> = None;
-        for e in self.exponent_candidates(pts) {
-            let plan = self.plan_repr(pts, &Repr::decimal(pts, e));
-            if best.as_ref().is_none_or(|b| plan.bits < b.bits) {
-                best = Some(plan);
-            }
-        }
-        // Decimals that mostly fail: try f64 bits (Gorilla XOR or raw).
-        if best.as_ref().is_none_or(|b| b.bits > 16 * n) {
-            let mut r = Repr::bits(pts);
-            for class in [CLASS_XOR, CLASS_RAW] {
-                r.class = class;
-                let plan = self.plan_repr(pts, &r);
-                if best.as_ref().is_none_or(|b| plan.bits < b.bits) {
-                    best = Some(plan);
-                }
-            }
-        }
-        match best {
-            Some(b) => b,
-            // Unreachable (XOR and raw are always tried when nothing else
-            // was), but keep a total fallback rather than a panic.
-            None => self.plan_repr(pts, &Repr::bits(pts)),
-        }
-    }
-
-    /// Decimal exponents worth a full evaluation: from a sample of the
-    /// block's non-integer values (the largest exponent they need and the
-    /// most common one), the previous block's (so it can be inherited), and
-    /// 0 when integers are present.
-    fn exponent_candidates(&self, pts: &[DecodedPoint]) -> Vec<u8> {
-        let mut hist = [0u8; MAX_E as usize + 1];
-        let floats: usize = pts.iter().filter(|p| !p.value.is_integer()).count();
-        let stride = floats.div_ceil(16).max(1);
-        let mut any = false;
-        for p in pts.iter().filter(|p| !p.value.is_integer()).step_by(stride) {
-            if let Some(e) = decimal::min_exponent(p.value) {
-                hist[usize::from(e)] += 1;
-                any = true;
-            }
-        }
-        let mut c = Vec::with_capacity(4);
-        if any {
-            let max = hist.iter().rposition(|&h| h > 0).unwrap_or(0) as u8;
-            let mut mode = 0u8;
-            for (e, &h) in hist.iter().enumerate() {
-                if h > hist[usize::from(mode)] {
-                    mode = e as u8;
-                }
-            }
-            c.push(max);
-            if mode != max {
-                c.push(mode);
-            }
-        }
-        if let Some(p) = self.st.params
-            && is_dec(p.class)
-        {
-            let e = p.class - CLASS_DEC0;
-            if !c.contains(&e) {
-                c.push(e);
-            }
-        }
-        if floats < pts.len() && !c.contains(&0) {
-            c.push(0);
-        }
-        c
-    }
-
-    /// Chooses kind mode, exceptions and transform for one representation.
-    fn plan_repr(&self, pts: &[DecodedPoint], r: &Repr) -> ValPlan {
-        let n = pts.len();
-        let st = &self.st;
-        // Kind mode: the derivable defaults cost nothing; a bitmap or an
-        // exception per misfit otherwise. INT blocks are all integers.
-        let (kind_mode, mut is_exc) = if r.class == CLASS_INT {
-            (st.kind_mode, [false; BLOCK])
-        } else {
-            let mut best = (usize::MAX, K_DEFAULT, [false; BLOCK]);
-            for ir in [IR_NONE, IR_INTEGRAL, IR_MAP, IR_EXPLICIT] {
-                for fr in [FR_DERIVE, FR_DOUBLE, FR_FLOAT] {
-                    if ir == IR_EXPLICIT && fr != FR_DERIVE {
-                        continue;
-                    }
-                    let mode = ir | fr << 2;
-                    let mut bits = match ir {
-                        IR_MAP => n.div_ceil(8) * 8,
-                        IR_EXPLICIT => (2 * n).div_ceil(8) * 8,
-                        _ => 0,
-                    };
-                    if mode != st.kind_mode {
-                        bits += 8;
-                    }
-                    let mut ex = [false; BLOCK];
-                    for i in 0..n {
-                        let fk = match fr {
-                            FR_DERIVE => r.d0[i],
-                            FR_DOUBLE => KIND_DOUBLE,
-                            _ => KIND_FLOAT,
-                        };
-                        let k = r.kind[i];
-                        let fits = r.ok[i]
-                            && match ir {
-                                IR_NONE => k == fk,
-                                IR_INTEGRAL => k == if r.integral[i] { KIND_INT } else { fk },
-                                IR_MAP => k == KIND_INT || k == fk,
-                                _ => true,
-                            };
-                        if !fits {
-                            ex[i] = true;
-                            bits += exc_bits(pts[i].value);
-                            if bits >= best.0 {
-                                break;
-                            }
-                        }
-                    }
-                    if bits < best.0 {
-                        best = (bits, mode, ex);
-                    }
-                }
-            }
-            (best.1, best.2)
-        };
-        if r.class == CLASS_INT {
-            for i in 0..n {
-                is_exc[i] = !r.ok[i];
-            }
-        }
-        let mut exc = Vec::new();
-        let mut exc_total = 0usize;
-        for i in 0..n {
-            if is_exc[i] {
-                exc.push(Exc {
-                    pos: i as u8,
-                    value: pts[i].value,
-                });
-                exc_total += exc_bits(pts[i].value);
-            }
-        }
-        if !exc.is_empty() {
-            exc_total += 8 * uvarint_len(exc.len() as u64);
-        }
-        let map_bits = if r.class == CLASS_INT {
-            0
-        } else {
-            match kind_mode & 3 {
-                IR_MAP => n.div_ceil(8) * 8,
-                IR_EXPLICIT => (2 * n).div_ceil(8) * 8,
-                _ => 0,
-            }
-        };
-
-        // Placeholders for exceptions keep the stream smooth: the previous
-        // value (or, before the first real one, the first real one).
-        let prev_params = st.params.filter(|p| p.class == r.class);
-        let chain = prev_params.is_some();
-        let mut x = [0i64; BLOCK];
-        let first_ok = (0..n).find(|&i| !is_exc[i]);
-        let mut last = match first_ok {
-            Some(i) => r.x[i],
-            None if chain => st.x,
-            None => 0,
-        };
-        for i in 0..n {
-            if !is_exc[i] {
-                last = r.x[i];
-            }
-            x[i] = last;
-        }
-        let x = &x[..n];
-
-        let mut plan = ValPlan {
-            params: Params {
-                class: r.class,
-                transform: 0,
-                width: 0,
-                base: 0,
-            },
-            same: false,
-            reset: false,
-            first: 0,
-            vals: [0; BLOCK],
-            k: n,
-            kind_mode,
-            kinds: r.kind,
-            exc,
-            new_x: x[n - 1],
-            new_delta: 0,
-            bits: 0,
-        };
-        let fixed = exc_total + map_bits;
-
-        match r.class {
-            CLASS_XOR | CLASS_RAW => {
-                for (o, &v) in plan.vals.iter_mut().zip(x) {
-                    *o = v as u64;
-                }
-                let reset_bits = if r.class == CLASS_XOR {
-                    xor::size_bits(&plan.vals[..n], None).div_ceil(8) * 8
-                } else {
-                    64 * n
-                };
-                let chained_bits = if r.class == CLASS_XOR && chain {
-                    xor::size_bits(&plan.vals[..n], Some(st.x as u64)).div_ceil(8) * 8
-                } else {
-                    usize::MAX
-                };
-                if r.class == CLASS_RAW && chain {
-                    plan.same = true;
-                    plan.bits = fixed + reset_bits;
-                } else if chained_bits <= reset_bits {
-                    plan.same = true;
-                    plan.bits = fixed + chained_bits;
-                } else {
-                    plan.reset = r.class == CLASS_XOR;
-                    plan.bits = fixed + 16 + reset_bits;
-                }
-            }
-            _ => {
-                self.plan_ints(&mut plan, x, prev_params, fixed);
-                plan.new_delta = if n >= 2 {
-                    x[n - 1].wrapping_sub(x[n - 2])
-                } else if plan.reset {
-                    0
-                } else {
-                    x[0].wrapping_sub(st.x)
-                };
-            }
-        }
-        plan
-    }
-
-    /// Picks the cheapest integer transform (inheriting the previous
-    /// block's parameters when the data fits them) and fills `plan`.
-    fn plan_ints(&self, plan: &mut ValPlan, x: &[i64], prev: Option<Params>, fixed: usize) {
-        let st = &self.st;
-        let mut s = [0i64; BLOCK];
-        // (bits, same, tr, reset, width, base)
-        let mut best: (usize, bool, u8, bool, u8, i64) = (usize::MAX, false, 0, false, 0, 0);
-        if let Some(p) = prev {
-            let k = gen_stream(p.transform, false, x, st.x, st.delta, &mut s);
-            if fits(p.transform, p.base, p.width, &s[..k]) {
-                best = (
-                    packed_len(k, p.width) * 8,
-                    true,
-                    p.transform,
-                    false,
-                    p.width,
-                    p.base,
-                );
-            }
-        }
-        let chain = prev.is_some();
-        for tr in [TR_DELTA, TR_DELTA_FOR, TR_DOD_FOR, TR_FOR] {
-            for reset in [false, true] {
-                if (tr == TR_FOR && reset) || (!reset && !chain && tr != TR_FOR) {
-                    continue;
-                }
-                let k = gen_stream(tr, reset, x, st.x, st.delta, &mut s);
-                let (w, base) = stream_width(tr, &s[..k]);
-                let mut bits = 16 + packed_len(k, w) * 8;
-                if tr != TR_DELTA {
-                    bits += 8 * uvarint_len(zigzag(base));
-                }
-                if reset {
-                    bits += 8 * uvarint_len(zigzag(x[0]));
-                }
-                if bits < best.0 {
-                    best = (bits, false, tr, reset, w, base);
-                }
-            }
-        }
-        let (bits, same, tr, reset, w, base) = best;
-        let k = gen_stream(tr, reset, x, st.x, st.delta, &mut s);
-        to_packed(tr, base, &s[..k], &mut plan.vals);
-        plan.k = k;
-        plan.same = same;
-        plan.reset = reset;
-        plan.first = x[0];
-        plan.params = Params {
-            class: plan.params.class,
-            transform: tr,
-            width: w,
-            base: if tr == TR_DELTA { 0 } else { base },
-        };
-        plan.bits = fixed + bits;
-    }
-}
-
-impl Repr {
-    fn empty(class: u8) -> Self {
-        Repr {
-            class,
-            x: [0; BLOCK],
-            ok: [false; BLOCK],
-            kind: [0; BLOCK],
-            d0: [0; BLOCK],
-            integral: [false; BLOCK],
-        }
-    }
-
-    fn decimal(pts: &[DecodedPoint], e: u8) -> Self {
-        let mut r = Repr::empty(CLASS_DEC0 + e);
-        for (i, p) in pts.iter().enumerate() {
-            r.kind[i] = kind_of(p.value);
-            if let Some(m) = to_decimal(p.value, e) {
-                r.x[i] = m;
-                r.ok[i] = true;
-                r.d0[i] = derive_float_kind(dec_f64(m, e));
-                r.integral[i] = dec_integral(m, e);
-            }
-        }
-        r
-    }
-
-    fn bits(pts: &[DecodedPoint]) -> Self {
-        let mut r = Repr::empty(CLASS_XOR);
-        for (i, p) in pts.iter().enumerate() {
-            r.kind[i] = kind_of(p.value);
-            if let Some(b) = to_bits(p.value) {
-                r.x[i] = b as i64;
-                r.ok[i] = true;
-                r.d0[i] = derive_float_kind(f64::from_bits(b));
-                r.integral[i] = bits_integral(b);
-            }
-        }
-        r
-    }
 }

@@ -39,6 +39,11 @@ pub(crate) const POW10_I: [i64; 19] = [
     1_000_000_000_000_000_000,
 ];
 
+// Generous bounds for the pre-check in `to_decimal_d` (a necessary
+// condition only: the division decides).
+const TOL_F64: f64 = 1.0 / (1u64 << 50) as f64;
+const TOL_F32: f64 = 1.0 / (1u64 << 21) as f64;
+
 /// Point kinds as coded in kind maps and exception records.
 pub(crate) const KIND_INT: u8 = 0;
 pub(crate) const KIND_FLOAT: u8 = 1;
@@ -79,7 +84,7 @@ pub(crate) fn round_i64(x: f64) -> Option<i64> {
     const LIMIT: f64 = 4_611_686_018_427_387_904.0; // 2^62
     const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     let a = x.abs();
-    if !(a < LIMIT) {
+    if a.is_nan() || a >= LIMIT {
         return None; // also NaN
     }
     // Round-half-even via the magic constant while the sum stays exact; the
@@ -102,19 +107,44 @@ pub(crate) fn dec_f64(m: i64, e: u8) -> f64 {
 /// exactly (compared as f64 bits, f32 bits for `Float`, i64 for `Int`).
 #[inline]
 pub(crate) fn to_decimal(v: StoredValue, e: u8) -> Option<i64> {
+    to_decimal_d(v, e).map(|(m, _)| m)
+}
+
+/// [`to_decimal`], also returning the decoded double `m / 10^e` (so callers
+/// deriving the kind from it do not divide twice).
+#[inline]
+pub(crate) fn to_decimal_d(v: StoredValue, e: u8) -> Option<(i64, f64)> {
     let ei = usize::from(e);
     match v {
-        StoredValue::Int(i) => i.checked_mul(POW10_I[ei]),
+        StoredValue::Int(i) => {
+            let m = i.checked_mul(POW10_I[ei])?;
+            Some((m, dec_f64(m, e)))
+        }
         StoredValue::Double(d) => {
-            let m = round_i64(d * POW10_F[ei])?;
-            (dec_f64(m, e).to_bits() == d.to_bits()).then_some(m)
+            let p = d * POW10_F[ei];
+            let m = round_i64(p)?;
+            // Necessary condition, checked without dividing: if m / 10^e
+            // rounds to d then |d·10^e − m| ≤ |d·10^e|·2^-52 (half an ulp of d,
+            // scaled, plus the product's rounding). Most failing exponents
+            // of a search stop here.
+            if (p - m as f64).abs() > p.abs() * TOL_F64 {
+                return None;
+            }
+            let back = dec_f64(m, e);
+            (back.to_bits() == d.to_bits()).then_some((m, back))
         }
         StoredValue::Float(f) => {
             if f.is_nan() {
                 return None;
             }
-            let m = round_i64(f64::from(f) * POW10_F[ei])?;
-            ((dec_f64(m, e) as f32).to_bits() == f.to_bits()).then_some(m)
+            let p = f64::from(f) * POW10_F[ei];
+            let m = round_i64(p)?;
+            // As above with f32's half ulp (2^-24) plus the f64 roundings.
+            if (p - m as f64).abs() > p.abs() * TOL_F32 {
+                return None;
+            }
+            let back = dec_f64(m, e);
+            ((back as f32).to_bits() == f.to_bits()).then_some((m, back))
         }
     }
 }
@@ -128,13 +158,18 @@ pub(crate) fn min_exponent(v: StoredValue) -> Option<u8> {
     (0..=MAX_E).find(|&e| to_decimal(v, e).is_some())
 }
 
-/// The value a decimal point decodes to, given its kind.
+/// The value a decimal point decodes to, given its kind and
+/// `d = dec_f64(m, e)` (computed once by the caller).
 #[inline]
-pub(crate) fn dec_value(m: i64, e: u8, kind: u8) -> StoredValue {
+pub(crate) fn dec_value_d(m: i64, e: u8, kind: u8, d: f64) -> StoredValue {
     match kind {
-        KIND_INT => StoredValue::Int(m / POW10_I[usize::from(e)]),
-        KIND_FLOAT => StoredValue::Float(dec_f64(m, e) as f32),
-        _ => StoredValue::Double(dec_f64(m, e)),
+        KIND_INT => StoredValue::Int(if e == 0 {
+            m
+        } else {
+            m / POW10_I[usize::from(e)]
+        }),
+        KIND_FLOAT => StoredValue::Float(d as f32),
+        _ => StoredValue::Double(d),
     }
 }
 
@@ -225,6 +260,47 @@ mod tests {
         assert_eq!(to_decimal(StoredValue::Int(i64::MIN), 0), Some(i64::MIN));
     }
 
+    /// The division-free pre-check in `to_decimal_d` never rejects a value
+    /// the division would accept.
+    #[test]
+    fn precheck_is_only_a_necessary_condition() {
+        fn reference(v: StoredValue, e: u8) -> Option<i64> {
+            let ei = usize::from(e);
+            match v {
+                StoredValue::Double(d) => {
+                    let m = round_i64(d * POW10_F[ei])?;
+                    (dec_f64(m, e).to_bits() == d.to_bits()).then_some(m)
+                }
+                StoredValue::Float(f) => {
+                    let m = round_i64(f64::from(f) * POW10_F[ei])?;
+                    ((dec_f64(m, e) as f32).to_bits() == f.to_bits()).then_some(m)
+                }
+                StoredValue::Int(_) => None,
+            }
+        }
+        let mut x = 0x1234_5678_9ABC_DEF0u64;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let digits = (x >> 60) as i32; // 0..=15
+            let mant = (x >> 8) as i64 % 10i64.pow((digits as u32 % 16).max(1));
+            let scale = 10f64.powi((x % 23) as i32 - 11);
+            let d = mant as f64 * scale;
+            let v = if i % 3 == 0 {
+                StoredValue::Float(d as f32)
+            } else {
+                StoredValue::Double(if i % 7 == 0 { f64::from_bits(x) } else { d })
+            };
+            if matches!(v, StoredValue::Float(f) if f.is_nan()) {
+                continue;
+            }
+            for e in 0..=MAX_E {
+                assert_eq!(to_decimal(v, e), reference(v, e), "{v:?} e={e}");
+            }
+        }
+    }
+
     #[test]
     fn kinds() {
         assert_eq!(derive_float_kind(37.25), KIND_FLOAT);
@@ -237,7 +313,7 @@ mod tests {
         assert!(!bits_integral(f64::INFINITY.to_bits()));
         assert_eq!(
             to_bits(StoredValue::Int(1 << 60)),
-            Some((1i64 << 60) as f64).map(f64::to_bits)
+            Some(((1i64 << 60) as f64).to_bits())
         );
         assert_eq!(to_bits(StoredValue::Int((1 << 60) + 1)), None);
         assert_eq!(to_bits(StoredValue::Float(f32::NAN)), None);

@@ -22,11 +22,48 @@
 //! Decoding treats the input as hostile: every read is bounds-checked, counts
 //! are capped at [`MAX_POINTS`] and checked against the input length before
 //! anything is allocated, and trailing bytes are an error.
+//!
+//! ```
+//! use hourglass::codec::StoredValue;
+//! use hourglass::codec::cell::DecodedPoint;
+//! use hourglass::codec::native::{Chunk, decode_cell, encode_cell, for_each_point};
+//!
+//! let points: Vec<DecodedPoint> = [37.21, 37.25, 36.9]
+//!     .iter()
+//!     .enumerate()
+//!     .map(|(i, &v)| DecodedPoint {
+//!         offset_ms: i as u32 * 10_000,
+//!         ms: false,
+//!         value: if v == 37.25 { StoredValue::Float(37.25) } else { StoredValue::Double(v) },
+//!     })
+//!     .collect();
+//! let mut cell = Vec::new();
+//! encode_cell(&points, &mut cell)?;
+//! assert_eq!(cell[0], 0x01);
+//!
+//! let mut back = Vec::new();
+//! decode_cell(&cell, &mut back)?;
+//! assert_eq!(back, points);
+//!
+//! let mut sum = 0.0;
+//! for_each_point(&cell, |_offset_ms, v| sum += v.as_f64())?;
+//!
+//! // The head appends one point at a time; to_cell gives the same bytes.
+//! let mut head = Chunk::new();
+//! for p in &points {
+//!     head.push(*p).expect("offsets increase");
+//! }
+//! let mut again = Vec::new();
+//! head.to_cell(&mut again);
+//! assert_eq!(again, cell);
+//! # Ok::<(), hourglass::codec::native::NativeError>(())
+//! ```
 
 mod bitpack;
 mod block;
 mod chunk;
 mod decimal;
+mod encode;
 mod varint;
 mod xor;
 
@@ -40,7 +77,8 @@ pub use chunk::Chunk;
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 use bitpack::BLOCK;
-use block::{BlockOut, Encoder, H_REPEATED, Head, MAX_OFFSET_MS, MAX_REPEAT, State, decode_block};
+use block::{BlockOut, H_REPEATED, MAX_OFFSET_MS, MAX_REPEAT, State, decode_block};
+use encode::{Encoder, Head};
 use varint::{Reader, put_uvarint};
 
 /// Codec id of the format this build writes (byte 0 of every native cell).
@@ -170,7 +208,8 @@ pub(crate) fn put_header(out: &mut Vec<u8>, n: usize, whole_seconds: bool) {
 /// points are unsorted or duplicated, or an offset is beyond the hour.
 pub fn encode_cell(points: &[DecodedPoint], out: &mut Vec<u8>) -> Result<(), NativeError> {
     validate(points)?;
-    let whole_seconds = !points.is_empty() && points.iter().all(|p| p.offset_ms % 1000 == 0);
+    let whole_seconds =
+        !points.is_empty() && points.iter().all(|p| p.offset_ms.is_multiple_of(1000));
     put_header(out, points.len(), whole_seconds);
     out.reserve(points.len() + points.len() / 8);
     let mut enc = Encoder::new(if whole_seconds { 1000 } else { 1 });

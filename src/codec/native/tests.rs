@@ -11,7 +11,7 @@ use proptest::prelude::*;
 fn pt(offset_ms: u32, value: StoredValue) -> DecodedPoint {
     DecodedPoint {
         offset_ms,
-        ms: offset_ms % 1000 != 0,
+        ms: !offset_ms.is_multiple_of(1000),
         value,
     }
 }
@@ -86,6 +86,29 @@ fn empty_and_single_point_cells() {
     check(&[pt(0, Double(0.1))]);
     check(&[pt(3_599_999, Float(-1.5))]);
     check(&[pt(1, Double(f64::NAN))]);
+}
+
+/// The example drawn in `docs/format/native-cell.md`.
+#[test]
+fn worked_example_bytes() {
+    let pts: Vec<_> = [37.21f64, 37.25, 36.90, 37.00, 38.15]
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| pt(i as u32 * 10_000, super::measure::classify(d)))
+        .collect();
+    assert!(matches!(pts[1].value, Float(_)) && matches!(pts[0].value, Double(_)));
+    let cell = check(&pts);
+    assert_eq!(
+        cell,
+        [
+            0x01, 0x0B, 0x01, 0x00, 0x0A, 0x25, 0x44, 0x92, 0x3A, 0x08, 0x45, 0x14, 0xE6
+        ]
+    );
+    // And the head of a 360-point cpu cell: one header covering 3 blocks.
+    let mut rng = Rng(1);
+    let cell = cpu_cell(&mut rng, 360);
+    assert_eq!(&cell[..6], &[0x01, 0xD1, 0x05, 0x21, 0x00, 0x0A]);
+    assert!(cell.len() <= 371, "{}", cell.len());
 }
 
 #[test]
@@ -460,7 +483,7 @@ fn chunk_memory_on_the_cpu_workload() {
     let mut c = Chunk::new();
     assert_eq!(c.heap_bytes(), 0);
     c.push(pts[0]).unwrap();
-    assert!(c.heap_bytes() <= 32, "1 point: {}", c.heap_bytes());
+    assert_eq!(c.heap_bytes(), 16, "1 point");
     for p in &pts[1..] {
         c.push(*p).unwrap();
     }
@@ -472,10 +495,79 @@ fn chunk_memory_on_the_cpu_workload() {
 }
 
 #[test]
+fn long_chunk_matches_encode_cell() {
+    // Many blocks: geometric growth, repeats, and a switch to ms mid-way.
+    let mut rng = Rng(17);
+    let mut pts = cpu_series(&mut rng, 0, 1000, 3000);
+    pts.extend((3000..200_000u32).map(|i| pt(3_000_000 + i, Int(i64::from(i / 100)))));
+    pts.retain(|p| p.offset_ms <= 3_599_999);
+    let mut c = Chunk::new();
+    for p in &pts {
+        c.push(*p).unwrap();
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    c.to_cell(&mut a);
+    encode_cell(&pts, &mut b).unwrap();
+    assert_eq!(a, b);
+    assert!(
+        c.heap_bytes() < b.len() * 2 + 1024,
+        "{} vs {}",
+        c.heap_bytes(),
+        b.len()
+    );
+    let mut got = Vec::new();
+    c.decode(&mut got).unwrap();
+    assert_same(&pts, &got);
+}
+
+#[test]
+fn chunk_tail_runs_keep_repeats_small() {
+    // Constant gauge and steady counter: the open tail folds repeats into runs.
+    for v in [
+        |_: i64| Int(7),
+        |i: i64| Int(1_000 + 25 * i),
+        |_| Double(0.5),
+    ] {
+        let pts: Vec<_> = (0..127).map(|i| pt(i as u32 * 10_000, v(i))).collect();
+        let mut c = Chunk::new();
+        for p in &pts {
+            c.push(*p).unwrap();
+        }
+        assert!(c.heap_bytes() <= 48, "{}", c.heap_bytes());
+        let mut got = Vec::new();
+        c.decode(&mut got).unwrap();
+        assert_same(&pts, &got);
+        check(&pts);
+    }
+    // Runs broken by changes, a run of more than 255, and a pattern of two.
+    let pts: Vec<_> = (0..1000u32)
+        .map(|i| {
+            let v = match i {
+                0..300 => 1,
+                300..301 => 2,
+                301..600 => 1,
+                _ => i64::from(i % 2),
+            };
+            pt(i * 1000, Int(v))
+        })
+        .collect();
+    check(&pts);
+}
+
+#[test]
 fn chunk_from_cell_continues() {
     let mut rng = Rng(8);
-    let pts = cpu_series(&mut rng, 0, 10_000, 360);
-    for split in [0, 1, 127, 128, 129, 200, 360] {
+    let cpu = cpu_series(&mut rng, 0, 10_000, 360);
+    // Constant: headers with repeat counts that cover the partial block.
+    let constant: Vec<_> = (0..360).map(|i| pt(i * 10_000, Int(3))).collect();
+    let ms: Vec<_> = (0..360).map(|i| pt(i * 10_000 + 7, Double(0.25))).collect();
+    for pts in [cpu, constant, ms] {
+        from_cell_splits(&pts);
+    }
+}
+
+fn from_cell_splits(pts: &[DecodedPoint]) {
+    for split in [0, 1, 127, 128, 129, 200, 255, 256, 257, 360] {
         let mut cell = Vec::new();
         encode_cell(&pts[..split], &mut cell).unwrap();
         let mut c = Chunk::from_cell(&cell).unwrap();
@@ -484,11 +576,11 @@ fn chunk_from_cell_continues() {
         }
         let mut got = Vec::new();
         c.decode(&mut got).unwrap();
-        assert_same(&pts, &got);
+        assert_same(pts, &got);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         c.to_cell(&mut a);
-        encode_cell(&pts, &mut b).unwrap();
-        assert_eq!(a, b);
+        encode_cell(pts, &mut b).unwrap();
+        assert_eq!(a, b, "split {split}");
     }
 }
 
@@ -535,9 +627,9 @@ fn arb_points(max: usize) -> impl Strategy<Value = Vec<DecodedPoint>> {
                     break;
                 }
                 let ms = if flag == 0 {
-                    t % 1000 == 0
+                    t.is_multiple_of(1000)
                 } else {
-                    t % 1000 != 0
+                    !t.is_multiple_of(1000)
                 };
                 out.push(DecodedPoint {
                     offset_ms: t,
@@ -574,7 +666,10 @@ fn arb_runs() -> impl Strategy<Value = Vec<DecodedPoint>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    // 256 cases by default; PROPTEST_CASES=N for a deeper run.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+    ))]
 
     #[test]
     fn prop_round_trip(points in arb_points(400)) {
@@ -616,4 +711,194 @@ proptest! {
         let _ = for_each_point(&b, |_, _| {});
         let _ = Chunk::from_cell(&b);
     }
+}
+
+/// Encodes `pts` as one block and returns the state it leaves: which class,
+/// transform and flag modes the encoder chose.
+fn modes_of(pts: &[DecodedPoint], unit: i64) -> block::State {
+    let mut enc = encode::Encoder::new(unit);
+    enc.encode_block(pts, &mut Vec::new());
+    enc.st
+}
+
+#[test]
+fn encoder_picks_each_mode() {
+    use block::*;
+    use encode::Encoder;
+    let mut rng = Rng(21);
+    let params = |st: State| st.params.unwrap();
+
+    let cpu = cpu_series(&mut rng, 0, 10_000, 128);
+    let st = modes_of(&cpu, 1000);
+    assert_eq!(params(st).class, CLASS_DEC0 + 2);
+    assert_eq!(params(st).transform, TR_DELTA);
+    assert_eq!((st.kind_mode, st.ms_mode), (K_DEFAULT, MS_DERIVED));
+
+    // A walk with steps up to ±2.00: 401 delta values, packed in base 401
+    // three to a 26-bit word instead of 9 bits each.
+    let mut c = 5000i64;
+    let pct: Vec<_> = (0..128)
+        .map(|i| {
+            c = (c + (rng.next() % 401) as i64 - 200).clamp(0, 10_000);
+            pt(i * 10_000, super::measure::classify(c as f64 / 100.0))
+        })
+        .collect();
+    let p = params(modes_of(&pct, 1000));
+    assert!(p.radix > 300 && p.width == 0, "{p:?}");
+    check(&pct);
+    // Counter increments 0..=100: base 101.
+    let mut v = 0i64;
+    let incs: Vec<_> = (0..128)
+        .map(|i| {
+            v += (rng.next() % 101) as i64;
+            pt(i * 10_000, Int(v))
+        })
+        .collect();
+    assert!(params(modes_of(&incs, 1000)).radix > 90);
+    check(&incs);
+
+    let counter: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(5 + 3 * i64::from(i))))
+        .collect();
+    let st = modes_of(&counter, 1000);
+    assert_eq!(
+        (params(st).class, params(st).transform, params(st).width),
+        (CLASS_INT, TR_DELTA_FOR, 0)
+    );
+
+    let accel: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(i64::from(i * i) * 1000)))
+        .collect();
+    assert_eq!(params(modes_of(&accel, 1000)).transform, TR_DOD_FOR);
+
+    let level: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Int(1_000_000 + (rng.next() % 16) as i64)))
+        .collect();
+    assert_eq!(params(modes_of(&level, 1000)).transform, TR_FOR);
+
+    let raw: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from_bits(rng.next()))))
+        .collect();
+    assert_eq!(params(modes_of(&raw, 1000)).class, CLASS_RAW);
+
+    // Non-decimal doubles that change now and then: XOR's repeats cost a bit.
+    let steps: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from(i / 8 + 1) / 3.0)))
+        .collect();
+    assert_eq!(params(modes_of(&steps, 1000)).class, CLASS_XOR);
+
+    // Telegraf: integral values are Ints.
+    let tele: Vec<_> = (0..128)
+        .map(|i| {
+            let c = (rng.next() % 1000) as i64;
+            pt(
+                i * 1000,
+                if c % 10 == 0 {
+                    Int(c / 10)
+                } else {
+                    Double(c as f64 / 10.0)
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&tele, 1000).kind_mode & 3, IR_INTEGRAL);
+
+    // Ints next to integral Floats: the Int bitmap.
+    let map: Vec<_> = (0..128)
+        .map(|i| {
+            pt(
+                i * 1000,
+                if i % 2 == 0 {
+                    Int(i64::from(i))
+                } else {
+                    Float(i as f32)
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&map, 1000).kind_mode & 3, IR_MAP);
+
+    // Doubles that are exact f32s next to Floats that are not: explicit kinds.
+    let explicit: Vec<_> = (0..128)
+        .map(|i| {
+            pt(
+                i * 1000,
+                match i % 3 {
+                    0 => Double(f64::from(i) + 0.5),
+                    1 => Float(f64::from(i) as f32 + 0.1),
+                    _ => Int(i64::from(i)),
+                },
+            )
+        })
+        .collect();
+    assert_eq!(modes_of(&explicit, 1000).kind_mode & 3, IR_EXPLICIT);
+
+    // Written through a double API: 0.5 stays a Double.
+    let doubles: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Double(f64::from(i % 4) * 0.5)))
+        .collect();
+    assert_eq!(modes_of(&doubles, 1000).kind_mode >> 2, FR_DOUBLE);
+    let floats: Vec<_> = (0..128)
+        .map(|i| pt(i * 1000, Float(0.1 * i as f32)))
+        .collect();
+    assert_eq!(modes_of(&floats, 1000).kind_mode >> 2, FR_FLOAT);
+
+    // ms flags.
+    let all_ms: Vec<_> = (0..128)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: true,
+            value: Int(1),
+        })
+        .collect();
+    assert_eq!(modes_of(&all_ms, 1000).ms_mode, MS_ALL);
+    let some_ms: Vec<_> = (0..128)
+        .map(|i| DecodedPoint {
+            offset_ms: i * 1000,
+            ms: i % 3 == 0,
+            value: Int(1),
+        })
+        .collect();
+    assert_eq!(modes_of(&some_ms, 1000).ms_mode, MS_MAP);
+
+    // Timestamp modes: regular, jittered (delta FOR), accelerating (dod).
+    let mut t = 0;
+    let jitter: Vec<_> = (0..128)
+        .map(|_| {
+            t += 9_990 + (rng.next() % 20) as u32;
+            pt(t, Int(0))
+        })
+        .collect();
+    let mut enc = Encoder::new(1);
+    let mut out = Vec::new();
+    enc.encode_block(&jitter, &mut out);
+    assert_eq!(out[0] & 3, TS_DELTA);
+    let mut t = 0;
+    let accel_t: Vec<_> = (0..128u32)
+        .map(|i| {
+            t += 1000 + i * 10;
+            pt(t, Int(0))
+        })
+        .collect();
+    let mut enc = Encoder::new(1);
+    let mut out = Vec::new();
+    enc.encode_block(&accel_t, &mut out);
+    assert_eq!(out[0] & 3, TS_DOD);
+}
+
+#[test]
+fn spikes_are_overrides() {
+    // 128 zeros with three spikes: far below a byte per point.
+    let mut pts: Vec<_> = (0..1280).map(|i| pt(i * 1000, Int(0))).collect();
+    for i in (0..1280).step_by(47) {
+        pts[i].value = Int(90 + i as i64 % 7);
+    }
+    let cell = check(&pts);
+    assert!(cell.len() < 1280 / 8, "{} bytes", cell.len());
+    let mut pts: Vec<_> = (0..1280).map(|i| pt(i * 1000, Float(0.0))).collect();
+    for i in (0..1280).step_by(61) {
+        pts[i].value = Double(3.17 + i as f64);
+    }
+    let cell = check(&pts);
+    assert!(cell.len() < 1280 / 8, "{} bytes", cell.len());
 }

@@ -43,8 +43,10 @@ const PV_TWO_BASE: u64 = 0xF0; // 0xF0..=0xF7: 240 + (b0 & 7) << 8 | b1
 const PV_TWO_MAX: u64 = PV_TWO_BASE + 0x7FF;
 /// First byte of an escape record in the Chunk tail (never starts a prefix varint).
 pub(crate) const PV_ESCAPE: u8 = 0xFF;
+/// First byte of a run record in the Chunk tail (never starts a prefix varint).
+pub(crate) const PV_RUN: u8 = 0xFE;
 
-/// Writes `v` as a prefix varint (1–9 bytes, never starting with 0xFF) at
+/// Writes `v` as a prefix varint (1–9 bytes, never starting with 0xFE or 0xFF) at
 /// the front of `out` (at least 9 bytes long); returns the length.
 #[inline]
 pub(crate) fn put_pvarint(out: &mut [u8], v: u64) -> usize {
@@ -57,9 +59,14 @@ pub(crate) fn put_pvarint(out: &mut [u8], v: u64) -> usize {
         out[1] = r as u8;
         2
     } else {
-        // 0xF8..=0xFE: 2..=8 little-endian bytes follow.
+        // 0xF8..=0xFC: 2..=6 little-endian bytes follow; 0xFD: 8 bytes.
         let nbytes = (8 - (v.leading_zeros() / 8) as usize).max(2);
-        out[0] = 0xF6 + nbytes as u8;
+        let nbytes = if nbytes > 6 { 8 } else { nbytes };
+        out[0] = if nbytes == 8 {
+            0xFD
+        } else {
+            0xF6 + nbytes as u8
+        };
         out[1..=nbytes].copy_from_slice(&v.to_le_bytes()[..nbytes]);
         1 + nbytes
     }
@@ -162,8 +169,12 @@ impl<'a> Reader<'a> {
                 let b1 = self.u8(what)?;
                 Ok(PV_TWO_BASE + ((u64::from(b0 & 7) << 8) | u64::from(b1)))
             }
-            0xF8..=0xFE => {
-                let n = usize::from(b0 - 0xF6);
+            0xF8..=0xFD => {
+                let n = if b0 == 0xFD {
+                    8
+                } else {
+                    usize::from(b0 - 0xF6)
+                };
                 let s = self.take(n, what)?;
                 let mut a = [0u8; 8];
                 a[..n].copy_from_slice(s);
@@ -214,13 +225,14 @@ mod tests {
             2288,
             65535,
             1 << 40,
+            1 << 50,
             u64::MAX - 1,
             u64::MAX,
         ] {
             let mut b = [0u8; 9];
             let n = put_pvarint(&mut b, v);
             let b = &b[..n];
-            assert_ne!(b[0], PV_ESCAPE);
+            assert!(b[0] != PV_ESCAPE && b[0] != PV_RUN);
             let mut r = Reader::new(b, 0);
             assert_eq!(r.pvarint("v").unwrap(), v, "{v}");
             assert!(r.at_end());
