@@ -106,12 +106,6 @@ pub struct ServerReport {
     pub bytes_per_point: Option<f64>,
 }
 
-impl ServerReport {
-    pub fn is_empty(&self) -> bool {
-        self.pid.is_none() && self.data_dir.is_none()
-    }
-}
-
 /// The outcome of an ingest run.
 #[derive(Debug, Clone, Serialize)]
 pub struct IngestReport {

@@ -403,16 +403,6 @@ impl Generator {
         }
     }
 
-    /// Number of hosts this generator covers.
-    pub fn hosts(&self) -> usize {
-        self.hosts.len()
-    }
-
-    /// Points this generator has still to emit.
-    pub fn remaining(&self) -> u64 {
-        self.remaining
-    }
-
     /// Produces up to `max` points, passing each to `emit`; returns how many
     /// were produced (0 once the workload is exhausted).
     pub fn next_batch(&mut self, max: usize, mut emit: impl FnMut(&Point)) -> usize {
