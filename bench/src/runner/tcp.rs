@@ -164,9 +164,12 @@ pub async fn run_connection(
         }
     };
 
-    // Clean close: half-close, then let the reader drain until EOF.
-    let _ = wr.shutdown().await;
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut reader.0).await;
+    // Clean close: half-close, then let the reader drain until EOF (with
+    // `--tcp-ack close` it has already ended, and must not be polled again).
+    if ctx.opts.tcp_ack == TcpAck::Version {
+        let _ = wr.shutdown().await;
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, &mut reader.0).await;
+    }
 
     Ok(ConnResult {
         id,
