@@ -41,7 +41,7 @@ impl Precision {
     }
 
     /// A millisecond timestamp in this precision.
-    pub fn from_ms(self, ms: i64) -> i64 {
+    pub fn convert_ms(self, ms: i64) -> i64 {
         match self {
             Precision::Ns => ms.saturating_mul(1_000_000),
             Precision::Us => ms.saturating_mul(1_000),
@@ -178,7 +178,7 @@ impl InfluxEncoder {
         if let Some(key) = self.open.take() {
             out.push(b' ');
             let precision = self.precision;
-            out.extend_from_slice(self.ts.get(key.ts_ms, |ms| precision.from_ms(ms)));
+            out.extend_from_slice(self.ts.get(key.ts_ms, |ms| precision.convert_ms(ms)));
             out.push(b'\n');
         }
     }

@@ -33,7 +33,7 @@ impl Encoder for MixedEncoder {
     }
 
     fn encode(&mut self, p: &Point, out: &mut Vec<u8>) {
-        if p.host % 2 == 0 {
+        if p.host.is_multiple_of(2) {
             // An open Influx line must end before a put line starts.
             self.influx.end_batch(out);
             self.telnet.encode(p, out);
