@@ -276,3 +276,195 @@ impl SoakReport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    fn args(extra: &[&str]) -> SoakArgs {
+        let mut argv = vec!["b", "soak"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("flags").command {
+            Command::Soak(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn shared() -> Shared {
+        Shared {
+            addr: "127.0.0.1:1".into(),
+            start: Instant::now(),
+            duration: std::time::Duration::from_secs(1),
+            timeout: std::time::Duration::from_secs(1),
+            query_timeout: std::time::Duration::from_secs(1),
+            counters: super::super::Counters::default(),
+            refused: Mutex::new(BTreeMap::new()),
+            first_errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn writers() -> Vec<WriterResult> {
+        vec![
+            WriterResult {
+                kind: WriterKind::Telnet,
+                hosts: vec![0],
+                acked: 600,
+                retries: 0,
+            },
+            WriterResult {
+                kind: WriterKind::HttpPut,
+                hosts: vec![1],
+                acked: 400,
+                retries: 2,
+            },
+        ]
+    }
+
+    fn verification(missing: u64) -> Verification {
+        Verification {
+            acked_points: 1000,
+            found_points: 1000 - missing,
+            missing_points: missing,
+            query_failures: 0,
+            first_missing: if missing > 0 {
+                vec![
+                    "soak.cpu.usage_user{hostname=host_0} at 1000 ms: expected 1, found None"
+                        .into(),
+                ]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    fn probes(failed: u64) -> Probes {
+        Probes {
+            sent: 5,
+            ok: 5 - failed,
+            failed,
+            first_failure: (failed > 0).then(|| "telnet: no answer within 1s".into()),
+        }
+    }
+
+    fn sample(peak_mib: u64) -> Option<ProcSample> {
+        Some(ProcSample {
+            rss_bytes: 10 << 20,
+            peak_rss_bytes: peak_mib << 20,
+            cpu_ticks: 0,
+        })
+    }
+
+    #[test]
+    fn a_clean_soak_passes_and_reports_everything() {
+        let s = shared();
+        s.refused("bad-json", 400, "");
+        s.refused("oversized query", 413, "");
+        let a = args(&["--server-pid", "1", "--max-rss-mb", "100"]);
+        let r = SoakReport::new(
+            &a,
+            10.0,
+            &s,
+            &writers(),
+            HeldConnections::default(),
+            HeldConnections {
+                opened: 200,
+                failed_to_open: 0,
+                closed_by_server: 200,
+            },
+            probes(0),
+            50 << 20,
+            sample(60),
+            true,
+            verification(0),
+        );
+        assert!(r.passed, "{:?}", r.failures);
+        assert_eq!(r.ingest.points_acked, 1000);
+        assert_eq!(r.ingest.telnet_points_acked, 600);
+        assert_eq!(r.refused_by_status, BTreeMap::from([(400, 1), (413, 1)]));
+        let mut human = Vec::new();
+        r.write_human(&mut human).expect("human");
+        let human = String::from_utf8(human).expect("utf8");
+        assert!(human.contains("PASSED"), "{human}");
+        assert!(human.contains("refused       400 x1, 413 x1"), "{human}");
+        assert!(
+            human.contains("200 opened (0 failed to open), 200 closed by the server"),
+            "{human}"
+        );
+        assert!(
+            human.contains("read back     1000 of 1000 acknowledged points; missing 0"),
+            "{human}"
+        );
+        let mut json = Vec::new();
+        crate::report::write_json(&mut json, &r).expect("json");
+        let v: serde_json::Value = serde_json::from_slice(&json).expect("valid");
+        assert_eq!(v["verification"]["missing_points"], 0);
+        assert_eq!(v["fresh_client_got_through"], true);
+        assert_eq!(v["server"]["peak_rss_bytes"], 60 << 20);
+    }
+
+    #[test]
+    fn each_failure_is_named() {
+        let s = shared();
+        s.error("query: HTTP 500 boom".into());
+        let a = args(&["--server-pid", "1", "--max-rss-mb", "100"]);
+        let r = SoakReport::new(
+            &a,
+            10.0,
+            &s,
+            &writers(),
+            HeldConnections::default(),
+            HeldConnections::default(),
+            probes(2),
+            50 << 20,
+            sample(150),
+            true,
+            verification(3),
+        );
+        assert!(!r.passed);
+        let all = r.failures.join("; ");
+        assert!(all.contains("3 acknowledged point(s) missing"), "{all}");
+        assert!(
+            all.contains("could not connect and write during the stall storm (2 of 5"),
+            "{all}"
+        );
+        assert!(all.contains("above --max-rss-mb 100"), "{all}");
+        assert!(all.contains("1 error(s)"), "{all}");
+        let allowed = SoakReport::new(
+            &args(&["--allow-errors"]),
+            10.0,
+            &s,
+            &writers(),
+            HeldConnections::default(),
+            HeldConnections::default(),
+            probes(0),
+            0,
+            None,
+            true,
+            verification(0),
+        );
+        assert!(allowed.passed, "{:?}", allowed.failures);
+        assert_eq!(allowed.errors, 1);
+        let gone = SoakReport::new(
+            &args(&["--server-pid", "1"]),
+            10.0,
+            &shared(),
+            &writers(),
+            HeldConnections::default(),
+            HeldConnections::default(),
+            probes(0),
+            0,
+            None,
+            false,
+            verification(0),
+        );
+        assert!(
+            gone.failures
+                .iter()
+                .any(|f| f.contains("the server is gone"))
+        );
+    }
+}
