@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs a small hourglass-bench workload against a real server and checks
-# through /api/query that every point arrived.
+# Quick correctness smoke of hourglass-bench against a real server: a small
+# cpu-workload ingest over telnet and over /api/put, every point queried back
+# through /api/query, then the bench's own query mode, which checks every
+# answer against the generated data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
@@ -8,19 +10,27 @@ work=$(mktemp -d)
 trap 'kill $HG_PID 2>/dev/null || true; rm -rf "$work"' EXIT
 cargo build -q -p hourglass-bench --bin hourglass-bench
 start_server "$work"
-# 10 hosts x 5 metrics x 360 points (1 h at 10 s) = 18,000 points.
-target/debug/hourglass-bench ingest --addr "$HG_ADDR" --hosts 10 --metrics 5 --interval 10s --duration 1h --start 1700000000 --connections 2
+bench=target/debug/hourglass-bench
+# 10 hosts x 5 metrics x 360 points (1 h at 10 s) = 18,000 points each.
+shape=(--hosts 10 --metrics 5 --interval 10s --duration 1h --start 1700006400)
+$bench ingest --addr "$HG_ADDR" "${shape[@]}" --connections 2 --no-progress
+$bench ingest --addr "$HG_ADDR" "${shape[@]}" --protocol http-put --gzip --batch 700 --prefix put. --no-progress
 python3 - "$HG_ADDR" <<'PY'
 import json, sys, urllib.request
 addr = sys.argv[1]
-metrics = json.load(urllib.request.urlopen(f"http://{addr}/api/suggest?type=metrics&q=bench.&max=100"))
-assert len(metrics) == 5, metrics
-total = 0
-for m in metrics:
-    q = f"http://{addr}/api/query?start=1700000000&end=1700003600&m=none:{m}"
-    res = json.load(urllib.request.urlopen(q))
-    assert len(res) == 10, (m, len(res))
-    total += sum(len(r["dps"]) for r in res)
-assert total == 18000, total
-print(f"bench smoke: all {total} points queried back")
+for prefix in ("cpu.", "put.cpu."):
+    metrics = json.load(urllib.request.urlopen(f"http://{addr}/api/suggest?type=metrics&q={prefix}&max=100"))
+    metrics = [m for m in metrics if m.startswith(prefix)]
+    assert len(metrics) == 5, metrics
+    total = 0
+    for m in metrics:
+        q = f"http://{addr}/api/query?start=1700006400&end=1700010000&m=none:{m}"
+        res = json.load(urllib.request.urlopen(q))
+        assert len(res) == 10, (m, len(res))
+        total += sum(len(r["dps"]) for r in res)
+    assert total == 18000, (prefix, total)
+    print(f"bench smoke: all {total} {prefix}* points queried back")
 PY
+# The reference queries, answers checked (`last` once /api/query/last is served).
+$bench query --target "hourglass=$HG_ADDR" "${shape[@]}" --repeat 3 --warmup 1 \
+    --queries hour-avg,day-avg,max-per-host,sum-all --no-progress

@@ -3,20 +3,43 @@
 //! Errors are returned up to `main`, which prints them and exits non-zero;
 //! nothing on an I/O path panics.
 
-use std::fmt;
 use std::io;
 
 /// Everything that can make a benchmark run fail.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     /// Invalid flags or flag combinations.
+    #[error("invalid configuration: {0}")]
     Config(String),
     /// Could not open a connection to the server.
-    Connect { addr: String, source: io::Error },
-    /// An I/O error on an established connection or on stdout.
-    Io { context: String, source: io::Error },
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: io::Error,
+    },
+    /// An I/O error on an established connection, a file or stdout.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
     /// The server misbehaved (closed early, did not answer in time, ...).
+    #[error("{0}")]
     Protocol(String),
+    /// The server answered an HTTP request with a status that ends the run
+    /// (typically 404/405/501: the endpoint is not served).
+    #[error("{method} {path} answered HTTP {status}{hint}: {body}")]
+    Http {
+        method: &'static str,
+        path: String,
+        status: u16,
+        /// Why this probably happened, e.g. " (endpoint not served)".
+        hint: &'static str,
+        /// The response body, shortened.
+        body: String,
+    },
 }
 
 impl BenchError {
@@ -25,28 +48,6 @@ impl BenchError {
         BenchError::Io {
             context: context.into(),
             source,
-        }
-    }
-}
-
-impl fmt::Display for BenchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BenchError::Config(msg) => write!(f, "invalid configuration: {msg}"),
-            BenchError::Connect { addr, source } => {
-                write!(f, "cannot connect to {addr}: {source}")
-            }
-            BenchError::Io { context, source } => write!(f, "{context}: {source}"),
-            BenchError::Protocol(msg) => write!(f, "{msg}"),
-        }
-    }
-}
-
-impl std::error::Error for BenchError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BenchError::Connect { source, .. } | BenchError::Io { source, .. } => Some(source),
-            BenchError::Config(_) | BenchError::Protocol(_) => None,
         }
     }
 }

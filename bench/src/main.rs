@@ -1,24 +1,37 @@
-//! `hourglass-bench`: load generator for hourglass.
+//! `hourglass-bench`: the load generator and measuring instrument of hourglass.
 //!
-//! `hourglass-bench ingest` writes a deterministic TSBS-style devops workload
-//! to an OpenTSDB-compatible server and reports the sustained ingest rate.
-//! The pieces are kept apart so new protocols and modes slot in:
+//! * `ingest` writes a deterministic workload over one of seven protocols and
+//!   reports the rate the server acknowledged;
+//! * `query` times the reference queries and checks every answer against the
+//!   generated data, for hourglass and for the peers side by side;
+//! * `soak` mixes ingest, queries, bad input and stalled connections for a
+//!   while and checks that nothing acknowledged was lost.
+//!
+//! The pieces are kept apart:
 //!
 //! - [`workload`] generates points (no I/O, no wire format);
-//! - [`protocol`] encodes points into bytes;
-//! - [`runner`] opens connections, sends, and measures;
-//! - [`report`] prints the results;
+//! - [`protocol`] encodes points into payloads;
+//! - [`runner`] opens connections, sends, and measures ingest;
+//! - [`http`] is the keep-alive HTTP client every HTTP mode uses;
+//! - [`query`] and [`soak`] are the other two modes;
+//! - [`report`], [`progress`] and [`procfs`] print and measure;
 //! - [`cli`] parses and validates flags.
 //!
 //! Exit status: 0 on success, 1 on failure (bad flags after parsing,
-//! connection or I/O errors, server not answering), 2 on usage errors
-//! (from clap), 3 when the run completed but the server sent error lines.
+//! connection or I/O errors, server not answering, a wrong query answer, a
+//! lost acknowledged point), 2 on usage errors (from clap), 3 when an ingest
+//! completed but the server refused some of it.
 
 mod cli;
 mod error;
+mod http;
+mod procfs;
+mod progress;
 mod protocol;
+mod query;
 mod report;
 mod runner;
+mod soak;
 mod workload;
 
 use std::io::{self, Write};
@@ -27,22 +40,24 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
+use hyper::Method;
 
 use crate::cli::{Cli, Command, IngestArgs};
 use crate::error::BenchError;
-use crate::protocol::Encoder;
-use crate::protocol::telnet::{TelnetEncoder, TelnetTemplates};
-use crate::report::IngestReport;
+use crate::protocol::{Protocol, encoder_for};
+use crate::report::{IngestReport, ServerReport};
 use crate::workload::{Generator, Workload};
 
-/// Exit status when the server reported errors for some lines.
+/// Exit status when the server refused some of an ingest.
 const EXIT_SERVER_ERRORS: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Ingest(args) => ingest(&args),
-    };
+    let result = runtime().and_then(|rt| match cli.command {
+        Command::Ingest(args) => ingest(&rt, &args),
+        Command::Query(args) => rt.block_on(query::run(&args, now_ms()?)),
+        Command::Soak(args) => rt.block_on(soak::run(&args, now_ms()?)),
+    });
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -52,68 +67,141 @@ fn main() -> ExitCode {
     }
 }
 
-fn ingest(args: &IngestArgs) -> Result<ExitCode, BenchError> {
-    let now_ms = SystemTime::now()
+fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| BenchError::io("starting the tokio runtime", e))
+}
+
+/// The current time, milliseconds since the epoch.
+pub fn now_ms() -> Result<i64, BenchError> {
+    let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_err(|e| BenchError::Config(format!("system clock is before 1970: {e}")))?
         .as_millis();
-    let now_ms = i64::try_from(now_ms)
-        .map_err(|_| BenchError::Config("system clock is too far in the future".into()))?;
-    let plan = cli::plan(args, now_ms)?;
-    let workload = Arc::new(Workload::new(plan.spec));
+    i64::try_from(now)
+        .map_err(|_| BenchError::Config("system clock is too far in the future".into()))
+}
+
+fn ingest(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, BenchError> {
+    let mut plan = cli::plan(args, now_ms()?)?;
+    let workload = Arc::new(Workload::new(plan.spec.clone()));
+    plan.config.distinct_series = workload.distinct_series();
 
     if let Some(n) = args.dry_run {
-        dry_run(workload, n)?;
+        dry_run(&workload, &plan.opts, n)?;
         return Ok(ExitCode::SUCCESS);
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| BenchError::io("starting the tokio runtime", e))?;
-    let run = runtime.block_on(runner::run_ingest(
-        Arc::clone(&workload),
-        args.protocol,
-        &plan.opts,
-    ))?;
-    let report = IngestReport::new(plan.config, &run);
-    report.print(args.json)?;
-    if report.points != workload.total_points() {
-        return Err(BenchError::Protocol(format!(
-            "internal error: sent {} points, expected {}",
-            report.points,
-            workload.total_points()
-        )));
+    if args.create_db {
+        rt.block_on(create_influx_db(&plan.opts, &args.db))?;
     }
-    if report.error_lines > 0 {
+    let before = args.server_pid.map(procfs::sample).transpose()?;
+    let run = rt.block_on(runner::run_ingest(Arc::clone(&workload), &plan.opts))?;
+    if !args.settle.is_zero() {
+        std::thread::sleep(args.settle);
+    }
+    let mut server = ServerReport::default();
+    let acked: u64 = run.connections.iter().map(|c| c.points).sum();
+    if let (Some(pid), Some(before)) = (args.server_pid, before) {
+        let after = procfs::sample(pid)?;
+        let cpu = after.cpu_since(&before).as_secs_f64();
+        server.pid = Some(pid);
+        server.peak_rss_bytes = Some(after.peak_rss_bytes);
+        server.rss_bytes = Some(after.rss_bytes);
+        server.cpu_seconds = Some(cpu);
+        server.cpu_us_per_point = (acked > 0).then(|| cpu * 1e6 / acked as f64);
+    }
+    if let Some(dir) = &args.data_dir {
+        let bytes = procfs::dir_bytes(dir)?;
+        server.data_dir = Some(dir.clone());
+        server.data_dir_bytes = Some(bytes);
+        server.bytes_per_point = (acked > 0).then(|| bytes as f64 / acked as f64);
+    }
+    let report = IngestReport::new(plan.config, &run, server);
+    report::print(&report, args.json, |r, out| r.write_human(out))?;
+    if report.errors > 0 {
         eprintln!(
-            "hourglass-bench: the server rejected {} line(s)",
-            report.error_lines
+            "hourglass-bench: the server refused part of the ingest ({} error replies)",
+            report.errors
         );
         return Ok(ExitCode::from(EXIT_SERVER_ERRORS));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes the first `limit` lines (0 = all) of the workload, in the order a
-/// single connection would send them, to stdout.
-fn dry_run(workload: Arc<Workload>, limit: u64) -> Result<(), BenchError> {
-    let templates = Arc::new(TelnetTemplates::new(&workload));
-    let mut encoder = TelnetEncoder::new(templates);
+/// `POST /query` `CREATE DATABASE`, as Telegraf does before writing to InfluxDB 1.x.
+async fn create_influx_db(opts: &runner::RunOptions, db: &str) -> Result<(), BenchError> {
+    let mut client = http::HttpClient::connect(&opts.addr, opts.connect_timeout).await?;
+    let body = format!(
+        "q={}",
+        http::encode_component(&format!("CREATE DATABASE \"{db}\""))
+    );
+    let response = client
+        .send(
+            Method::POST,
+            "/query",
+            &[("content-type", "application/x-www-form-urlencoded")],
+            body.into(),
+            1 << 20,
+            opts.reply_timeout,
+        )
+        .await?;
+    if !response.is_success() {
+        return Err(BenchError::Http {
+            method: "POST",
+            path: "/query (CREATE DATABASE)".into(),
+            status: response.status,
+            hint: "",
+            body: response.snippet(),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the first `limit` payloads (0 = all) of the workload, in the order a
+/// single connection would send them, to stdout; binary payloads (gzip,
+/// snappy) are described instead.
+fn dry_run(
+    workload: &Arc<Workload>,
+    opts: &runner::RunOptions,
+    limit: u64,
+) -> Result<(), BenchError> {
+    let mut encoder = encoder_for(opts.protocol, workload, opts.encode);
     let hosts = (0..workload.spec.hosts).collect();
-    let mut generator = Generator::new(workload, hosts);
+    let mut generator =
+        Generator::with_limit(Arc::clone(workload), hosts, opts.points.unwrap_or(u64::MAX));
+    let binary = opts.encode.gzip || opts.protocol == Protocol::PromWrite;
     let mut remaining = if limit == 0 { u64::MAX } else { limit };
     let mut out = io::stdout().lock();
     let mut buf = Vec::with_capacity(1 << 20);
     while remaining > 0 {
         buf.clear();
-        let batch = remaining.min(8192) as usize;
-        let n = generator.next_batch(batch, |p| encoder.encode(p, &mut buf));
+        encoder.begin_batch(&mut buf);
+        let n = generator.next_batch(opts.batch, |p| encoder.encode(p, &mut buf));
         if n == 0 {
             break;
         }
-        remaining -= n as u64;
-        match out.write_all(&buf) {
+        encoder.end_batch(&mut buf);
+        remaining -= 1;
+        let written = if binary {
+            writeln!(
+                out,
+                "<{} bytes of {} payload, {n} points>",
+                buf.len(),
+                opts.protocol.name()
+            )
+        } else {
+            out.write_all(&buf).and_then(|()| {
+                if buf.last() == Some(&b'\n') {
+                    Ok(())
+                } else {
+                    out.write_all(b"\n")
+                }
+            })
+        };
+        match written {
             Ok(()) => {}
             // `hourglass-bench ingest --dry-run 0 | head` is fine.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),

@@ -1,23 +1,24 @@
 //! OpenTSDB telnet-style line protocol: `put <metric> <ts> <value> <k=v>...\n`.
 //!
 //! Everything about a line except the timestamp and value is fixed per metric
-//! (`put <metric> `) or per host (` host=... rack=...\n`), so both parts are
+//! (`put <metric> `) or per host (` hostname=... rack=...`), so both parts are
 //! rendered once up front and each point costs two copies plus the number
 //! formatting. The timestamp text is cached because consecutive points share it.
 
 use std::sync::Arc;
 
-use super::{Encoder, write_f64, write_i64};
-use crate::workload::{Point, TsUnit, Value, Workload};
+use super::{Encoder, TsCache, write_value};
+use crate::workload::{Point, TsUnit, Workload, highcard};
 
 /// Pre-rendered line fragments of a workload, shared by all connections.
 #[derive(Debug)]
 pub struct TelnetTemplates {
     /// `put <metric> ` per metric.
     metric_prefix: Vec<Vec<u8>>,
-    /// ` k=v k=v\n` per host.
+    /// ` k=v k=v` per host.
     host_suffix: Vec<Vec<u8>>,
     unit: TsUnit,
+    pods: bool,
 }
 
 impl TelnetTemplates {
@@ -38,7 +39,6 @@ impl TelnetTemplates {
                     s.push('=');
                     s.push_str(v);
                 }
-                s.push('\n');
                 s.into_bytes()
             })
             .collect();
@@ -46,6 +46,15 @@ impl TelnetTemplates {
             metric_prefix,
             host_suffix,
             unit: workload.ts_unit(),
+            pods: workload.has_pods(),
+        }
+    }
+
+    /// Converts a millisecond timestamp to the unit written on the wire.
+    pub fn wire_ts(&self, ts_ms: i64) -> i64 {
+        match self.unit {
+            TsUnit::Seconds => ts_ms.div_euclid(1000),
+            TsUnit::Milliseconds => ts_ms,
         }
     }
 }
@@ -54,136 +63,100 @@ impl TelnetTemplates {
 #[derive(Debug)]
 pub struct TelnetEncoder {
     templates: Arc<TelnetTemplates>,
-    cached_ts_ms: Option<i64>,
-    /// `<ts> ` for `cached_ts_ms`.
-    ts_text: Vec<u8>,
+    ts: TsCache,
 }
 
 impl TelnetEncoder {
     pub fn new(templates: Arc<TelnetTemplates>) -> Self {
         TelnetEncoder {
             templates,
-            cached_ts_ms: None,
-            ts_text: Vec::with_capacity(16),
+            ts: TsCache::default(),
         }
     }
 }
 
 impl Encoder for TelnetEncoder {
     fn encode(&mut self, p: &Point, out: &mut Vec<u8>) {
-        if self.cached_ts_ms != Some(p.ts_ms) {
-            self.ts_text.clear();
-            let ts = match self.templates.unit {
-                TsUnit::Seconds => p.ts_ms.div_euclid(1000),
-                TsUnit::Milliseconds => p.ts_ms,
-            };
-            write_i64(&mut self.ts_text, ts);
-            self.ts_text.push(b' ');
-            self.cached_ts_ms = Some(p.ts_ms);
+        let t = &*self.templates;
+        out.extend_from_slice(&t.metric_prefix[p.metric as usize]);
+        out.extend_from_slice(self.ts.get(p.ts_ms, |ms| t.wire_ts(ms)));
+        out.push(b' ');
+        write_value(out, p.value);
+        out.extend_from_slice(&t.host_suffix[p.host as usize]);
+        if t.pods {
+            out.extend_from_slice(b" pod=");
+            highcard::pod_name(p.host, p.pod, out);
         }
-        out.extend_from_slice(&self.templates.metric_prefix[p.metric as usize]);
-        out.extend_from_slice(&self.ts_text);
-        match p.value {
-            Value::Int(v) => write_i64(out, v),
-            Value::Float(v) => write_f64(out, v),
-        }
-        out.extend_from_slice(&self.templates.host_suffix[p.host as usize]);
+        out.push(b'\n');
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::{Generator, WorkloadSpec};
+    use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::{Kind, WorkloadSpec};
+    use hourglass_ingest::{Command, Limits};
 
-    fn workload(interval_ms: i64, seed: u64) -> Arc<Workload> {
+    fn workload(kind: Kind, interval_ms: i64, seed: u64) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
+            kind,
             hosts: 6,
-            metrics: 12,
+            metrics: 10,
             tags_per_host: 3,
             start_ms: 1_700_000_000_000,
             interval_ms,
             steps: 5,
             seed,
+            churn: 2,
+            prefix: String::new(),
         }))
     }
 
-    fn lines(w: &Arc<Workload>) -> Vec<String> {
+    fn text(w: &Arc<Workload>) -> String {
         let mut enc = TelnetEncoder::new(Arc::new(TelnetTemplates::new(w)));
-        let mut generator = Generator::new(Arc::clone(w), (0..w.spec.hosts).collect());
-        let mut buf = Vec::new();
-        while generator.next_batch(7, |p| enc.encode(p, &mut buf)) > 0 {}
-        String::from_utf8(buf)
-            .expect("ascii")
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        let body = generated_batches(w, &mut enc, 7).concat();
+        String::from_utf8(body).expect("ascii")
     }
 
-    /// Parses a put line the way an OpenTSDB server would.
-    fn parse(line: &str) -> (String, i64, f64, bool, Vec<(String, String)>) {
-        let mut it = line.split(' ');
-        assert_eq!(it.next(), Some("put"), "{line}");
-        let metric = it.next().expect("metric").to_string();
-        let ts = it.next().expect("ts").parse::<i64>().expect("ts int");
-        let raw = it.next().expect("value");
-        let is_float = raw.contains('.');
-        let value = raw.parse::<f64>().expect("value number");
-        let tags = it
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').expect("k=v");
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        (metric, ts, value, is_float, tags)
-    }
-
-    fn valid_ident(s: &str) -> bool {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    /// Every line parses with hourglass's own telnet parser into exactly the
+    /// generated point.
+    #[test]
+    fn round_trip_through_our_parser() {
+        for kind in [Kind::Cpu, Kind::Devops, Kind::HighCardinality] {
+            for interval in [10_000, 250] {
+                let w = workload(kind, interval, 1);
+                let text = text(&w);
+                let mut got = Vec::new();
+                for line in text.lines() {
+                    match hourglass_ingest::parse_line(line.as_bytes(), &Limits::default()) {
+                        Command::Put(Ok(p)) => got.push(parsed_point(&p)),
+                        other => panic!("{line}: {other:?}"),
+                    }
+                }
+                assert_eq!(got, expected_points(&w), "{kind:?}");
+            }
+        }
     }
 
     #[test]
-    fn lines_parse() {
-        let w = workload(10_000, 1);
-        let lines = lines(&w);
-        assert_eq!(lines.len() as u64, w.total_points());
-        let (mut ints, mut floats) = (0, 0);
-        for line in &lines {
-            let (metric, ts, _value, is_float, tags) = parse(line);
-            assert!(valid_ident(&metric), "{line}");
-            assert!(metric.starts_with("bench."));
-            assert!((1_700_000_000..=1_700_000_040).contains(&ts), "{line}");
-            assert_eq!(ts % 10, 0);
-            assert_eq!(tags.len(), 4);
-            assert_eq!(tags[0].0, "host");
-            assert!(tags[0].1.starts_with("host_"));
-            assert!(tags.iter().all(|(k, v)| valid_ident(k) && valid_ident(v)));
-            if is_float {
-                floats += 1;
-            } else {
-                ints += 1;
-            }
-        }
-        assert!(ints > 0 && floats > 0);
-        assert_eq!(
-            lines[0].split(' ').take(3).collect::<Vec<_>>(),
-            ["put", "bench.cpu.usage_user", "1700000000"]
-        );
+    fn cpu_line_shape() {
+        let w = workload(Kind::Cpu, 10_000, 1);
+        let text = text(&w);
+        let first = text.lines().next().expect("a line");
+        let words: Vec<&str> = first.split(' ').collect();
+        assert_eq!(&words[..3], ["put", "cpu.usage_user", "1700000000"]);
+        let (int, frac) = words[3].split_once('.').expect("two decimals");
+        assert!(int.parse::<u32>().is_ok());
+        assert_eq!(frac.len(), 2);
+        assert!(words[4].starts_with("hostname=host_0"));
+        assert_eq!(words.len(), 4 + 7);
     }
 
     #[test]
     fn deterministic() {
-        assert_eq!(lines(&workload(10_000, 7)), lines(&workload(10_000, 7)));
-        assert_ne!(lines(&workload(10_000, 7)), lines(&workload(10_000, 8)));
-    }
-
-    #[test]
-    fn millisecond_timestamps_for_subsecond_interval() {
-        let w = workload(250, 1);
-        let lines = lines(&w);
-        let (_, ts, ..) = parse(&lines[lines.len() - 1]);
-        assert_eq!(ts, 1_700_000_000_000 + 4 * 250);
+        let a = text(&workload(Kind::Cpu, 10_000, 7));
+        assert_eq!(a, text(&workload(Kind::Cpu, 10_000, 7)));
+        assert_ne!(a, text(&workload(Kind::Cpu, 10_000, 8)));
     }
 }

@@ -1,0 +1,466 @@
+//! Soak mode: for `--duration`, steady acknowledged ingest (telnet and HTTP)
+//! alongside queries (ordinary and oversized), bad input of every kind, idle
+//! connections, and a storm of stalled connections during which fresh
+//! clients must still get through. At the end every acknowledged point is
+//! read back ([`writers::verify`]).
+//!
+//! Timeline: the wide series for the oversized query are written first;
+//! ingest, queries and bad input run from the start to the end; idle
+//! connections are opened at the start and held; the stall storm opens at a
+//! third of the duration and is held to the end, and probes run every
+//! `--probe-every` during it.
+//!
+//! The run fails (exit 1) when an acknowledged point is missing, when a
+//! probe could not connect and write during the storm, when the server
+//! died, when its RSS passed `--max-rss-mb`, or (unless `--allow-errors`)
+//! when anything got an answer it must never get (see [`hostile`]).
+
+pub mod hostile;
+pub mod report;
+pub mod writers;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use self::hostile::{BadInput, Hold};
+use self::report::SoakReport;
+use self::writers::{WriterKind, WriterResult};
+use crate::cli::parse_duration;
+use crate::error::BenchError;
+use crate::workload::{Kind, Workload, WorkloadSpec, partition_hosts};
+
+/// Errors kept verbatim.
+const MAX_ERRORS_KEPT: usize = 10;
+
+/// Flags of `hourglass-bench soak`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SoakArgs {
+    /// Server address (host:port).
+    #[arg(long, default_value = "127.0.0.1:4242")]
+    pub addr: String,
+
+    /// How long to soak.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// Steady ingest rate, points per second over all writers.
+    #[arg(long, default_value_t = 20_000.0)]
+    pub rate: f64,
+
+    /// Hosts of the soak workload (cpu workload, metrics `soak.cpu.*`).
+    #[arg(long, default_value_t = 20)]
+    pub hosts: u32,
+
+    /// Telnet writers (acknowledged with `help` after each batch).
+    #[arg(long, default_value_t = 2)]
+    pub telnet_writers: u32,
+
+    /// `/api/put` writers.
+    #[arg(long, default_value_t = 2)]
+    pub http_writers: u32,
+
+    /// Points per batch.
+    #[arg(long, default_value_t = 500)]
+    pub batch: usize,
+
+    /// An ordinary query this often.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub query_every: Duration,
+
+    /// An oversized query this often.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub oversized_every: Duration,
+
+    /// Series of `soak.wide` (one point each) the oversized query spans.
+    #[arg(long, default_value_t = 3000)]
+    pub wide_series: u32,
+
+    /// A bad input this often (cycling through every kind).
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    pub bad_every: Duration,
+
+    /// Idle connections held from the start.
+    #[arg(long, default_value_t = 50)]
+    pub idle: u32,
+
+    /// Stalled connections in the storm (half a stalled line, half a stalled HTTP body).
+    #[arg(long, default_value_t = 200)]
+    pub stalled: u32,
+
+    /// A fresh-client probe this often during the storm.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub probe_every: Duration,
+
+    /// Timeout of every wait (acknowledgements, answers, connects).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Timeout of a query.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub query_timeout: Duration,
+
+    /// Server process id: sample its RSS (and check it is alive at the end).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+
+    /// Fail when the server's RSS passes this many MiB.
+    #[arg(long)]
+    pub max_rss_mb: Option<u64>,
+
+    /// Do not fail because of errors (unexpected answers); still report them.
+    #[arg(long)]
+    pub allow_errors: bool,
+
+    /// Seed of the value generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress display.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Counters every soak task updates.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub points_acked: AtomicU64,
+    pub queries_sent: AtomicU64,
+    pub queries_ok: AtomicU64,
+    pub oversized_sent: AtomicU64,
+    pub oversized_answered: AtomicU64,
+    pub oversized_refused: AtomicU64,
+    pub bad_sent: AtomicU64,
+    pub bad_refused: AtomicU64,
+    pub held_now: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// State shared by the soak's tasks.
+#[derive(Debug)]
+pub struct Shared {
+    pub addr: String,
+    pub start: Instant,
+    pub duration: Duration,
+    pub timeout: Duration,
+    pub query_timeout: Duration,
+    pub counters: Counters,
+    /// Refusals: (what, HTTP status) → count.
+    refused: Mutex<BTreeMap<(String, u16), u64>>,
+    first_errors: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    /// Records something that must not happen.
+    pub fn error(&self, what: String) {
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        let mut e = self.first_errors.lock().unwrap_or_else(|e| e.into_inner());
+        if e.len() < MAX_ERRORS_KEPT {
+            e.push(what);
+        }
+    }
+
+    /// Records a clear refusal (an HTTP status the request deserved).
+    pub fn refused(&self, what: &str, status: u16, _body: &str) {
+        let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        *r.entry((what.to_string(), status)).or_default() += 1;
+    }
+}
+
+/// Runs the soak.
+pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
+    if args.telnet_writers + args.http_writers == 0 || args.hosts == 0 || args.batch == 0 {
+        return Err(BenchError::Config(
+            "the soak needs at least one writer, one host and a batch of at least 1".into(),
+        ));
+    }
+    if !(args.rate > 0.0 && args.rate.is_finite()) {
+        return Err(BenchError::Config("--rate must be positive".into()));
+    }
+    let writers = args.telnet_writers + args.http_writers;
+    if args.hosts < writers {
+        return Err(BenchError::Config(format!(
+            "--hosts must be at least the {writers} writers"
+        )));
+    }
+    // One point per series per second of data; the data ends a minute ago
+    // at the latest, whatever the rate, so nothing is ever in the future.
+    let series = u64::from(args.hosts) * 10;
+    let steps = ((args.rate * args.duration.as_secs_f64()) as u64 / series + 2).max(2);
+    let start_ms = (now_ms - 60_000 - steps as i64 * 1000).div_euclid(1000) * 1000;
+    let workload = Arc::new(Workload::new(WorkloadSpec {
+        kind: Kind::Cpu,
+        hosts: args.hosts,
+        metrics: 10,
+        tags_per_host: 0,
+        start_ms,
+        interval_ms: 1000,
+        steps,
+        seed: args.seed,
+        churn: 0,
+        prefix: "soak.".into(),
+    }));
+
+    // Fail early and clearly when nothing listens there.
+    crate::runner::connect(&args.addr, args.timeout).await?;
+    let wide = hostile::write_wide(&args.addr, args.timeout, args.wide_series).await;
+    // The soak proper starts now.
+    let shared = Arc::new(Shared {
+        addr: args.addr.clone(),
+        start: Instant::now(),
+        duration: args.duration,
+        timeout: args.timeout,
+        query_timeout: args.query_timeout,
+        counters: Counters::default(),
+        refused: Mutex::new(BTreeMap::new()),
+        first_errors: Mutex::new(Vec::new()),
+    });
+    let wide_ok = match wide {
+        Ok(()) => true,
+        Err(why) => {
+            shared.error(format!("writing the wide series: {why}"));
+            false
+        }
+    };
+    let deadline = shared.start + args.duration;
+    let storm_at = shared.start + args.duration / 3;
+
+    // Writers: telnet ones take the first host sets, HTTP ones the rest.
+    let mut writer_tasks = tokio::task::JoinSet::new();
+    let per_writer_rate = args.rate / f64::from(writers);
+    for (i, hosts) in partition_hosts(args.hosts, writers).into_iter().enumerate() {
+        let kind = if (i as u32) < args.telnet_writers {
+            WriterKind::Telnet
+        } else {
+            WriterKind::HttpPut
+        };
+        writer_tasks.spawn(writers::run_writer(
+            kind,
+            Arc::clone(&workload),
+            hosts,
+            per_writer_rate,
+            args.batch,
+            Arc::clone(&shared),
+        ));
+    }
+
+    let mut side = tokio::task::JoinSet::new();
+    // Ordinary queries.
+    {
+        let (shared, every) = (Arc::clone(&shared), args.query_every);
+        let metric = workload.metrics[0].name.clone();
+        let host = workload.hosts[0].tags[0].1.clone();
+        side.spawn(async move {
+            let mut client = None;
+            while hostile::tick(every, deadline).await {
+                hostile::normal_query(&mut client, &shared, &metric, &host).await;
+            }
+            Side::Done
+        });
+    }
+    // Oversized queries.
+    if wide_ok {
+        let (shared, every) = (Arc::clone(&shared), args.oversized_every);
+        side.spawn(async move {
+            let mut client = None;
+            while hostile::tick(every, deadline).await {
+                hostile::oversized_query(&mut client, &shared).await;
+            }
+            Side::Done
+        });
+    }
+    // Bad input, every kind in turn.
+    {
+        let (shared, every) = (Arc::clone(&shared), args.bad_every);
+        side.spawn(async move {
+            let mut kinds = BadInput::ALL.iter().cycle();
+            while hostile::tick(every, deadline).await {
+                if let Some(&kind) = kinds.next() {
+                    hostile::send_bad(kind, &shared).await;
+                }
+            }
+            Side::Done
+        });
+    }
+    // Idle connections from the start; the stall storm from a third in.
+    {
+        let (shared, n) = (Arc::clone(&shared), args.idle);
+        side.spawn(async move {
+            Side::Idle(hostile::hold_connections(shared, Hold::Idle, n, deadline).await)
+        });
+    }
+    for (hold, n) in [
+        (Hold::StalledLine, args.stalled / 2),
+        (Hold::StalledBody, args.stalled - args.stalled / 2),
+    ] {
+        let shared = Arc::clone(&shared);
+        side.spawn(async move {
+            tokio::time::sleep_until(storm_at.into()).await;
+            Side::Stalled(hostile::hold_connections(shared, hold, n, deadline).await)
+        });
+    }
+    // Probes during the storm (after the stalled connections had a moment to open).
+    {
+        let (shared, every) = (Arc::clone(&shared), args.probe_every);
+        side.spawn(async move {
+            tokio::time::sleep_until((storm_at + Duration::from_millis(500)).into()).await;
+            let mut probes = report::Probes::default();
+            let mut n = 0;
+            loop {
+                n += 1;
+                probes.sent += 1;
+                match hostile::probe(&shared, n).await {
+                    Ok(()) => probes.ok += 1,
+                    Err(why) => {
+                        probes.failed += 1;
+                        probes.first_failure.get_or_insert(why);
+                    }
+                }
+                if !hostile::tick(every, deadline).await {
+                    break;
+                }
+            }
+            Side::Probes(probes)
+        });
+    }
+    // RSS sampling and the progress line.
+    let rss = args.server_pid.map(|pid| {
+        let shared = Arc::clone(&shared);
+        let bar = crate::progress::bar(
+            !args.no_progress && !args.json,
+            args.duration.as_secs(),
+            "s",
+        );
+        tokio::spawn(async move {
+            let mut peak = 0u64;
+            let mut alive = true;
+            while Instant::now() < deadline + Duration::from_secs(1) {
+                match crate::procfs::sample(pid) {
+                    Ok(s) => peak = peak.max(s.rss_bytes),
+                    Err(_) => {
+                        alive = false;
+                        break;
+                    }
+                }
+                bar.set_position(shared.start.elapsed().as_secs());
+                bar.set_message(format!(
+                    "{} acked",
+                    shared.counters.points_acked.load(Ordering::Relaxed)
+                ));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            bar.finish_and_clear();
+            (peak, alive)
+        })
+    });
+
+    let mut writer_results: Vec<WriterResult> = Vec::new();
+    while let Some(r) = writer_tasks.join_next().await {
+        match r {
+            Ok(w) => writer_results.push(w),
+            Err(e) => shared.error(format!("writer task failed: {e}")),
+        }
+    }
+    let (mut idle, mut stalled, mut probes) = (
+        hostile::HeldConnections::default(),
+        hostile::HeldConnections::default(),
+        report::Probes::default(),
+    );
+    while let Some(r) = side.join_next().await {
+        match r {
+            Ok(Side::Idle(h)) => idle = h,
+            Ok(Side::Stalled(h)) => {
+                stalled.opened += h.opened;
+                stalled.failed_to_open += h.failed_to_open;
+                stalled.closed_by_server += h.closed_by_server;
+            }
+            Ok(Side::Probes(p)) => probes = p,
+            Ok(Side::Done) => {}
+            Err(e) => shared.error(format!("soak task failed: {e}")),
+        }
+    }
+    let seconds = shared.start.elapsed().as_secs_f64();
+    let (peak_sampled, alive) = match rss {
+        Some(task) => task.await.unwrap_or((0, false)),
+        None => (0, true),
+    };
+    let final_sample = args
+        .server_pid
+        .map(crate::procfs::sample)
+        .transpose()
+        .ok()
+        .flatten();
+
+    let verification =
+        writers::verify(&workload, &writer_results, &args.addr, args.query_timeout).await;
+    let report = SoakReport::new(
+        args,
+        seconds,
+        &shared,
+        &writer_results,
+        idle,
+        stalled,
+        probes,
+        peak_sampled,
+        final_sample,
+        alive,
+        verification,
+    );
+    crate::report::print(&report, args.json, |r, out| r.write_human(out))?;
+    if report.passed {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "hourglass-bench: soak FAILED: {}",
+            report.failures.join("; ")
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// What a side task reports.
+enum Side {
+    Done,
+    Idle(hostile::HeldConnections),
+    Stalled(hostile::HeldConnections),
+    Probes(report::Probes),
+}
+
+impl Shared {
+    /// Refusals by status, summed over what was refused.
+    pub fn refused_by_status(&self) -> BTreeMap<u16, u64> {
+        let mut out = BTreeMap::new();
+        for ((_, status), n) in self
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            *out.entry(*status).or_default() += n;
+        }
+        out
+    }
+
+    /// Refusals as `what status` → count.
+    pub fn refused_detail(&self) -> BTreeMap<String, u64> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|((what, status), n)| (format!("{what} {status}"), *n))
+            .collect()
+    }
+
+    pub fn first_errors(&self) -> Vec<String> {
+        self.first_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
