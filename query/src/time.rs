@@ -111,44 +111,6 @@ fn in_range(s: &str, ms: i64) -> Result<i64, QueryError> {
     Ok(ms)
 }
 
-/// `Tags.parseLong`: a signed decimal long with OpenTSDB's error texts.
-pub(crate) fn java_parse_long(s: &str) -> Result<i64, String> {
-    let chars: Vec<char> = s.chars().collect();
-    let n = chars.len();
-    if n == 0 {
-        return Err("Empty string".to_string());
-    }
-    let mut i = 0;
-    let negative = chars[0] == '-';
-    if chars[0] == '+' || chars[0] == '-' {
-        if n == 1 {
-            return Err(format!("Just a sign, no value: {s}"));
-        } else if n > 20 {
-            return Err(format!("Value too long: {s}"));
-        }
-        i = 1;
-    } else if n > 19 {
-        return Err(format!("Value too long: {s}"));
-    }
-    // Accumulate negatively so that Long.MIN_VALUE parses, like the original.
-    let mut v: i64 = 0;
-    for &c in &chars[i..] {
-        let digit = c
-            .to_digit(10)
-            .filter(|_| c.is_ascii_digit())
-            .ok_or_else(|| format!("Invalid character '{c}' in {s}"))?;
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_sub(i64::from(digit)))
-            .ok_or_else(|| format!("Overflow in {s}"))?;
-    }
-    if negative {
-        Ok(v)
-    } else {
-        v.checked_neg().ok_or_else(|| format!("Overflow in {s}"))
-    }
-}
-
 /// Absolute `yyyy/MM/dd`, `yyyy/MM/dd HH:mm`, `yyyy/MM/dd-HH:mm`,
 /// `yyyy/MM/dd HH:mm:ss`, `yyyy/MM/dd-HH:mm:ss`, chosen by length like
 /// OpenTSDB. Parsing is lenient like `SimpleDateFormat`: out-of-range fields
@@ -568,17 +530,5 @@ mod tests {
         }
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(civil_from_days(15_694), (2012, 12, 20));
-    }
-
-    #[test]
-    fn java_long_parsing() {
-        assert_eq!(java_parse_long("+0"), Ok(0));
-        assert_eq!(java_parse_long("-0"), Ok(0));
-        assert_eq!(java_parse_long("+4242"), Ok(4242));
-        assert_eq!(java_parse_long("-9223372036854775808"), Ok(i64::MIN));
-        assert_eq!(java_parse_long("9223372036854775807"), Ok(i64::MAX));
-        assert!(java_parse_long("9223372036854775808").is_err());
-        assert!(java_parse_long("+").is_err());
-        assert!(java_parse_long("-").is_err());
     }
 }

@@ -45,6 +45,7 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/config/filters", get(filters).post(filters))
         .route("/api/dropcaches", get(dropcaches).delete(dropcaches))
         .route("/api/stats", get(stats).post(stats))
+        .route("/api/stats/query", get(stats_query))
         .route(
             "/api/__unsupported_version",
             axum::routing::any(unsupported_version),
@@ -566,6 +567,42 @@ async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
         StatusCode::OK,
         serde_json::Value::Array(entries).to_string(),
     )
+}
+
+/// `/api/stats/query`: running queries and up to 256 recent ones
+/// (OpenTSDB's shape, with the fields hourglass has).
+async fn stats_query(State(ctx): State<Arc<Ctx>>) -> Response {
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    };
+    let render = |r: &super::limits::QueryRecord| {
+        let elapsed = r.elapsed.map_or(0, |d| d.as_millis() as u64);
+        let mut o = serde_json::json!({
+            "queryId": r.id,
+            "query": r.query,
+            "remote": r.remote,
+            "queryStartTimestamp": ms(r.started),
+            "elapsedMs": elapsed,
+            "stats": {"points": r.points},
+        });
+        if let Some(status) = r.status {
+            o["httpResponse"] = serde_json::json!({"code": status});
+            o["queryCompletedTimestamp"] = serde_json::json!(ms(r.started) + elapsed);
+        }
+        if let Some(e) = &r.error {
+            o["exception"] = serde_json::Value::String(e.clone());
+        }
+        o
+    };
+    let (running, done) = ctx.queries.snapshot();
+    let body = serde_json::json!({
+        "running": running.iter().map(render).collect::<Vec<_>>(),
+        "completed": done.iter().rev().map(render).collect::<Vec<_>>(),
+        "queued": ctx.queries.queued(),
+        "memoryBytes": ctx.queries.pool.used(),
+    });
+    json_response(StatusCode::OK, body.to_string())
 }
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {

@@ -140,6 +140,46 @@ impl Server {
         Ok(())
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Peak resident memory of the server so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    /// Sends SIGTERM and waits up to `within` for the process to exit;
+    /// returns how long it took.
+    pub fn terminate(&mut self, within: Duration) -> Duration {
+        let c = self.child.as_mut().expect("running");
+        let started = Instant::now();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status();
+        loop {
+            if let Ok(Some(st)) = c.try_wait() {
+                assert!(st.success(), "server exited with {st}");
+                self.child = None;
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < within,
+                "no exit within {within:?} of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.join("data")

@@ -3,6 +3,7 @@
 mod common;
 mod damage;
 mod durability;
+mod hostile;
 mod http_api;
 mod query;
 mod robustness;
