@@ -8,3 +8,4 @@ mod http_api;
 mod query;
 mod robustness;
 mod telnet;
+mod timestamps;
