@@ -94,7 +94,7 @@ impl Metrics {
             connections: counter_vec(
                 &r,
                 "hourglass_connections_total",
-                "Connections accepted, by protocol",
+                "Connections accepted by protocol, or refused (rejected: max_connections, rejected_address: max_connections_per_address)",
                 &["type"],
             ),
             connections_open: gauge(&r, "hourglass_connections_open", "Open connections"),

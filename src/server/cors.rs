@@ -3,7 +3,8 @@
 //! page from an origin not in the list can never write or delete — not even
 //! with a "simple" `text/plain` POST that needs no preflight — and preflight
 //! requests are answered from the list. Clients that send no `Origin`
-//! (curl, collectd, agents, Grafana's server-side proxy) are not affected.
+//! (curl, collectd, agents) are not affected, and reads (`POST /api/query`
+//! included) are answered to anyone.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
