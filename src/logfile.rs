@@ -100,6 +100,11 @@ pub struct LogWriter {
     file: File,
     path: PathBuf,
     len: u64,
+    /// Appended frames not yet written to the file (see
+    /// [`LogWriter::buffered`]); always empty for an unbuffered writer.
+    pending: Vec<u8>,
+    /// Most bytes kept in `pending` (0 = write every append at once).
+    buffer: usize,
 }
 
 impl LogWriter {
@@ -123,6 +128,8 @@ impl LogWriter {
             file,
             path: path.to_path_buf(),
             len: HEADER_LEN as u64,
+            pending: Vec::new(),
+            buffer: 0,
         })
     }
 
@@ -140,19 +147,49 @@ impl LogWriter {
             file,
             path: path.to_path_buf(),
             len: valid_len,
+            pending: Vec::new(),
+            buffer: 0,
         })
+    }
+
+    /// Keeps up to `bytes` of appended frames in memory, written out when
+    /// full, by [`LogWriter::flush`] and by [`LogWriter::sync`]: one write
+    /// system call for many small appends. Frames in the buffer are lost if
+    /// the process dies, so only for logs whose unsynced appends nothing
+    /// durable depends on (the store log's UID assignments, synced before
+    /// any point that uses them is logged).
+    pub fn buffered(mut self, bytes: usize) -> Self {
+        self.buffer = bytes;
+        self
     }
 
     /// Writes already-framed bytes (see [`begin_frame`]). Not durable until
     /// [`LogWriter::sync`].
     pub fn append(&mut self, framed: &[u8]) -> Result<(), LogError> {
-        self.file.write_all(framed).map_err(io(&self.path))?;
         self.len += framed.len() as u64;
+        if self.buffer == 0 {
+            return self.file.write_all(framed).map_err(io(&self.path));
+        }
+        self.pending.extend_from_slice(framed);
+        if self.pending.len() >= self.buffer {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes buffered frames to the file (the OS), not durably.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        if !self.pending.is_empty() {
+            let res = self.file.write_all(&self.pending).map_err(io(&self.path));
+            self.pending.clear();
+            res?;
+        }
         Ok(())
     }
 
     /// fdatasync: the appended frames survive power loss once this returns.
     pub fn sync(&mut self) -> Result<(), LogError> {
+        self.flush()?;
         self.file.sync_data().map_err(io(&self.path))
     }
 
@@ -166,6 +203,14 @@ impl LogWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for LogWriter {
+    /// Hands buffered frames to the OS (a clean close loses nothing that was
+    /// appended); durability still needs [`LogWriter::sync`].
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 
@@ -317,6 +362,10 @@ pub mod varint {
     impl<'a> Reader<'a> {
         pub fn new(buf: &'a [u8]) -> Self {
             Self { buf, pos: 0 }
+        }
+        /// A cursor at `pos` of `buf`.
+        pub fn at(buf: &'a [u8], pos: usize) -> Self {
+            Self { buf, pos }
         }
         pub fn is_empty(&self) -> bool {
             self.pos >= self.buf.len()

@@ -182,7 +182,11 @@ impl Uids {
             .assign
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(uid) = self.lookup(kind, name)? {
+        // Another assigner may have won while we waited for the lock; it
+        // remembered its UID before releasing the lock. (Should the cache
+        // have dropped it meanwhile, the forward check-and-put below still
+        // finds it.)
+        if let Some(uid) = self.cache(kind).forward.get(name) {
             return Ok(uid);
         }
         let id_col = column(family::ID, kind.as_str().as_bytes());

@@ -634,6 +634,9 @@ impl Engine {
                 if self.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
+                if self.store.maintenance_due() {
+                    break;
+                }
                 std::thread::sleep(step);
                 slept += step;
             }

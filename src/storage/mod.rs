@@ -87,8 +87,10 @@ impl Mutation {
 pub enum Durability {
     /// On stable storage (fsync).
     Sync,
-    /// Handed to the OS (survives a process crash, not power loss) until
-    /// [`Store::sync`] is called.
+    /// Not durable until [`Store::sync`] is called: a process crash or power
+    /// loss before it may lose the write (the embedded store keeps it in
+    /// its log buffer). For writes nothing durable depends on until that
+    /// sync (UID assignments, synced before a point using them is logged).
     Buffered,
 }
 
@@ -234,6 +236,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// The row compactor used by [`Store::maintain`].
     fn set_row_compactor(&self, _compactor: Arc<dyn RowCompactor>) {}
+
+    /// Whether background upkeep has urgent work (e.g. more small files
+    /// than point lookups should search): the compaction thread checks it
+    /// often and runs [`Store::maintain`] at once instead of waiting for its
+    /// interval. Must be cheap.
+    fn maintenance_due(&self) -> bool {
+        false
+    }
 
     /// Highest UID referenced by any stored data row, per kind (metric,
     /// tagk, tagv), if the backend tracks it.

@@ -349,7 +349,7 @@ impl EmbeddedStore {
                 mem: MemTable::new(),
                 mem_bytes: 0,
                 seq: 0,
-                log: LogWriter::create(path, LOG_MAGIC, LOG_VERSION)?,
+                log: LogWriter::create(path, LOG_MAGIC, LOG_VERSION)?.buffered(LOG_BUFFER),
                 torn: None,
             })
         };
@@ -396,9 +396,9 @@ impl EmbeddedStore {
         let log = if rec.valid_len < logfile::HEADER_LEN as u64 {
             // Created but its header never reached the disk.
             let _ = std::fs::remove_file(&path);
-            LogWriter::create(&path, LOG_MAGIC, LOG_VERSION)?
+            LogWriter::create(&path, LOG_MAGIC, LOG_VERSION)?.buffered(LOG_BUFFER)
         } else {
-            LogWriter::reopen(&path, rec.valid_len)?
+            LogWriter::reopen(&path, rec.valid_len)?.buffered(LOG_BUFFER)
         };
         Ok(Replayed {
             mem,

@@ -563,7 +563,8 @@ impl TableReader {
             table: self,
             cache,
             block: first,
-            entries: Vec::new().into_iter(),
+            current: None,
+            row: Vec::new(),
             start: start.to_vec(),
             end: end.to_vec(),
             done: false,
@@ -605,36 +606,78 @@ impl TableReader {
     }
 
     fn decode_block(&self, i: usize, data: &Bytes) -> Result<Vec<Entry>> {
-        let mut r = varint::Reader::new(data);
         let mut out = Vec::new();
-        let at = Some(self.index[i].offset);
-        let bad = || corrupt(&self.path, at, format!("block {i}: malformed entry"));
-        let mut row: Vec<u8> = Vec::new();
-        while !r.is_empty() {
-            let shared = usize::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?;
-            if shared > row.len() {
-                return Err(bad());
-            }
-            row.truncate(shared);
-            row.extend_from_slice(r.bytes().ok_or_else(bad)?);
-            let col = r.bytes().ok_or_else(bad)?.to_vec();
-            let seq = r.varint().ok_or_else(bad)?;
-            let value = match r.u8().ok_or_else(bad)? {
-                0 => {
-                    let v = r.bytes().ok_or_else(bad)?;
-                    Some(data.slice_ref(v))
-                }
-                1 => None,
-                _ => return Err(bad()),
-            };
-            out.push(Entry {
-                row: row.clone(),
-                col,
-                seq,
-                value,
-            });
+        let mut row = Vec::new();
+        let mut pos = 0;
+        while pos < data.len() {
+            let e = self.parse_entry(i, data, &mut pos, &mut row)?;
+            out.push(e.materialize(&row, data));
         }
         Ok(out)
+    }
+
+    /// Parses the entry at `pos` of block `i`: rebuilds its row in `row`
+    /// (prefix compression) and returns where its column and value are,
+    /// without allocating.
+    fn parse_entry(
+        &self,
+        i: usize,
+        data: &[u8],
+        pos: &mut usize,
+        row: &mut Vec<u8>,
+    ) -> Result<RawEntry> {
+        let bad = || {
+            corrupt(
+                &self.path,
+                Some(self.index[i].offset),
+                format!("block {i}: malformed entry"),
+            )
+        };
+        let mut r = varint::Reader::at(data, *pos);
+        let shared = usize::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?;
+        if shared > row.len() {
+            return Err(bad());
+        }
+        row.truncate(shared);
+        row.extend_from_slice(r.bytes().ok_or_else(bad)?);
+        let col_len = usize::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?;
+        let col_at = r.position();
+        r.take(col_len).ok_or_else(bad)?;
+        let seq = r.varint().ok_or_else(bad)?;
+        let value = match r.u8().ok_or_else(bad)? {
+            0 => {
+                let len = usize::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?;
+                let at = r.position();
+                r.take(len).ok_or_else(bad)?;
+                Some(at..at + len)
+            }
+            1 => None,
+            _ => return Err(bad()),
+        };
+        *pos = r.position();
+        Ok(RawEntry {
+            col: col_at..col_at + col_len,
+            seq,
+            value,
+        })
+    }
+}
+
+/// An entry parsed in place: its column and value as ranges of the block.
+struct RawEntry {
+    col: std::ops::Range<usize>,
+    seq: u64,
+    value: Option<std::ops::Range<usize>>,
+}
+
+impl RawEntry {
+    fn materialize(self, row: &[u8], data: &Bytes) -> Entry {
+        Entry {
+            row: row.to_vec(),
+            col: data[self.col].to_vec(),
+            seq: self.seq,
+            value: self.value.map(|v| data.slice(v)),
+        }
     }
 }
 
@@ -645,13 +688,20 @@ fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Streams the entries of one file in a row range, one block at a time.
+/// Streams the entries of one file in a row range, one block at a time,
+/// parsing entries in place: those before `start` (a point lookup usually
+/// skips most of a block, and a bloom false positive all of it) cost no
+/// allocation.
 #[derive(Debug)]
 pub struct RangeIter<'a> {
     table: &'a TableReader,
     cache: Option<&'a BlockCache>,
+    /// The next block to load.
     block: usize,
-    entries: std::vec::IntoIter<Entry>,
+    /// The block being read, its number and the read position.
+    current: Option<(Bytes, usize, usize)>,
+    /// The row of the last parsed entry (rows are prefix-compressed).
+    row: Vec<u8>,
     start: Vec<u8>,
     end: Vec<u8>,
     done: bool,
@@ -665,33 +715,44 @@ impl Iterator for RangeIter<'_> {
             if self.done {
                 return None;
             }
-            if let Some(e) = self.entries.next() {
-                if e.row.as_slice() < self.start.as_slice() {
-                    continue;
-                }
-                if !self.end.is_empty() && e.row.as_slice() >= self.end.as_slice() {
+            let Some((data, i, pos)) = &mut self.current else {
+                if self.block >= self.table.index.len() {
                     self.done = true;
                     return None;
                 }
-                return Some(Ok(e));
+                let i = self.block;
+                self.block += 1;
+                match self.table.block(i, self.cache) {
+                    Ok(data) => {
+                        self.row.clear();
+                        self.current = Some((data, i, 0));
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            };
+            if *pos >= data.len() {
+                self.current = None;
+                continue;
             }
-            if self.block >= self.table.index.len() {
-                self.done = true;
-                return None;
-            }
-            let i = self.block;
-            let decoded = self
-                .table
-                .block(i, self.cache)
-                .and_then(|data| self.table.decode_block(i, &data));
-            self.block += 1;
-            match decoded {
-                Ok(entries) => self.entries = entries.into_iter(),
+            let raw = match self.table.parse_entry(*i, data, pos, &mut self.row) {
+                Ok(raw) => raw,
                 Err(e) => {
                     self.done = true;
                     return Some(Err(e));
                 }
+            };
+            if self.row.as_slice() < self.start.as_slice() {
+                continue;
             }
+            if !self.end.is_empty() && self.row.as_slice() >= self.end.as_slice() {
+                self.done = true;
+                return None;
+            }
+            return Some(Ok(raw.materialize(&self.row, data)));
         }
     }
 }
