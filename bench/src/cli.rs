@@ -34,6 +34,8 @@ pub enum Command {
     Query(crate::query::QueryArgs),
     /// Mixed ingest, queries, bad input and stalled connections for a while; check nothing acknowledged was lost.
     Soak(crate::soak::SoakArgs),
+    /// Create many new series through /api/put; check a batch costs as much at the end as at the start.
+    Series(crate::series::SeriesArgs),
 }
 
 /// The workload's shape, shared by `ingest` and `query`.

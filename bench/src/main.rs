@@ -5,7 +5,9 @@
 //! * `query` times the reference queries and checks every answer against the
 //!   generated data, for hourglass and for the peers side by side;
 //! * `soak` mixes ingest, queries, bad input and stalled connections for a
-//!   while and checks that nothing acknowledged was lost.
+//!   while and checks that nothing acknowledged was lost;
+//! * `series` creates many new series and checks that the cost of a batch
+//!   of new series does not grow with the series count.
 //!
 //! The pieces are kept apart:
 //!
@@ -13,7 +15,7 @@
 //! - [`protocol`] encodes points into payloads;
 //! - [`runner`] opens connections, sends, and measures ingest;
 //! - [`http`] is the keep-alive HTTP client every HTTP mode uses;
-//! - [`query`] and [`soak`] are the other two modes;
+//! - [`query`], [`soak`] and [`series`] are the other modes;
 //! - [`report`], [`progress`] and [`procfs`] print and measure;
 //! - [`cli`] parses and validates flags.
 //!
@@ -31,6 +33,7 @@ mod protocol;
 mod query;
 mod report;
 mod runner;
+mod series;
 mod soak;
 mod workload;
 
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Ingest(args) => ingest(&rt, &args),
         Command::Query(args) => rt.block_on(query::run(&args, now_ms()?)),
         Command::Soak(args) => rt.block_on(soak::run(&args, now_ms()?)),
+        Command::Series(args) => rt.block_on(series::run(&args)),
     });
     match result {
         Ok(code) => code,
