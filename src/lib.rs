@@ -20,6 +20,8 @@
 //! * [`tools`] — offline `fsck` and `compact`.
 //! * [`logfile`] — checksummed append-only frame files (WAL, store log, head
 //!   checkpoints).
+//! * [`checksum`] — xxh3-64 of every on-disk byte range (relaxed only
+//!   under `cfg(fuzzing)`, so fuzzers reach the parsers).
 //! * [`fb`] — FlatBuffers encoding of on-disk metadata.
 //! * [`metrics`] — Prometheus metrics, also rendered as `/api/stats`.
 //! * [`failpoint`] — named I/O failure points for fault-injection tests.
@@ -28,6 +30,7 @@
 //! (the query model) know nothing of storage; [`engine`] implements the
 //! query crate's `SeriesSource`, and the servers feed it parsed points.
 
+pub mod checksum;
 pub mod codec;
 pub mod config;
 pub mod engine;

@@ -22,7 +22,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::xxh3_64;
+use crate::checksum;
 
 pub const HEADER_LEN: usize = 16;
 pub const FRAME_HEADER_LEN: usize = 16;
@@ -80,10 +80,10 @@ pub fn finish_frame(buf: &mut [u8], pos: usize) -> Result<(), LogError> {
     if payload_len > MAX_FRAME_LEN {
         return Err(LogError::FrameTooLarge(payload_len));
     }
-    let checksum = xxh3_64(&buf[pos + FRAME_HEADER_LEN..]);
+    let checksum = checksum::of(&buf[pos + FRAME_HEADER_LEN..]);
     buf[pos..pos + 4].copy_from_slice(&(payload_len as u32).to_le_bytes());
     buf[pos + 4..pos + 12].copy_from_slice(&checksum.to_le_bytes());
-    let header_check = xxh3_64(&buf[pos..pos + 12]) as u32;
+    let header_check = checksum::of(&buf[pos..pos + 12]) as u32;
     buf[pos + 12..pos + 16].copy_from_slice(&header_check.to_le_bytes());
     Ok(())
 }
@@ -266,14 +266,14 @@ pub fn read_log<E: From<LogError>>(
             u32::from_le_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
         let mut sum = [0u8; 8];
         sum.copy_from_slice(&data[pos + 4..pos + 12]);
-        let checksum = u64::from_le_bytes(sum);
+        let expected = u64::from_le_bytes(sum);
         let header_check = u32::from_le_bytes([
             data[pos + 12],
             data[pos + 13],
             data[pos + 14],
             data[pos + 15],
         ]);
-        if xxh3_64(&data[pos..pos + 12]) as u32 != header_check {
+        if !checksum::matches_low32(&data[pos..pos + 12], header_check) {
             if data[pos..].iter().all(|&b| b == 0) {
                 break; // zero-filled tail left by a crash during an append
             }
@@ -286,7 +286,7 @@ pub fn read_log<E: From<LogError>>(
         if body + len > end {
             break; // torn payload
         }
-        if xxh3_64(&data[body..body + len]) != checksum {
+        if !checksum::matches(&data[body..body + len], expected) {
             if data[pos..].iter().all(|&b| b == 0) {
                 break; // zero-filled tail
             }

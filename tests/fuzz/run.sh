@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the hourglass codec fuzz targets for a bounded time; exits non-zero on a crash.
+# Runs the hourglass codec and storage-file fuzz targets for a bounded time; exits non-zero on a crash.
 #
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET]      (default 60)
 #
@@ -35,14 +35,18 @@ if [ -n "${CARGO_TARGET_DIR:-}" ]; then
 fi
 
 status=0
-for target in cell_decode; do
+for target in cell_decode table_file log_file; do
+    case "$target" in
+        table_file) max_len=16384 ;;   # the seeds are whole table files
+        *) max_len=8192 ;;
+    esac
     corpus="tests/fuzz/corpus/$target"
     mkdir -p "$corpus"
     echo "== fuzzing $target for ${secs}s (sanitizer: $sanitizer)"
     # New inputs go to $corpus; seeds/ is read-only extra input.
     if ! cargo fuzz run --fuzz-dir tests/fuzz --sanitizer "$sanitizer" "${target_dir_args[@]}" \
         "$target" "$corpus" "tests/fuzz/seeds/$target" -- \
-        -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1; then
+        -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1; then
         echo "FAIL: $target crashed; reproducer in tests/fuzz/artifacts/$target/" >&2
         echo "      replay: RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir tests/fuzz --sanitizer $sanitizer $target <artifact>" >&2
         status=1

@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use xxhash_rust::xxh3::xxh3_64;
+use crate::checksum;
 
 use super::table::{corrupt, io_err};
 use crate::fb::{self, ManifestData};
@@ -67,7 +67,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<ManifestData, (u64, String)> 
             "trailing bytes after the body".into(),
         ));
     }
-    if xxh3_64(body) != u64::from_le_bytes(sum) {
+    if !checksum::matches(body, u64::from_le_bytes(sum)) {
         return Err((16, "checksum mismatch".into()));
     }
     fb::decode_manifest(body).map_err(|e| (HEADER as u64, e.to_string()))
@@ -79,7 +79,7 @@ pub fn encode(m: &ManifestData) -> Vec<u8> {
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&VERSION.to_le_bytes());
     bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&xxh3_64(&body).to_le_bytes());
+    bytes.extend_from_slice(&checksum::of(&body).to_le_bytes());
     bytes.extend_from_slice(&body);
     bytes
 }

@@ -32,7 +32,7 @@ mod bloom;
 mod cache;
 mod check;
 pub mod compaction;
-pub(crate) mod manifest;
+pub mod manifest;
 mod merge;
 mod open;
 pub mod table;
@@ -61,8 +61,8 @@ use crate::codec::KeyLayout;
 use crate::fb::{ManifestData, SchemaData, TableFileData};
 use crate::logfile::{self, LogWriter, varint};
 
-const LOG_MAGIC: &[u8; 8] = b"HGSTLOG2";
-const LOG_VERSION: u32 = 2;
+pub const LOG_MAGIC: &[u8; 8] = b"HGSTLOG2";
+pub const LOG_VERSION: u32 = 2;
 /// Store-log bytes kept in memory between writes: small UID assignments
 /// cost one write system call per batch instead of three per name. They
 /// are written and fsynced by `Store::sync`, before anything durable uses
@@ -239,7 +239,7 @@ fn encode_log_batch(seq: u64, batch: &[Op]) -> Result<Vec<u8>> {
 }
 
 /// One cell change: internal row, column, value (`None` = delete).
-type Op = (Vec<u8>, Vec<u8>, Option<Bytes>);
+pub type Op = (Vec<u8>, Vec<u8>, Option<Bytes>);
 
 fn into_op(m: Mutation) -> (Table, Op) {
     match m {
@@ -258,7 +258,9 @@ fn into_op(m: Mutation) -> (Table, Op) {
     }
 }
 
-fn decode_log_batch(payload: &[u8]) -> Option<(u64, Vec<Op>)> {
+/// Decodes one store-log frame payload: its sequence number and changes;
+/// `None` if it is malformed (the caller names the file and offset).
+pub fn decode_log_batch(payload: &[u8]) -> Option<(u64, Vec<Op>)> {
     let mut r = varint::Reader::new(payload);
     let seq = r.u64_le()?;
     let mut ops = Vec::new();

@@ -23,8 +23,8 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::checksum;
 use bytes::Bytes;
-use xxhash_rust::xxh3::xxh3_64;
 
 use super::bloom::{self, Bloom};
 use super::cache::BlockCache;
@@ -37,6 +37,11 @@ pub const MAGIC: &[u8; 8] = b"HGTABLE2";
 pub const FORMAT_VERSION: u32 = 2;
 const FOOTER_LEN: usize = 32;
 const BLOCK_TARGET: usize = 32 << 10;
+/// The largest decompressed block a reader accepts. Blocks are cut at
+/// [`BLOCK_TARGET`], so only a single huge entry makes a larger one, and
+/// every write path bounds its requests far below this; a larger length is
+/// damage, refused before it becomes an allocation.
+const MAX_BLOCK_RAW: u32 = 256 << 20;
 
 /// What a table file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -204,7 +209,7 @@ pub fn write_table(
             len: u32::try_from(compressed.len())
                 .map_err(|_| corrupt(path, None, "block over 4 GiB"))?,
             raw_len,
-            checksum: xxh3_64(&compressed),
+            checksum: checksum::of(&compressed),
             last_row: last_row.to_vec(),
         });
         *offset += compressed.len() as u64;
@@ -305,10 +310,10 @@ pub fn write_table(
         max_key: if have_prev { prev_row } else { Vec::new() },
         index_offset: offset,
         index_len: idx.len() as u64,
-        index_checksum: xxh3_64(&idx),
+        index_checksum: checksum::of(&idx),
         bloom_offset,
         bloom_len: bloom_bytes.len() as u64,
-        bloom_checksum: xxh3_64(&bloom_bytes),
+        bloom_checksum: checksum::of(&bloom_bytes),
         prefix_len: opts.prefix_len as u32,
         window_start: opts.window_start,
         window_end: opts.window_end,
@@ -330,7 +335,7 @@ pub fn write_table(
     footer[..8].copy_from_slice(&meta_offset.to_le_bytes());
     footer[8..12].copy_from_slice(&(meta_bytes.len() as u32).to_le_bytes());
     footer[12..16].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    footer[16..24].copy_from_slice(&xxh3_64(&meta_bytes).to_le_bytes());
+    footer[16..24].copy_from_slice(&checksum::of(&meta_bytes).to_le_bytes());
     footer[24..32].copy_from_slice(MAGIC);
     out.write_all(&footer).map_err(io_err(path))?;
     let file = out.into_inner().map_err(|e| StorageError::Io {
@@ -401,7 +406,7 @@ impl TableReader {
             return Err(corrupt(path, Some(footer_at), "metadata out of range"));
         }
         let meta_bytes = read_at(&file, path, meta_offset, meta_len)?;
-        if xxh3_64(&meta_bytes) != le64(&footer[16..24]) {
+        if !checksum::matches(&meta_bytes, le64(&footer[16..24])) {
             return Err(corrupt(
                 path,
                 Some(meta_offset),
@@ -424,7 +429,7 @@ impl TableReader {
             return Err(corrupt(path, Some(meta_offset), "unknown file kind"));
         }
         let bloom_bytes = read_at(&file, path, meta.bloom_offset, meta.bloom_len)?;
-        if xxh3_64(&bloom_bytes) != meta.bloom_checksum {
+        if !checksum::matches(&bloom_bytes, meta.bloom_checksum) {
             return Err(corrupt(
                 path,
                 Some(meta.bloom_offset),
@@ -435,7 +440,7 @@ impl TableReader {
         let (row_bloom, used) = Bloom::parse(&bloom_bytes).ok_or_else(bad_bloom)?;
         let (prefix_bloom, _) = Bloom::parse(&bloom_bytes[used..]).ok_or_else(bad_bloom)?;
         let idx = read_at(&file, path, meta.index_offset, meta.index_len)?;
-        if xxh3_64(&idx) != meta.index_checksum {
+        if !checksum::matches(&idx, meta.index_checksum) {
             return Err(corrupt(
                 path,
                 Some(meta.index_offset),
@@ -526,11 +531,18 @@ impl TableReader {
         }
         let h = &self.index[i];
         let buf = read_at(&self.file, &self.path, h.offset, u64::from(h.len))?;
-        if xxh3_64(&buf) != h.checksum {
+        if !checksum::matches(&buf, h.checksum) {
             return Err(corrupt(
                 &self.path,
                 Some(h.offset),
                 format!("block {i} checksum mismatch"),
+            ));
+        }
+        if h.raw_len > MAX_BLOCK_RAW {
+            return Err(corrupt(
+                &self.path,
+                Some(h.offset),
+                format!("block {i}: implausible length {}", h.raw_len),
             ));
         }
         let raw = zstd::bulk::decompress(&buf, h.raw_len as usize)
@@ -578,7 +590,32 @@ impl TableReader {
         let mut prev: Option<(Vec<u8>, Vec<u8>)> = None;
         for i in 0..self.index.len() {
             let data = self.block(i, None)?;
-            for e in self.decode_block(i, &data)? {
+            let entries = self.decode_block(i, &data)?;
+            // Range scans seek by the index's last rows and queries prune
+            // files by the key range: both must describe the blocks.
+            let h = &self.index[i];
+            if entries.last().map(|e| e.row.as_slice()) != Some(h.last_row.as_slice()) {
+                return Err(corrupt(
+                    &self.path,
+                    Some(h.offset),
+                    format!("block {i}: the index names a different last row"),
+                ));
+            }
+            if i == 0 && entries.first().map(|e| e.row.as_slice()) != Some(&self.meta.min_key) {
+                return Err(corrupt(
+                    &self.path,
+                    None,
+                    "the metadata's first row is wrong",
+                ));
+            }
+            if i + 1 == self.index.len() && h.last_row != self.meta.max_key {
+                return Err(corrupt(
+                    &self.path,
+                    None,
+                    "the metadata's last row is wrong",
+                ));
+            }
+            for e in entries {
                 if let Some((r, c)) = &prev
                     && (e.row.as_slice(), e.col.as_slice()) <= (r.as_slice(), c.as_slice())
                 {
