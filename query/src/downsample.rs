@@ -334,20 +334,27 @@ enum Bucketer {
 }
 
 impl Bucketer {
-    fn bucket_of(&mut self, ts: i64) -> i64 {
+    /// The bucket holding `ts`: its start and (exclusive) end. Points arrive
+    /// sorted, so a caller compares the next points with the end instead of
+    /// paying a division (or a calendar step) per point.
+    fn bounds(&mut self, ts: i64) -> (i64, i64) {
         match self {
-            Bucketer::Fixed(interval) => ts - ts.rem_euclid(*interval),
+            Bucketer::Fixed(interval) => {
+                let start = ts - ts.rem_euclid(*interval);
+                (start, start.saturating_add(*interval))
+            }
             Bucketer::Calendar { cal, current } => {
                 let (start, end) = *current.get_or_insert_with(|| {
                     let start = cal.previous_interval(ts);
                     (start, cal.add(start, 1))
                 });
                 if ts < end {
-                    return start;
+                    return (start, end);
                 }
                 let start = cal.bucket_start(end, ts);
-                *current = Some((start, cal.add(start, 1)));
-                start
+                let bounds = (start, cal.add(start, 1));
+                *current = Some(bounds);
+                bounds
             }
         }
     }
@@ -369,10 +376,10 @@ impl Iterator for DataBuckets<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let &(ts, _) = self.points.get(self.pos)?;
-        let bucket = self.bucketer.bucket_of(ts);
+        let (bucket, end) = self.bucketer.bounds(ts);
         self.buf.clear();
         while let Some(&(ts, v)) = self.points.get(self.pos) {
-            if self.bucketer.bucket_of(ts) != bucket {
+            if ts >= end {
                 break;
             }
             self.buf.push(v.as_f64());

@@ -426,18 +426,25 @@ fn passes_filters(s: &Series, filters: &[TagFilter], explicit_tags: bool) -> boo
 /// source promises sorted, deduplicated points; on a duplicate the later one
 /// wins).
 fn normalise_points(points: &mut Vec<(i64, Num)>, scan_start: i64, scan_end: i64) {
-    points.retain(|(ts, _)| *ts >= scan_start && *ts < scan_end);
-    if !points.windows(2).all(|w| w[0].0 < w[1].0) {
-        points.sort_by_key(|p| p.0);
-        let mut deduped: Vec<(i64, Num)> = Vec::with_capacity(points.len());
-        for p in points.drain(..) {
-            match deduped.last_mut() {
-                Some(last) if last.0 == p.0 => *last = p,
-                _ => deduped.push(p),
-            }
-        }
-        *points = deduped;
+    if points.windows(2).all(|w| w[0].0 < w[1].0) {
+        // The usual case: trim the ends by binary search, no pass over the
+        // points in between.
+        let hi = points.partition_point(|p| p.0 < scan_end);
+        points.truncate(hi);
+        let lo = points.partition_point(|p| p.0 < scan_start);
+        points.drain(..lo);
+        return;
     }
+    points.retain(|(ts, _)| *ts >= scan_start && *ts < scan_end);
+    points.sort_by_key(|p| p.0);
+    let mut deduped: Vec<(i64, Num)> = Vec::with_capacity(points.len());
+    for p in points.drain(..) {
+        match deduped.last_mut() {
+            Some(last) if last.0 == p.0 => *last = p,
+            _ => deduped.push(p),
+        }
+    }
+    *points = deduped;
 }
 
 /// Downsample → rate per series (lazy iterators over the raw points), then

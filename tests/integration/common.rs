@@ -8,6 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The server binary under test: this build's, or the one named by
+/// `HOURGLASS_TEST_BIN` (to run the suite against another build, e.g. to
+/// show that a regression test fails on an older commit).
+pub fn binary() -> PathBuf {
+    std::env::var_os("HOURGLASS_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hourglass")))
+}
+
 pub struct Server {
     child: Option<Child>,
     pub addr: SocketAddr,
@@ -58,7 +67,7 @@ impl Server {
             .append(true)
             .open(dir.join("server.log"))
             .expect("log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
+        let mut child = Command::new(binary())
             .args(["serve", "--port", "0", "--config"])
             .arg(&cfg)
             .arg("--data-dir")
@@ -189,7 +198,7 @@ impl Server {
     /// returns its exit status and output.
     pub fn fsck(&self, repair: bool) -> (bool, String) {
         assert!(self.child.is_none(), "stop or kill first");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hourglass"));
+        let mut cmd = Command::new(binary());
         cmd.args(["fsck", "--config"])
             .arg(self.dir.join("test.toml"))
             .arg("--data-dir")

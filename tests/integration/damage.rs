@@ -247,14 +247,14 @@ fn damaged_files_give_clear_errors_or_documented_recoveries() {
                 );
                 // fsck finds it too, and its repair makes the directory
                 // start again with only true points.
-                let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
+                let out = std::process::Command::new(crate::common::binary())
                     .args(["fsck", "--data-dir"])
                     .arg(&data)
                     .output()
                     .expect("fsck");
                 let text = String::from_utf8_lossy(&out.stdout).into_owned();
                 assert!(!out.status.success(), "{what}: fsck found nothing:\n{text}");
-                let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
+                let out = std::process::Command::new(crate::common::binary())
                     .args(["fsck", "--repair", "--data-dir"])
                     .arg(&data)
                     .output()

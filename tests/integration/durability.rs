@@ -349,7 +349,7 @@ fn a_failed_fsync_refuses_writes_and_keeps_serving_reads() {
 #[test]
 fn second_server_on_the_same_directory_is_refused() {
     let s = Server::start();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
+    let out = std::process::Command::new(crate::common::binary())
         .args(["serve", "--port", "0", "--data-dir"])
         .arg(s.data_dir())
         .output()
@@ -357,7 +357,7 @@ fn second_server_on_the_same_directory_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another hourglass process"));
     // fsck refuses a directory a server is using, too.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hourglass"))
+    let out = std::process::Command::new(crate::common::binary())
         .args(["fsck", "--data-dir"])
         .arg(s.data_dir())
         .output()
