@@ -47,6 +47,7 @@ use quick_cache::sync::Cache;
 pub use self::clock::{Clock, SystemClock};
 use self::head::{Head, Take};
 use self::retention::Retention;
+use self::wal::record::UNRESOLVED;
 use self::wal::{Event, FrameBuilder, Wal, WalError, WalOptions};
 use crate::codec::{KeyLayout, StoredValue};
 use crate::config::Config;
@@ -169,6 +170,9 @@ pub struct Engine {
     _lock_file: std::fs::File,
 }
 
+/// Points applied per sorted batch during WAL replay (24 bytes each).
+const REPLAY_BATCH: usize = 1 << 18;
+
 impl Engine {
     /// Opens the data directory with the system clock.
     pub fn open(cfg: &Config, metrics: Metrics) -> Result<Arc<Self>, EngineError> {
@@ -237,6 +241,20 @@ impl Engine {
         let mut head = Head::default();
         let replay_from = Self::load_checkpoint(&head_dir, &mut head, repair)?;
         let mut replayed = 0usize;
+        // Points are applied in batches sorted by series (stably, so a
+        // series keeps its order): the log interleaves thousands of series,
+        // and applying points in log order costs a cache miss or three per
+        // point; in slot order the head is walked almost sequentially
+        // (measured: 9 M points of 100 K series replay about twice as fast).
+        // A delete applies the batch first, so it sees every earlier point.
+        let mut batch: Vec<(u32, u64, StoredValue)> = Vec::with_capacity(REPLAY_BATCH);
+        let apply = |head: &mut Head, batch: &mut Vec<(u32, u64, StoredValue)>| {
+            batch.sort_by_key(|p| p.0);
+            for &(id, raw_ts, value) in batch.iter() {
+                head.insert(id, raw_ts, value);
+            }
+            batch.clear();
+        };
         let wal = Wal::open(
             &data_dir.join("wal"),
             &WalOptions {
@@ -249,17 +267,33 @@ impl Engine {
             &mut |event| match event {
                 Event::Point {
                     series_key,
+                    resolved,
                     raw_ts,
                     value,
                 } => {
-                    let id = match head.id_of(series_key) {
-                        Some(id) => id,
-                        None => {
-                            head.register(Arc::from(series_key), metric_of(&layout, series_key))
-                                .0
+                    // Nothing is evicted during replay, so a resolved id
+                    // stays valid for the rest of the segment.
+                    let id = match resolved.get() {
+                        UNRESOLVED => {
+                            let id = match head.id_of(series_key) {
+                                Some(id) => id,
+                                None => {
+                                    head.register(
+                                        Arc::from(series_key),
+                                        metric_of(&layout, series_key),
+                                    )
+                                    .0
+                                }
+                            };
+                            resolved.set(id);
+                            id
                         }
+                        id => id,
                     };
-                    head.insert(id, raw_ts, value);
+                    batch.push((id, raw_ts, value));
+                    if batch.len() == REPLAY_BATCH {
+                        apply(&mut head, &mut batch);
+                    }
                     replayed += 1;
                 }
                 Event::Delete {
@@ -267,10 +301,12 @@ impl Engine {
                     start_ms,
                     end_ms,
                 } => {
+                    apply(&mut head, &mut batch);
                     head.delete(series_key, start_ms, end_ms);
                 }
             },
         )?;
+        apply(&mut head, &mut batch);
         if replayed > 0 {
             tracing::info!(
                 points = replayed,
@@ -552,9 +588,9 @@ impl Engine {
         }
         drop(head);
         self.metrics.points_written.inc_by(receipt.accepted as u64);
-        if head_bytes > self.settings.head_max_bytes
-            || self.wal.total_bytes() > self.settings.checkpoint_bytes
-        {
+        let wal_bytes = self.wal.total_bytes();
+        self.metrics.wal_bytes.set(wal_bytes as i64);
+        if head_bytes > self.settings.head_max_bytes || wal_bytes > self.settings.checkpoint_bytes {
             self.wake_flusher();
         }
         Ok(receipt)

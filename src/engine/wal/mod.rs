@@ -62,7 +62,7 @@ pub fn check(
     let mut points = 0u64;
     for &n in &segments {
         let path = segment_path(dir, n);
-        let mut defs = record::Defs::new();
+        let mut defs = record::Defs::default();
         let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
             record::decode(payload, &mut defs, &mut |_| points += 1).map_err(|reason| {
                 LogError::BadRecord {
@@ -94,7 +94,7 @@ pub fn check(
             }
         }
         let uid = crate::codec::rowkey::uid_from_bytes;
-        for key in defs.values() {
+        for key in defs.values().map(|d| &d.key) {
             if let Some(m) = key.get(layout.salt_width..layout.prefix_width()) {
                 uids[0] = uids[0].max(uid(m));
             }
@@ -203,7 +203,7 @@ impl Wal {
         let mut total = 0u64;
         for (i, &n) in segments.iter().enumerate() {
             let path = segment_path(dir, n);
-            let mut defs = record::Defs::new();
+            let mut defs = record::Defs::default();
             let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
                 record::decode(payload, &mut defs, visit).map_err(|reason| LogError::BadRecord {
                     path: path.clone(),
@@ -565,6 +565,7 @@ mod tests {
                 series_key,
                 raw_ts,
                 value,
+                ..
             } = e
             {
                 out.push((series_key.to_vec(), raw_ts, value));

@@ -21,6 +21,11 @@
 //! the series it uses before their points, so any suffix of segments
 //! replays on its own.
 
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use xxhash_rust::xxh3::Xxh3Builder;
+
 use crate::codec::StoredValue;
 use crate::codec::rowkey::split_timestamp;
 use crate::logfile::{self, LogError, varint};
@@ -177,6 +182,11 @@ impl FrameBuilder {
 pub enum Event<'a> {
     Point {
         series_key: &'a [u8],
+        /// A slot the consumer may use to remember what it resolved
+        /// `series_key` to (it starts at [`UNRESOLVED`] and is reset when
+        /// the segment redefines the series id), so replaying millions of
+        /// points costs one key lookup per series, not per point.
+        resolved: &'a Cell<u32>,
         /// As sent: seconds, or ms above `u32::MAX`.
         raw_ts: u64,
         value: StoredValue,
@@ -188,8 +198,55 @@ pub enum Event<'a> {
     },
 }
 
-/// Series definitions of the segment being replayed.
-pub type Defs = std::collections::HashMap<u64, Vec<u8>>;
+/// The initial value of [`Def::resolved`].
+pub const UNRESOLVED: u32 = u32::MAX;
+
+/// One series definition of the segment being replayed.
+#[derive(Debug)]
+pub struct Def {
+    pub key: Vec<u8>,
+    pub resolved: Cell<u32>,
+}
+
+/// Series definitions of the segment being replayed, by series id, looked
+/// up once per replayed point. The ids are ours (head slots, dense from 0),
+/// so they index a vector; an id beyond [`DENSE_IDS`] (only a damaged or
+/// foreign log has one) goes to a map instead of growing the vector.
+#[derive(Debug, Default)]
+pub struct Defs {
+    dense: Vec<Option<Def>>,
+    sparse: HashMap<u64, Def, Xxh3Builder>,
+}
+
+/// Ids below this are kept in [`Defs`]'s vector (32 bytes a slot).
+pub const DENSE_IDS: u64 = 1 << 22;
+
+impl Defs {
+    pub fn insert(&mut self, id: u64, def: Def) {
+        if id < DENSE_IDS {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize_with(i + 1, || None);
+            }
+            self.dense[i] = Some(def);
+        } else {
+            self.sparse.insert(id, def);
+        }
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Def> {
+        if id < DENSE_IDS {
+            self.dense.get(id as usize).and_then(Option::as_ref)
+        } else {
+            self.sparse.get(&id)
+        }
+    }
+
+    /// Every definition, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &Def> {
+        self.dense.iter().flatten().chain(self.sparse.values())
+    }
+}
 
 /// Decodes one frame payload, calling `visit` for every change in order.
 /// `Err` names what is malformed; the caller adds the file and offset.
@@ -204,7 +261,13 @@ pub fn decode(
             Some(REC_SERIES) => {
                 let id = r.varint().ok_or("bad series record")?;
                 let key = r.bytes().ok_or("bad series record")?;
-                defs.insert(id, key.to_vec());
+                defs.insert(
+                    id,
+                    Def {
+                        key: key.to_vec(),
+                        resolved: Cell::new(UNRESOLVED),
+                    },
+                );
             }
             Some(REC_POINTS) => {
                 let count = r.varint().ok_or("bad points record")?;
@@ -248,9 +311,10 @@ pub fn decode(
                     } else {
                         (ts_ms / 1000) as u64
                     };
-                    let key = defs.get(&id).ok_or("point of an undefined series")?;
+                    let def = defs.get(id).ok_or("point of an undefined series")?;
                     visit(Event::Point {
-                        series_key: key,
+                        series_key: &def.key,
+                        resolved: &def.resolved,
                         raw_ts,
                         value,
                     });
@@ -288,7 +352,7 @@ mod tests {
         let payload = &bytes[logfile::FRAME_HEADER_LEN..];
         let mut out = Vec::new();
         let mut deletes = Vec::new();
-        let mut defs = Defs::new();
+        let mut defs = Defs::default();
         decode(payload, &mut defs, &mut |e| match e {
             Event::Point { raw_ts, value, .. } => out.push((raw_ts, value)),
             Event::Delete {
@@ -359,7 +423,7 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        let mut defs = Defs::new();
+        let mut defs = Defs::default();
         for bytes in [
             &[9u8][..],
             &[3, 5],

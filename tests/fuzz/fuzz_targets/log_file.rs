@@ -28,7 +28,7 @@ fn scratch() -> PathBuf {
 }
 
 fn wal_segment(path: &std::path::Path, len: usize) {
-    let mut defs = wal::record::Defs::new();
+    let mut defs = wal::record::Defs::default();
     let mut events = 0usize;
     let read = logfile::read_log(path, wal::MAGIC, wal::VERSION, |offset, payload| {
         wal::record::decode(payload, &mut defs, &mut |_| events += 1).map_err(|reason| {
