@@ -203,7 +203,19 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
     let frame = frame_limit(ctx);
     loop {
         match next_line(&buf[pos..], frame) {
-            LineResult::Incomplete => break,
+            LineResult::Incomplete => {
+                // An unfinished OpenTSDB command already past its limit is
+                // refused now, as OpenTSDB does, not after the InfluxDB
+                // framing bound or the line timeout.
+                let rest = &buf[pos..];
+                if rest.len() > ctx.limits.max_line_len && classify_line(rest) == LineKind::OpenTsdb
+                {
+                    flush(ctx, &mut points, replies).await;
+                    too_long(ctx.limits.max_line_len, replies);
+                    return Outcome::Close;
+                }
+                break;
+            }
             LineResult::TooLong => {
                 flush(ctx, &mut points, replies).await;
                 too_long(frame, replies);
