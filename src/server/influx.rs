@@ -129,7 +129,10 @@ async fn write(
     };
     let read = super::body::read(ctx, headers, body).await?;
     let now_ms = ctx.engine.clock().now_ms();
-    let batch = influx::parse_body(&read.bytes, precision, now_ms, &ctx.limits);
+    // Parsing a large body is CPU work: keep it off the reactor's threads.
+    let batch = tokio::task::block_in_place(|| {
+        influx::parse_body(&read.bytes, precision, now_ms, &ctx.limits)
+    });
     if batch.string_fields > 0 {
         ctx.metrics
             .influx_string_fields

@@ -22,11 +22,10 @@
 //! backpressure. A line longer than the limit closes the connection, as in
 //! OpenTSDB.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::borrow::Cow;
 
 use hourglass_ingest::influx::{self, Precision};
 use hourglass_ingest::port::{LineKind, classify_line, influx_shaped};
