@@ -708,3 +708,29 @@ fn remote_read_is_bounded_by_the_query_budget() {
         "{text}"
     );
 }
+
+#[test]
+fn an_http_method_split_across_packets_is_still_http() {
+    let s = Server::start();
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // "PO" is a prefix of "POST ": the server waits for more bytes.
+    c.write_all(b"PO").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let body = r#"{"metric":"split.m","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#;
+    let head = format!(
+        "ST /api/put HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut c, &mut out);
+    assert!(out.starts_with("HTTP/1.1 204"), "{out}");
+    assert_eq!(
+        points(&s, "split.m", 1356998400, 1356998500),
+        pts(&[(1356998400000, 1.0)])
+    );
+}
