@@ -8,7 +8,8 @@ start_server() {
   "$bin" serve --data-dir "$dir/data" --port 0 >"$dir/stdout" 2>"$dir/server.log" &
   HG_PID=$!
   for _ in $(seq 100); do
-    HG_ADDR=$(sed -n 's/.* listening on \([0-9.:]*\) .*/\1/p' "$dir/stdout")
+    # The background shell may not have created stdout yet: not an error.
+    HG_ADDR=$(sed -n 's/.* listening on \([0-9.:]*\) .*/\1/p' "$dir/stdout" 2>/dev/null || true)
     [ -n "$HG_ADDR" ] && break
     sleep 0.1
   done

@@ -131,6 +131,9 @@ pub struct ServerConfig {
     /// Connections one client address may hold at once.
     pub max_connections_per_address: usize,
     pub max_line_bytes: usize,
+    /// Longest InfluxDB line on the line-protocol port (Telegraf writes a
+    /// metric's every field on one line, often past `max_line_bytes`).
+    pub max_influx_line_bytes: usize,
     pub max_body_bytes: usize,
     /// Bytes of request bodies and line-protocol input being decoded and
     /// written at once, across all connections.
@@ -162,6 +165,7 @@ impl Default for ServerConfig {
             max_connections: 4096,
             max_connections_per_address: 1024,
             max_line_bytes: 1024,
+            max_influx_line_bytes: 64 << 10,
             max_body_bytes: 64 << 20,
             max_inflight_bytes: 256 << 20,
             telnet_error_queue: 64,
@@ -397,6 +401,9 @@ impl Config {
         }
         if self.server.max_line_bytes < 64 {
             return bad("server.max_line_bytes must be at least 64".into());
+        }
+        if self.server.max_influx_line_bytes < 64 {
+            return bad("server.max_influx_line_bytes must be at least 64".into());
         }
         if self.head.flush_interval_secs == 0 {
             return bad("head.flush_interval_secs must be at least 1".into());

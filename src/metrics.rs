@@ -13,6 +13,10 @@ pub struct Metrics {
     pub points_rejected: IntCounterVec,
     pub telnet_lines: IntCounter,
     pub telnet_errors_dropped: IntCounter,
+    /// InfluxDB string fields skipped (not numbers).
+    pub influx_string_fields: IntCounter,
+    /// Prometheus remote-write samples and entries not stored, by reason.
+    pub prom_skipped: IntCounterVec,
     pub connections: IntCounterVec,
     pub connections_open: IntGauge,
     pub http_requests: IntCounterVec,
@@ -90,6 +94,17 @@ impl Metrics {
                 &r,
                 "hourglass_telnet_error_lines_dropped_total",
                 "Error lines dropped because the client did not read them",
+            ),
+            influx_string_fields: counter(
+                &r,
+                "hourglass_influx_string_fields_skipped_total",
+                "InfluxDB line-protocol string fields skipped (only numbers are stored)",
+            ),
+            prom_skipped: counter_vec(
+                &r,
+                "hourglass_prom_write_skipped_total",
+                "Prometheus remote-write entries not stored, by reason (stale_marker, non_finite, exemplar, histogram, metadata)",
+                &["reason"],
             ),
             connections: counter_vec(
                 &r,

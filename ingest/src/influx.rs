@@ -82,15 +82,21 @@ impl PrecisionError {
     /// nanoseconds; refusing it is a deliberate deviation — a typo would otherwise store every
     /// point in 1970 or refuse it.)
     pub fn v1_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v1(format!(
-            "invalid precision {:?}; valid precision units are n, ns, u, us, ms, s, m and h",
-            self.0
-        ))
+        InfluxResponse::error_v1(
+            format!(
+                "invalid precision {:?}; valid precision units are n, ns, u, us, ms, s, m and h",
+                self.0
+            ),
+            None,
+        )
     }
 
     /// InfluxDB 2.x's 400 response.
     pub fn v2_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v2("invalid precision; valid precision units are ns, us, ms, and s")
+        InfluxResponse::error_v2(
+            "invalid precision; valid precision units are ns, us, ms, and s",
+            None,
+        )
     }
 }
 
@@ -246,19 +252,31 @@ impl InfluxResponse {
         }
     }
 
-    fn error_v1(message: String) -> Self {
+    /// 1.x shape: `{"error": ...}`, plus `"line"` (the first refused line, 1-based) when a line
+    /// was refused — an addition to 1.x, taken from the 2.x `LineProtocolError` schema.
+    fn error_v1(message: String, line: Option<usize>) -> Self {
+        let mut body = serde_json::json!({ "error": message });
+        if let Some(n) = line {
+            body["line"] = n.into();
+        }
         Self {
             status: 400,
-            body: Some(serde_json::json!({ "error": message }).to_string()),
+            body: Some(body.to_string()),
             error: Some(message),
             write_points: true,
         }
     }
 
-    fn error_v2(message: &str) -> Self {
+    /// 2.x `LineProtocolError` shape: `{"code": "invalid", "message": ..., "line": N}` (`line`:
+    /// the first refused line, 1-based, when a line was refused).
+    fn error_v2(message: &str, line: Option<usize>) -> Self {
+        let mut body = serde_json::json!({ "code": "invalid", "message": message });
+        if let Some(n) = line {
+            body["line"] = n.into();
+        }
         Self {
             status: 400,
-            body: Some(serde_json::json!({ "code": "invalid", "message": message }).to_string()),
+            body: Some(body.to_string()),
             error: Some(message.to_owned()),
             write_points: false,
         }
@@ -274,6 +292,11 @@ impl InfluxBatch<'_> {
     /// Number of points [`InfluxBatch::points`] yields.
     pub fn point_count(&self) -> usize {
         self.lines.iter().map(|l| l.fields.len()).sum()
+    }
+
+    /// The 1-based number of the first refused line.
+    pub fn first_error_line(&self) -> Option<usize> {
+        self.errors.first().map(|e| e.line_no)
     }
 
     /// All line errors as InfluxDB joins them (`unable to parse '...': ...`, one per line,
@@ -297,8 +320,13 @@ impl InfluxBatch<'_> {
     pub fn v1_response(&self) -> InfluxResponse {
         match self.error_text() {
             None => InfluxResponse::no_content(),
-            Some(text) if self.lines.is_empty() => InfluxResponse::error_v1(text),
-            Some(text) => InfluxResponse::error_v1(format!("partial write: {text} dropped=0")),
+            Some(text) if self.lines.is_empty() => {
+                InfluxResponse::error_v1(text, self.first_error_line())
+            }
+            Some(text) => InfluxResponse::error_v1(
+                format!("partial write: {text} dropped=0"),
+                self.first_error_line(),
+            ),
         }
     }
 
@@ -307,11 +335,11 @@ impl InfluxBatch<'_> {
     /// `{"code":"invalid","message":"writing requires points"}`.
     pub fn v2_response(&self) -> InfluxResponse {
         if self.empty_body {
-            return InfluxResponse::error_v2("writing requires points");
+            return InfluxResponse::error_v2("writing requires points", None);
         }
         match self.error_text() {
             None => InfluxResponse::no_content(),
-            Some(text) => InfluxResponse::error_v2(&text),
+            Some(text) => InfluxResponse::error_v2(&text, self.first_error_line()),
         }
     }
 }
@@ -1302,7 +1330,7 @@ mod tests {
         assert_eq!(
             v1.body,
             Some(
-                serde_json::json!({ "error": format!("partial write: {joined} dropped=0") })
+                serde_json::json!({ "error": format!("partial write: {joined} dropped=0"), "line": 4 })
                     .to_string()
             )
         );
@@ -1311,14 +1339,16 @@ mod tests {
         assert!(!v2.write_points);
         assert_eq!(
             v2.body,
-            Some(serde_json::json!({ "code": "invalid", "message": joined }).to_string())
+            Some(
+                serde_json::json!({ "code": "invalid", "message": joined, "line": 4 }).to_string()
+            )
         );
         assert_eq!(v2.error.as_deref(), Some(joined));
         // Every line failed: 1.x reports without "partial write".
         let batch = parse_body(b"cpu\n", Precision::Nanoseconds, NOW, &Limits::default());
         assert_eq!(
             batch.v1_response().body.as_deref(),
-            Some(r#"{"error":"unable to parse 'cpu': missing fields"}"#)
+            Some(r#"{"error":"unable to parse 'cpu': missing fields","line":1}"#)
         );
         // Empty bodies.
         let empty = parse_body(b"", Precision::Nanoseconds, NOW, &Limits::default());

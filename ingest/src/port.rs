@@ -14,9 +14,13 @@
 //!   its second section and an OpenTSDB metric name cannot contain `=`, so `put value=1` (a
 //!   measurement named `put` without tags) is InfluxDB. Applying the `=` test to every command,
 //!   not only `put`, is a deliberate widening: no OpenTSDB client sends `version x=y`, while
-//!   `status value=1` is a plausible InfluxDB line. Consequences for the telnet port: blank
-//!   lines and `#` comments are InfluxDB lines (ignored), and an unknown word (`hello`) is an
-//!   InfluxDB parse error rather than OpenTSDB's `unknown command` reply.
+//!   `status value=1` is a plausible InfluxDB line.
+//! * [`influx_shaped`] — for a line [`classify_line`] gives to InfluxDB: whether it has the shape
+//!   of one at all (a tag set, or `=` in its second section, or a `#` comment). A line that does
+//!   not (`hello`, `PUT m 1 1 a=b`, a blank line) can be neither a valid InfluxDB line nor a
+//!   `put`; the server answers it as OpenTSDB does (`unknown command: hello.  Try `help'.`), so
+//!   OpenTSDB clients keep OpenTSDB's replies and InfluxDB clients get InfluxDB's parse errors
+//!   for lines that are recognisably theirs.
 
 /// What a new connection speaks, judged from its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +94,48 @@ pub fn classify_line(line: &[u8]) -> LineKind {
     } else {
         LineKind::Influx
     }
+}
+
+/// Whether a line has the shape of an InfluxDB line: a `#` comment, an unescaped `,` in its first
+/// section (a tag set), or an `=` in its second section (the field set always has one). Leading
+/// spaces and tabs and a trailing `\r` are ignored, as [`crate::influx::parse_line`] does.
+pub fn influx_shaped(line: &[u8]) -> bool {
+    let start = line
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(line.len());
+    let line = &line[start..];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.first() == Some(&b'#') {
+        return true;
+    }
+    // The first section ends at the first unescaped space.
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\\' => i += 1,
+            b',' => return true,
+            b' ' => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let rest = line.get(i..).unwrap_or_default();
+    let second = rest
+        .iter()
+        .position(|&b| b != b' ')
+        .map_or(&[][..], |p| &rest[p..]);
+    let mut j = 0;
+    while j < second.len() {
+        match second[j] {
+            b'\\' => j += 1,
+            b'=' => return true,
+            b' ' => return false,
+            _ => {}
+        }
+        j += 1;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -172,5 +218,30 @@ mod tests {
             assert_eq!(classify_line(line.as_bytes()), want, "{line:?}");
         }
         assert_eq!(classify_line(b"put caf\xe9 1 1 a=b"), OpenTsdb);
+    }
+
+    #[test]
+    fn shaped() {
+        for (line, want) in [
+            ("cpu,host=a v=1 1", true),
+            ("cpu v=1", true),
+            ("  cpu v=1\r", true),
+            ("cpu,host=a", true),
+            ("cpu  v=oops", true),
+            ("my\\ cpu v=1", true),
+            ("cpu my\\ f=1", true),
+            ("# comment", true),
+            ("put value=1", true),
+            ("hello", false),
+            ("", false),
+            ("   ", false),
+            ("\r", false),
+            ("PUT t.cpu 1 1 a=b", false),
+            ("version x y=1", false),
+            ("cpu\\,x v", false),
+            ("cpu \\=", false),
+        ] {
+            assert_eq!(influx_shaped(line.as_bytes()), want, "{line:?}");
+        }
     }
 }

@@ -275,6 +275,12 @@ impl PromError {
     }
 }
 
+/// The uncompressed length a snappy block body declares (read from its header, nothing is
+/// decoded), so that a server can reserve memory for it before [`decode_write`].
+pub fn declared_len(body: &[u8]) -> Result<usize, PromError> {
+    snap::raw::decompress_len(body).map_err(|e| PromError::bad(format!("snappy: {e}")))
+}
+
 /// Decompresses a snappy block body, refusing a declared length above `max` before allocating.
 pub fn decompress(body: &[u8], max: usize) -> Result<Vec<u8>, PromError> {
     let len =
@@ -717,6 +723,60 @@ pub fn series_to_prom<K: AsRef<str>, V: AsRef<str>>(
     }
 }
 
+/// Makes a series' labels acceptable to Prometheus, which refuses a whole remote-read answer over
+/// one bad label: a label name (or the `__name__` value) with a character Prometheus does not
+/// allow in it (`-`, `/`, `.` or a letter outside ASCII, all fine in OpenTSDB names) has each
+/// such character written as `_`, and `_` is put before a leading digit; a rewritten label whose
+/// name then equals another label's is dropped (the label that needed no rewriting wins). Labels
+/// stay sorted by name. Names written by Prometheus itself never change.
+pub fn prometheus_safe_labels(series: &mut pb::TimeSeries) {
+    fn fix(name: &mut String, colon: bool) {
+        let ok = |i: usize, c: char| {
+            c.is_ascii_alphabetic()
+                || c == '_'
+                || (colon && c == ':')
+                || (i > 0 && c.is_ascii_digit())
+        };
+        if name.chars().enumerate().all(|(i, c)| ok(i, c)) && !name.is_empty() {
+            return;
+        }
+        let mut out = String::with_capacity(name.len() + 1);
+        if name.starts_with(|c: char| c.is_ascii_digit()) || name.is_empty() {
+            out.push('_');
+        }
+        for c in name.chars() {
+            out.push(
+                if c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':') {
+                    c
+                } else {
+                    '_'
+                },
+            );
+        }
+        *name = out;
+    }
+    let mut rewritten = vec![false; series.labels.len()];
+    for (l, r) in series.labels.iter_mut().zip(&mut rewritten) {
+        let before = (l.name.clone(), l.value.clone());
+        if l.name == "__name__" {
+            fix(&mut l.value, true);
+        } else {
+            fix(&mut l.name, false);
+        }
+        *r = before != (l.name.clone(), l.value.clone());
+    }
+    if rewritten.iter().any(|&r| r) {
+        let mut labels: Vec<(pb::Label, bool)> = std::mem::take(&mut series.labels)
+            .into_iter()
+            .zip(rewritten)
+            .collect();
+        // Equal names: the label kept as sent sorts first and survives.
+        labels.sort_by(|a, b| (&a.0.name, a.1).cmp(&(&b.0.name, b.1)));
+        labels.dedup_by(|b, a| a.0.name == b.0.name);
+        series.labels = labels.into_iter().map(|(l, _)| l).collect();
+    }
+}
+
 /// What a matcher applies to on the OpenTSDB side.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MatchTarget {
@@ -796,6 +856,43 @@ mod tests {
     }
 
     const T: i64 = 1_700_000_000_123;
+
+    #[test]
+    fn labels_prometheus_cannot_hold_are_rewritten() {
+        let mut s = series_to_prom(
+            "sys.cpu-user",
+            &[
+                ("dc-name", "a-b"),
+                ("host", "x"),
+                ("1x", "y"),
+                ("dc_name", "z"),
+            ],
+            [(T, 1.0)],
+        );
+        prometheus_safe_labels(&mut s);
+        let got: Vec<(&str, &str)> = s
+            .labels
+            .iter()
+            .map(|l| (l.name.as_str(), l.value.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("_1x", "y"),
+                ("__name__", "sys:cpu_user"),
+                ("dc_name", "z"),
+                ("host", "x"),
+            ]
+        );
+        let mut ok = series_to_prom(
+            "up",
+            &[("job", "self"), ("instance", "127.0.0.1:9090")],
+            [(T, 1.0)],
+        );
+        let before = ok.clone();
+        prometheus_safe_labels(&mut ok);
+        assert_eq!(ok, before);
+    }
 
     #[test]
     fn write_maps_series() {

@@ -24,7 +24,8 @@ pub struct ReadBody {
     pub _guard: InflightGuard,
 }
 
-fn overloaded() -> ApiError {
+/// The answer when the server holds too much ingest memory (503, retry).
+pub fn overloaded() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "Please throttle writes: the server is busy decoding other requests",
@@ -41,6 +42,27 @@ fn too_large(limit: usize) -> ApiError {
 
 /// Reads and decodes (gzip/deflate) a request body.
 pub async fn read(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody, ApiError> {
+    let ReadBody {
+        bytes,
+        _guard: mut guard,
+    } = read_raw(ctx, headers, body).await?;
+    let bytes = decode(headers, bytes, ctx.config.server.max_body_bytes)?;
+    // Decoded points cost about as much again as their text.
+    if !ctx
+        .inflight
+        .try_grow(&mut guard, bytes.len().saturating_mul(2))
+    {
+        return Err(overloaded());
+    }
+    Ok(ReadBody {
+        bytes,
+        _guard: guard,
+    })
+}
+
+/// Reads a request body as sent, without undoing its `Content-Encoding`
+/// (Prometheus's snappy is the decoder's job), within the same bounds.
+pub async fn read_raw(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody, ApiError> {
     let cfg = &ctx.config.server;
     let limit = cfg.max_body_bytes;
     let declared = headers
@@ -98,16 +120,8 @@ pub async fn read(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody
             }
         }
     }
-    let bytes = decode(headers, Bytes::from(buf), limit)?;
-    // Decoded points cost about as much again as their text.
-    if !ctx
-        .inflight
-        .try_grow(&mut guard, bytes.len().saturating_mul(2))
-    {
-        return Err(overloaded());
-    }
     Ok(ReadBody {
-        bytes,
+        bytes: Bytes::from(buf),
         _guard: guard,
     })
 }

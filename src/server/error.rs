@@ -1,6 +1,10 @@
 //! HTTP errors: every error of every crate is mapped to a status code here,
-//! and rendered in OpenTSDB's JSON error shape
-//! `{"error":{"code":400,"message":"…","details":"…"}}`.
+//! and rendered in the shape the endpoint's clients expect ([`ErrorFormat`]):
+//! OpenTSDB's `{"error":{"code":400,"message":"…","details":"…"}}` by
+//! default, InfluxDB's JSON (with the text also in `X-Influxdb-Error`) on the
+//! InfluxDB write endpoints, and plain text on the Prometheus remote
+//! write/read endpoints (Prometheus logs the body). The status never depends
+//! on the format: 4xx means "do not resend this", 503 means "retry later".
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -9,6 +13,20 @@ use crate::engine::EngineError;
 use crate::engine::wal::WalError;
 use crate::uid::UidError;
 
+/// How an error body is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorFormat {
+    /// OpenTSDB's JSON error object.
+    #[default]
+    OpenTsdb,
+    /// InfluxDB 1.x: `{"error":"…"}`.
+    InfluxV1,
+    /// InfluxDB 2.x: `{"code":"invalid","message":"…"}`.
+    InfluxV2,
+    /// Plain text (Prometheus remote write and read).
+    Text,
+}
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -16,6 +34,7 @@ pub struct ApiError {
     pub details: Option<String>,
     /// Seconds for a `Retry-After` header (503s the client should retry).
     pub retry_after: Option<u32>,
+    pub format: ErrorFormat,
 }
 
 impl ApiError {
@@ -25,7 +44,14 @@ impl ApiError {
             message: message.into(),
             details: None,
             retry_after: None,
+            format: ErrorFormat::OpenTsdb,
         }
+    }
+
+    /// The same error, written for another kind of client.
+    pub fn in_format(mut self, format: ErrorFormat) -> Self {
+        self.format = format;
+        self
     }
 
     pub fn with_retry_after(mut self, secs: u32) -> Self {
@@ -52,17 +78,64 @@ impl ApiError {
     }
 }
 
+/// InfluxDB 2.x's `code` for a status.
+fn influx_code(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "invalid",
+        404 => "not found",
+        405 => "method not allowed",
+        408 | 503 => "unavailable",
+        413 => "request too large",
+        415 => "unsupported media type",
+        429 => "too many requests",
+        _ => "internal error",
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut resp = (
-            self.status,
-            [(
-                axum::http::header::CONTENT_TYPE,
-                "application/json; charset=UTF-8",
-            )],
-            self.body().to_string(),
-        )
-            .into_response();
+        use axum::http::header::CONTENT_TYPE;
+        let text = || match &self.details {
+            Some(d) => format!("{}: {d}", self.message),
+            None => self.message.clone(),
+        };
+        let mut resp = match self.format {
+            ErrorFormat::OpenTsdb => (
+                self.status,
+                [(CONTENT_TYPE, "application/json; charset=UTF-8")],
+                self.body().to_string(),
+            )
+                .into_response(),
+            ErrorFormat::InfluxV1 | ErrorFormat::InfluxV2 => {
+                let msg = text();
+                let body = if self.format == ErrorFormat::InfluxV1 {
+                    serde_json::json!({ "error": msg })
+                } else {
+                    serde_json::json!({ "code": influx_code(self.status), "message": msg })
+                };
+                let mut r = (
+                    self.status,
+                    [(CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+                // Header values cannot hold control characters.
+                let one_line: String = msg
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                if let Ok(v) = axum::http::HeaderValue::from_str(&one_line) {
+                    r.headers_mut().insert("X-Influxdb-Error", v);
+                }
+                r
+            }
+            ErrorFormat::Text => (
+                self.status,
+                [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+                format!("{}\n", text()),
+            )
+                .into_response(),
+        };
         if let Some(secs) = self.retry_after {
             resp.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
@@ -92,6 +165,14 @@ impl From<hourglass_query::error::QueryError> for ApiError {
             err = err.with_retry_after(1);
         }
         err
+    }
+}
+
+impl From<hourglass_ingest::prom::PromError> for ApiError {
+    fn from(e: hourglass_ingest::prom::PromError) -> Self {
+        // 400 undecodable, 413 too large, 500 a server-side failure.
+        let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError::new(status, e.message).in_format(ErrorFormat::Text)
     }
 }
 

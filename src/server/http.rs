@@ -1,10 +1,16 @@
-//! The OpenTSDB HTTP API: `/api/put`, `/api/query`, `/api/suggest`,
+//! The HTTP API: OpenTSDB's `/api/put`, `/api/query`, `/api/suggest`,
 //! `/api/version`, `/api/aggregators`, `/api/config/filters`,
-//! `/api/dropcaches`, `/api/stats`, plus Prometheus `/metrics`.
+//! `/api/dropcaches`, `/api/stats`; the InfluxDB write API (`/write`,
+//! `/api/v2/write`, `/ping`, `/query`: `influx.rs`); Prometheus remote write
+//! and read (`/api/v1/write`, `/api/v1/read`: `prom.rs`); and hourglass's
+//! own metrics at `/metrics`.
 //!
 //! Paths are normalised before routing as OpenTSDB does: a trailing slash is
 //! ignored, `/api/v1/...` is the same as `/api/...`, higher API versions get
-//! 501, and the endpoint name is case-insensitive.
+//! 501, and the endpoint name is case-insensitive. The three foreign paths
+//! under `/api/` are kept as they are before that rule applies:
+//! `/api/v1/write` and `/api/v1/read` are Prometheus's (OpenTSDB has no
+//! `/api/write` or `/api/read`), `/api/v2/write` is InfluxDB 2.x's.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +38,7 @@ use crate::uid::{UidError, UidKind};
 type Incoming = hyper::Request<hyper::body::Incoming>;
 pub type AppService = MapRequest<Router, fn(Incoming) -> Incoming>;
 
-type Params = Vec<(String, String)>;
+pub(super) type Params = Vec<(String, String)>;
 
 pub fn service(ctx: Arc<Ctx>) -> AppService {
     let limit = ctx.config.server.max_body_bytes;
@@ -50,6 +56,15 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             "/api/__unsupported_version",
             axum::routing::any(unsupported_version),
         )
+        .route("/write", post(super::influx::write_v1))
+        .route("/api/v2/write", post(super::influx::write_v2))
+        .route("/ping", get(super::influx::ping))
+        .route(
+            "/query",
+            get(super::influx::query).post(super::influx::query),
+        )
+        .route("/api/v1/write", post(super::prom::remote_write))
+        .route("/api/v1/read", post(super::prom::remote_read))
         .route("/metrics", get(metrics))
         .route("/", get(home))
         .fallback(not_found)
@@ -99,6 +114,10 @@ pub async fn serve(
     }
 }
 
+/// Paths under `/api/` that belong to other systems' APIs and so escape
+/// OpenTSDB's version rule (`/api/v1/x` = `/api/x`, `/api/v2/...` = 501).
+const FOREIGN_API_PATHS: [&str; 3] = ["/api/v1/write", "/api/v1/read", "/api/v2/write"];
+
 /// Rewrites the request path to its canonical route.
 fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     let uri = req.uri();
@@ -108,7 +127,9 @@ fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
         p.push('/');
     }
     let lower = p.to_ascii_lowercase();
-    if lower == "/api" || lower.starts_with("/api/") {
+    if FOREIGN_API_PATHS.contains(&lower.as_str()) {
+        p = lower;
+    } else if lower == "/api" || lower.starts_with("/api/") {
         let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
         if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
             && !v.is_empty()
@@ -138,7 +159,7 @@ fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     req
 }
 
-fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+pub(super) fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json; charset=UTF-8")],
@@ -149,7 +170,7 @@ fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
 
 /// Turns a handler result into the response and counts it by endpoint and
 /// status.
-fn respond(ctx: &Ctx, endpoint: &str, r: Result<Response, ApiError>) -> Response {
+pub(super) fn respond(ctx: &Ctx, endpoint: &str, r: Result<Response, ApiError>) -> Response {
     let resp = r.unwrap_or_else(IntoResponse::into_response);
     ctx.metrics
         .http_requests
@@ -164,7 +185,7 @@ fn has_flag(params: &Params, name: &str) -> bool {
         .any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
 }
 
-fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
     params
         .iter()
         .find(|(k, _)| k == name)
@@ -186,6 +207,20 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Writes validated points and waits until they are durable in the
+/// write-ahead log: the acknowledgement every HTTP write path gives.
+/// Overload (head or in-flight memory full) is a 503 with `Retry-After`.
+pub(super) async fn write_and_wait(
+    ctx: &Ctx,
+    points: &[hourglass_ingest::Point<'_>],
+) -> Result<crate::engine::WriteReceipt, ApiError> {
+    let receipt = tokio::task::block_in_place(|| ctx.engine.write(points))?;
+    if receipt.lsn > 0 {
+        ctx.engine.wal().wait_durable(receipt.lsn).await?;
+    }
+    Ok(receipt)
 }
 
 async fn put(
@@ -391,7 +426,7 @@ async fn run_query(
     )
 }
 
-fn peer_of(ext: &axum::http::Extensions) -> String {
+pub(super) fn peer_of(ext: &axum::http::Extensions) -> String {
     ext.get::<PeerAddr>()
         .map_or_else(String::new, |p| p.0.to_string())
 }
@@ -665,5 +700,15 @@ mod tests {
         assert_eq!(path_of("/api/config/filters/"), "/api/config/filters");
         assert_eq!(path_of("/"), "/");
         assert_eq!(path_of("/metrics"), "/metrics");
+        // Prometheus and InfluxDB 2.x paths are not OpenTSDB's.
+        assert_eq!(path_of("/api/v1/write"), "/api/v1/write");
+        assert_eq!(path_of("/api/v1/read/"), "/api/v1/read");
+        assert_eq!(
+            path_of("/api/v2/write?bucket=b&precision=s"),
+            "/api/v2/write?bucket=b&precision=s"
+        );
+        assert_eq!(path_of("/API/V1/WRITE"), "/api/v1/write");
+        assert_eq!(path_of("/api/v1/query"), "/api/query");
+        assert_eq!(path_of("/api/v2/query"), "/api/__unsupported_version");
     }
 }

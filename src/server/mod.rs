@@ -1,14 +1,20 @@
-//! The network front: one TCP listener serving both protocols, as OpenTSDB
-//! does. The first byte of a connection decides: an ASCII capital letter
-//! (`A`–`Z`) is HTTP (axum on hyper) for the life of the connection,
-//! anything else is the line protocol. Connections are capped by a
-//! semaphore taken before the connection is served.
+//! The network front: one TCP listener serving every protocol, as OpenTSDB
+//! does. The first bytes of a connection decide: an HTTP method token and its
+//! space (`GET `, `POST `, …; [`hourglass_ingest::port::sniff_connection`])
+//! is HTTP (axum on hyper) for the life of the connection, anything else is
+//! the line protocol, where each line is an OpenTSDB command or an InfluxDB
+//! line (`telnet.rs`). OpenTSDB's own rule (first byte `A`–`Z` is HTTP) would
+//! send an InfluxDB line such as `CPU,host=a v=1` to the HTTP decoder.
+//! Connections are capped by a semaphore taken before the connection is
+//! served.
 
 pub mod body;
 pub mod cors;
 pub mod error;
 pub mod http;
+pub mod influx;
 pub mod limits;
+pub mod prom;
 pub mod telnet;
 
 use std::future::Future;
@@ -17,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hourglass_ingest::Limits;
+use hourglass_ingest::port::{ConnectionKind, SNIFF_LEN, sniff_connection};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 
@@ -158,7 +165,7 @@ async fn serve_connection(
     stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
-    let mut first = [0u8; 1];
+    let mut first = [0u8; SNIFF_LEN];
     let mut stop_peek = stop.clone();
     let first_byte = Duration::from_secs(ctx.config.server.first_byte_timeout_secs.max(1));
     let n = tokio::select! {
@@ -169,7 +176,24 @@ async fn serve_connection(
     if n == 0 {
         return; // a probe that connected and closed (Telegraf, the Go client)
     }
-    if first[0].is_ascii_uppercase() {
+    let mut kind = sniff_connection(&first[..n]);
+    // The bytes so far are a prefix of a method token ("PO"): wait for more.
+    // Peeking cannot see the end of the stream behind pending bytes, so the
+    // wait is bounded; after it the connection is the line protocol.
+    let sniff_deadline = tokio::time::Instant::now() + first_byte;
+    while kind == ConnectionKind::NeedMoreBytes {
+        if tokio::time::Instant::now() >= sniff_deadline || *stop.borrow() {
+            kind = ConnectionKind::LineProtocol;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let n = match stream.peek(&mut first).await {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        kind = sniff_connection(&first[..n]);
+    }
+    if kind == ConnectionKind::Http {
         ctx.metrics.connections.with_label_values(&["http"]).inc();
         http::serve(
             stream,

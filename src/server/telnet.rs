@@ -1,5 +1,15 @@
 //! The line protocol on a connection: `put`, `version`, `help`, `stats`,
-//! `dropcaches`, `exit`, with OpenTSDB's replies.
+//! `dropcaches`, `exit`, with OpenTSDB's replies, and InfluxDB line-protocol
+//! points mixed freely with them, decided per line
+//! ([`hourglass_ingest::port::classify_line`]). An InfluxDB line is parsed at
+//! nanosecond precision (Telegraf's `socket_writer` default); a refused one
+//! gets `influx: line N: unable to parse '…': <reason>` back (N counts the
+//! connection's lines from 1). A line that can be neither (`hello`, a blank
+//! line) gets OpenTSDB's `unknown command` reply, as before.
+//!
+//! Lines are framed at `server.max_influx_line_bytes` (InfluxDB lines carry
+//! every field of a metric); an OpenTSDB command longer than
+//! `server.max_line_bytes` still closes the connection, as in OpenTSDB.
 //!
 //! Reading and writing are decoupled: everything sent back goes, in order,
 //! through one bounded queue to a writer task. Error lines are droppable:
@@ -12,10 +22,13 @@
 //! backpressure. A line longer than the limit closes the connection, as in
 //! OpenTSDB.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hourglass_ingest::influx::{self, Precision};
+use hourglass_ingest::port::{LineKind, classify_line, influx_shaped};
 use hourglass_ingest::{Command, LineResult, Point, next_line, parse_line, unknown_command_line};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -58,12 +71,33 @@ impl Replies {
     }
 }
 
+/// Points parsed from one read, with the protocol each came in (error
+/// lines name it).
+#[derive(Default)]
+struct Batch<'a> {
+    points: Vec<Point<'a>>,
+    /// `true` where the point came from an InfluxDB line.
+    influx: Vec<bool>,
+}
+
+impl<'a> Batch<'a> {
+    fn push(&mut self, p: Point<'a>, influx: bool) {
+        self.points.push(p);
+        self.influx.push(influx);
+    }
+
+    fn len(&self) -> usize {
+        self.points.len()
+    }
+}
+
 /// Writes a batch and waits for it to be durable; failures become reply
 /// lines.
-async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
-    if points.is_empty() {
+async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, replies: &Replies) {
+    if batch.points.is_empty() {
         return;
     }
+    let points = &mut batch.points;
     // The line protocol has no way to say "retry later": while storage is
     // behind, hold the batch and stop reading, so TCP slows the client down.
     let mut backoff = Duration::from_millis(10);
@@ -77,19 +111,32 @@ async fn flush(ctx: &Arc<Ctx>, points: &mut Vec<Point<'_>>, replies: &Replies) {
         }
     };
     points.clear();
+    let origins = std::mem::take(&mut batch.influx);
     match res {
         Ok(receipt) => {
-            for (_, e) in &receipt.errors {
+            for (i, e) in &receipt.errors {
+                let word = if origins.get(*i).copied().unwrap_or(false) {
+                    "influx"
+                } else {
+                    "put"
+                };
                 replies.error(match e {
                     PointError::Uid(u @ UidError::NoSuchName { .. }) => {
-                        format!("put: unknown metric: {u}")
+                        format!("{word}: unknown metric: {u}")
                     }
-                    PointError::Uid(u) => format!("put: illegal argument: {u}"),
-                    PointError::Timestamp(_) => format!("put: illegal argument: {e}"),
+                    PointError::Uid(u) => format!("{word}: illegal argument: {u}"),
+                    PointError::Timestamp(_) => format!("{word}: illegal argument: {e}"),
                 });
             }
         }
-        Err(e) => replies.error(format!("put: storage error: {e}")),
+        Err(e) => {
+            let word = if origins.iter().all(|&b| b) {
+                "influx"
+            } else {
+                "put"
+            };
+            replies.error(format!("{word}: storage error: {e}"));
+        }
     }
 }
 
@@ -113,27 +160,102 @@ enum Outcome {
     Close,
 }
 
+/// The longest line the connection frames: InfluxDB lines may be longer than
+/// OpenTSDB's.
+fn frame_limit(ctx: &Ctx) -> usize {
+    ctx.limits
+        .max_line_len
+        .max(ctx.config.server.max_influx_line_bytes)
+}
+
+fn too_long(limit: usize, replies: &Replies) {
+    replies.error(format!(
+        "put: illegal argument: line longer than {limit} bytes; closing the connection"
+    ));
+}
+
+/// An accepted InfluxDB line's points, with the line's tags shared.
+fn push_influx<'a>(ctx: &Ctx, line: influx::InfluxLine<'a>, points: &mut Batch<'a>) {
+    if line.string_fields > 0 {
+        ctx.metrics
+            .influx_string_fields
+            .inc_by(line.string_fields as u64);
+    }
+    for (metric, value) in line.fields {
+        points.push(
+            Point {
+                metric: Cow::Owned(metric),
+                timestamp: line.timestamp,
+                value,
+                tags: line.tags.clone(),
+            },
+            true,
+        );
+    }
+}
+
 /// Handles every complete line in `buf`; returns how many bytes it used.
-async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies) -> Outcome {
+/// `line_no` counts the connection's lines (InfluxDB errors name them).
+async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u64) -> Outcome {
     let mut pos = 0;
-    let mut points: Vec<Point<'_>> = Vec::new();
+    let mut points = Batch::default();
+    let frame = frame_limit(ctx);
     loop {
-        match next_line(&buf[pos..], ctx.limits.max_line_len) {
-            LineResult::Incomplete => break,
+        match next_line(&buf[pos..], frame) {
+            LineResult::Incomplete => {
+                // An unfinished OpenTSDB command already past its limit is
+                // refused now, as OpenTSDB does, not after the InfluxDB
+                // framing bound or the line timeout.
+                let rest = &buf[pos..];
+                if rest.len() > ctx.limits.max_line_len && classify_line(rest) == LineKind::OpenTsdb
+                {
+                    flush(ctx, &mut points, replies).await;
+                    too_long(ctx.limits.max_line_len, replies);
+                    return Outcome::Close;
+                }
+                break;
+            }
             LineResult::TooLong => {
                 flush(ctx, &mut points, replies).await;
-                replies.error(format!(
-                    "put: illegal argument: line longer than {} bytes; closing the connection",
-                    ctx.limits.max_line_len
-                ));
+                too_long(frame, replies);
                 return Outcome::Close;
             }
             LineResult::Line { line, consumed } => {
                 pos += consumed;
+                *line_no += 1;
                 ctx.metrics.telnet_lines.inc();
+                if classify_line(line) == LineKind::Influx && influx_shaped(line) {
+                    let now_ms = ctx.engine.clock().now_ms();
+                    match influx::parse_line(line, Precision::Nanoseconds, now_ms, &ctx.limits) {
+                        Ok(Some(l)) => {
+                            push_influx(ctx, l, &mut points);
+                            if points.len() >= BATCH_POINTS {
+                                flush(ctx, &mut points, replies).await;
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(reason) => {
+                            ctx.metrics
+                                .points_rejected
+                                .with_label_values(&["invalid"])
+                                .inc();
+                            replies.error(format!(
+                                "influx: line {line_no}: {}",
+                                influx::line_error_text(line, &reason)
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                if line.len() > ctx.limits.max_line_len {
+                    // OpenTSDB's own bound for its commands.
+                    flush(ctx, &mut points, replies).await;
+                    too_long(ctx.limits.max_line_len, replies);
+                    return Outcome::Close;
+                }
                 match parse_line(line, &ctx.limits) {
                     Command::Put(Ok(p)) => {
-                        points.push(p);
+                        points.push(p, false);
                         if points.len() >= BATCH_POINTS {
                             flush(ctx, &mut points, replies).await;
                         }
@@ -199,8 +321,10 @@ pub async fn serve(
         tx: Some(tx),
         ctx: Arc::clone(&ctx),
     };
-    // Bounded: at most one over-long line plus one read chunk.
+    // Bounded: at most one over-long line (frame_limit) plus one read chunk;
+    // sized for OpenTSDB lines, it grows only for long InfluxDB lines.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
+    let mut line_no = 0u64;
     let mut chunk = vec![0u8; READ_CHUNK];
     let idle_timeout = match ctx.config.server.idle_timeout_secs {
         0 => None,
@@ -245,7 +369,7 @@ pub async fn serve(
         // Bounded across connections: wait (stop reading) while the server
         // holds too much input in flight.
         let _inflight = ctx.inflight.take(buf.len()).await;
-        let used = match process(&ctx, &buf, &replies).await {
+        let used = match process(&ctx, &buf, &replies, &mut line_no).await {
             Outcome::Continue(used) => {
                 buf.drain(..used);
                 used

@@ -5,6 +5,7 @@ mod damage;
 mod durability;
 mod hostile;
 mod http_api;
+mod protocols;
 mod query;
 mod robustness;
 mod telnet;

@@ -1,0 +1,431 @@
+//! Prometheus remote write (`POST /api/v1/write`) and remote read
+//! (`POST /api/v1/read`).
+//!
+//! Remote write: a snappy block of a protobuf `WriteRequest`
+//! ([`hourglass_ingest::prom::decode_write`] maps names and values). The
+//! body is bounded like every other (`server.max_body_bytes`, compressed and
+//! decoded; the decoded size is reserved in the in-flight budget before it is
+//! decoded), and acknowledged like `/api/put`: 204 once durable. Status codes
+//! follow what Prometheus does with them:
+//! * 204 — stored (staleness markers, other NaN/±Inf samples, exemplars,
+//!   native histograms and metadata are skipped and counted in
+//!   `hourglass_prom_write_skipped_total`; a metadata-only request is a 204);
+//! * 400 / 413 / 415 — the request can never succeed (undecodable, too large,
+//!   unknown encoding, a series hourglass cannot store): Prometheus drops it,
+//!   which is right, since resending would fail again. The storable rest of
+//!   the request is written first;
+//! * 5xx — retryable: 503 with `Retry-After` when the server is overloaded,
+//!   5xx when storage fails. Prometheus resends with back-off.
+//!
+//! Remote read: `ReadRequest` → `ReadResponse` with the `SAMPLES` response
+//! type, snappy-compressed. Each query is run through the query engine's
+//! [`SeriesSource`] (the same fetch `/api/query` uses: `=` matchers on labels
+//! are pushed down as `literal_or` filters) and then every matcher is applied
+//! with Prometheus's semantics (`!=`, `=~`, `!~` on decoded names, regular
+//! expressions fully anchored, an empty value matching an absent label). A
+//! query is admitted, budgeted and cancelled like an `/api/query` one
+//! (`query.max_points`, `query.max_values`, `query.timeout_secs`, the shared
+//! memory pool); over budget it is refused with the same 413 text, which
+//! Prometheus shows as the PromQL error. A query without a `__name__="…"`
+//! matcher looks at every metric name, at most [`MAX_METRICS_PER_QUERY`].
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hourglass_ingest::Point;
+use hourglass_ingest::prom::{self, MatchTarget, OpenTsdbMatcher, pb};
+use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
+use hourglass_query::filter::TagFilter;
+use regex::Regex;
+
+use super::Ctx;
+use super::error::{ApiError, ErrorFormat};
+use super::http::{respond, write_and_wait};
+use super::limits::Refused;
+use crate::engine::{Engine, PointError};
+use crate::uid::{UidError, UidKind};
+
+/// Metric names one remote-read query without `__name__="…"` may look at.
+pub const MAX_METRICS_PER_QUERY: usize = 10_000;
+
+/// `POST /api/v1/write`.
+pub(super) async fn remote_write(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let r = write(&ctx, &headers, body).await;
+    respond(
+        &ctx,
+        "prom_write",
+        r.map_err(|e| e.in_format(ErrorFormat::Text)),
+    )
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> &str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+}
+
+/// Refuses encodings and message types other than snappy-compressed
+/// remote-write 1.0 / remote-read protobuf (415: Prometheus does not resend).
+fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
+    let enc = header_str(headers, header::CONTENT_ENCODING).to_ascii_lowercase();
+    if !(enc.is_empty() || enc == "snappy") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "Unsupported Content-Encoding: {enc} (remote write and read bodies are snappy)"
+            ),
+        ));
+    }
+    let ty = header_str(headers, header::CONTENT_TYPE);
+    if ty.contains("io.prometheus.write.v2.Request") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "remote write 2.0 is not supported; send prometheus.WriteRequest (remote write 1.0)",
+        ));
+    }
+    Ok(())
+}
+
+async fn write(ctx: &Arc<Ctx>, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    check_encoding(headers)?;
+    let mut read = super::body::read_raw(ctx, headers, body).await?;
+    let limit = ctx.config.server.max_body_bytes;
+    // Reserve the decoded body and its points before decoding (the decoder
+    // itself refuses a declared size above the limit).
+    let declared = prom::declared_len(&read.bytes)?;
+    if declared <= limit
+        && !ctx.inflight.try_grow(
+            &mut read._guard,
+            read.bytes.len() + declared.saturating_mul(2),
+        )
+    {
+        return Err(super::body::overloaded());
+    }
+    let decoded =
+        tokio::task::block_in_place(|| prom::decode_write(&read.bytes, limit, &ctx.limits))?;
+    let skipped = &ctx.metrics.prom_skipped;
+    for (reason, n) in [
+        ("stale_marker", decoded.stale_markers),
+        ("non_finite", decoded.non_finite),
+        ("exemplar", decoded.exemplars),
+        ("histogram", decoded.histograms),
+        ("metadata", decoded.metadata),
+    ] {
+        if n > 0 {
+            skipped.with_label_values(&[reason]).inc_by(n as u64);
+        }
+    }
+    let refused_samples: usize = decoded.errors.iter().map(|e| e.samples).sum();
+    if refused_samples > 0 {
+        ctx.metrics
+            .points_rejected
+            .with_label_values(&["invalid"])
+            .inc_by(refused_samples as u64);
+    }
+    let mut problems: Vec<String> = decoded.error_text().into_iter().collect();
+    if decoded.point_count() > 0 {
+        let points: Vec<Point<'_>> = decoded.points().collect();
+        let receipt = write_and_wait(ctx, &points).await?;
+        let mut retry = None;
+        for (i, e) in &receipt.errors {
+            // A storage failure while assigning a UID is worth resending;
+            // an unknown name or a full UID space is not.
+            if let PointError::Uid(
+                UidError::Storage(_) | UidError::Damaged(_) | UidError::Conflict { .. },
+            ) = e
+            {
+                retry = Some(e.to_string());
+            }
+            if problems.len() < 100 {
+                let metric = points.get(*i).map_or("", |p| p.metric.as_ref());
+                problems.push(format!("sample of '{metric}': {e}"));
+            }
+        }
+        if let Some(e) = retry {
+            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ApiError::bad_request(problems.join("\n")));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /api/v1/read`.
+pub(super) async fn remote_read(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
+    let started = std::time::Instant::now();
+    let r = read(&ctx, &headers, super::http::peer_of(&ext), body).await;
+    ctx.metrics
+        .query_seconds
+        .observe(started.elapsed().as_secs_f64());
+    respond(
+        &ctx,
+        "prom_read",
+        r.map_err(|e| e.in_format(ErrorFormat::Text)),
+    )
+}
+
+/// A matcher ready to apply: the OpenTSDB form plus its anchored regex.
+struct Matcher {
+    m: OpenTsdbMatcher,
+    re: Option<Regex>,
+}
+
+impl Matcher {
+    fn new(lm: &pb::LabelMatcher) -> Result<Self, ApiError> {
+        let m = prom::map_matcher(lm)?;
+        let re = match m.op {
+            pb::MatchType::Re | pb::MatchType::Nre => {
+                Some(Regex::new(&format!("^(?:{})$", m.value)).map_err(|e| {
+                    ApiError::bad_request(format!("invalid regular expression {:?}: {e}", m.value))
+                })?)
+            }
+            _ => None,
+        };
+        Ok(Self { m, re })
+    }
+
+    /// Whether a value (OpenTSDB form; `None` when the label is absent)
+    /// passes, with Prometheus's semantics.
+    fn matches(&self, stored: Option<&str>, decoded: impl FnOnce(&str) -> String) -> bool {
+        match self.m.op {
+            pb::MatchType::Eq => stored.unwrap_or("") == self.m.value,
+            pb::MatchType::Neq => stored.unwrap_or("") != self.m.value,
+            pb::MatchType::Re | pb::MatchType::Nre => {
+                let text = stored.map(decoded).unwrap_or_default();
+                let hit = self.re.as_ref().is_some_and(|re| re.is_match(&text));
+                hit == (self.m.op == pb::MatchType::Re)
+            }
+        }
+    }
+}
+
+fn summary(req: &pb::ReadRequest) -> String {
+    let ops = ["=", "!=", "=~", "!~"];
+    let mut out = String::from("remote read:");
+    for q in &req.queries {
+        let ms: Vec<String> = q
+            .matchers
+            .iter()
+            .map(|m| {
+                let op = usize::try_from(m.r#type)
+                    .ok()
+                    .and_then(|i| ops.get(i))
+                    .unwrap_or(&"?");
+                format!("{}{op}{:?}", m.name, m.value)
+            })
+            .collect();
+        out.push_str(&format!(
+            " {{{}}}[{}, {}]",
+            ms.join(","),
+            q.start_timestamp_ms,
+            q.end_timestamp_ms
+        ));
+        if out.len() > 4096 {
+            break;
+        }
+    }
+    out
+}
+
+async fn read(
+    ctx: &Arc<Ctx>,
+    headers: &HeaderMap,
+    peer: String,
+    body: Body,
+) -> Result<Response, ApiError> {
+    check_encoding(headers)?;
+    let raw = super::body::read_raw(ctx, headers, body).await?;
+    let req = prom::decode_read(&raw.bytes, ctx.config.server.max_body_bytes)?;
+    drop(raw);
+    let mut ticket = ctx
+        .queries
+        .admit(summary(&req), peer)
+        .await
+        .map_err(|why| {
+            let msg = match why {
+                Refused::QueueFull => "Too many queries are waiting; please try again later",
+                Refused::Waited => "Timed out waiting for a query slot; please try again later",
+            };
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
+        })?;
+    let cfg = &ctx.config.query;
+    let limits = hourglass_query::QueryLimits {
+        max_points: cfg.max_points as u64,
+        max_values: cfg.max_values as u64,
+        timeout: (cfg.timeout_secs > 0).then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
+    };
+    let budget = hourglass_query::QueryBudget::new(limits)
+        .with_cancel_flag(Arc::clone(&ticket.cancel))
+        .with_pool(Arc::clone(&ctx.queries.pool));
+    let engine = Arc::clone(&ctx.engine);
+    // Dropping this future (the client left) drops the ticket, which
+    // cancels the budget; the blocking task stops at its next check.
+    let joined = tokio::task::spawn_blocking(move || {
+        let out = (|| -> Result<Vec<u8>, ApiError> {
+            let mut results = Vec::with_capacity(req.queries.len());
+            for q in &req.queries {
+                results.push(run_query(&engine, q, &budget)?);
+            }
+            Ok(prom::encode_read_response(&req, results)?)
+        })();
+        (out, budget.points_taken())
+    })
+    .await;
+    let (out, points) = joined.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("remote read task failed: {e}"),
+        )
+    })?;
+    let status = match &out {
+        Ok(_) => 200,
+        Err(e) => e.status.as_u16(),
+    };
+    ticket.finish(
+        status,
+        out.as_ref().err().map(|e| e.message.clone()),
+        points,
+    );
+    let body = out?;
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/x-protobuf"),
+            (header::CONTENT_ENCODING, "snappy"),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+fn source_error(e: SourceError) -> ApiError {
+    ApiError::from(hourglass_query::error::QueryError::Source(e.to_string()))
+}
+
+/// One remote-read query: its series with the samples in
+/// `[start_timestamp_ms, end_timestamp_ms]`.
+fn run_query(
+    engine: &Engine,
+    q: &pb::Query,
+    budget: &hourglass_query::QueryBudget,
+) -> Result<pb::QueryResult, ApiError> {
+    let matchers = q
+        .matchers
+        .iter()
+        .map(Matcher::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (start, end) = (q.start_timestamp_ms.max(0), q.end_timestamp_ms);
+    if end < start {
+        return Ok(pb::QueryResult::default());
+    }
+    let (name_matchers, tag_matchers): (Vec<&Matcher>, Vec<&Matcher>) = matchers
+        .iter()
+        .partition(|m| m.m.target == MatchTarget::Metric);
+    let metrics: Vec<String> = match name_matchers.iter().find(|m| m.m.op == pb::MatchType::Eq) {
+        Some(m) => vec![m.m.value.clone()],
+        None => {
+            let names = engine
+                .uids()
+                .suggest(UidKind::Metric, "", MAX_METRICS_PER_QUERY + 1)
+                .map_err(ApiError::from)?;
+            if names.len() > MAX_METRICS_PER_QUERY {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "a remote-read query without a __name__=\"...\" matcher may look at no more than {MAX_METRICS_PER_QUERY} metrics, and there are more; add a metric name to the selector"
+                    ),
+                ));
+            }
+            names
+        }
+    };
+    // `label="value"` with a value is pushed down to the storage scan.
+    let mut filters = Vec::new();
+    for m in &tag_matchers {
+        if let (pb::MatchType::Eq, MatchTarget::Tag(k)) = (m.m.op, &m.m.target)
+            && !m.m.value.is_empty()
+        {
+            filters
+                .push(TagFilter::new("literal_or", k, &m.m.value, false).map_err(ApiError::from)?);
+        }
+    }
+    let mut out = Vec::new();
+    for metric in &metrics {
+        let passes_name = name_matchers.iter().all(|m| {
+            m.matches(Some(metric), |s| {
+                prom::opentsdb_metric_to_prom(s).into_owned()
+            })
+        });
+        if !passes_name {
+            continue;
+        }
+        budget.check().map_err(ApiError::from)?;
+        let req = FetchRequest {
+            metric,
+            filters: &filters,
+            explicit_tags: false,
+            tsuids: None,
+            scan_start_ms: start,
+            scan_end_ms: end.saturating_add(1),
+            budget,
+        };
+        let series: Vec<Series> = match engine.fetch(&req) {
+            Ok(s) => s,
+            // An unknown metric or tag value: nothing matches.
+            Err(SourceError::NoSuchName { .. }) => continue,
+            Err(e @ SourceError::TooManyPoints { .. }) => {
+                return Err(ApiError::from(hourglass_query::error::QueryError::Limit(
+                    e.to_string(),
+                )));
+            }
+            Err(e) => return Err(source_error(e)),
+        };
+        budget.check_points().map_err(ApiError::from)?;
+        for s in series {
+            let keep = tag_matchers.iter().all(|m| {
+                let MatchTarget::Tag(k) = &m.m.target else {
+                    return true;
+                };
+                let v = s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
+                m.matches(v, |s| hourglass_ingest::decode_name(s).into_owned())
+            });
+            if !keep {
+                continue;
+            }
+            let tags: Vec<(&str, &str)> = s.tags.iter().map(|t| (&*t.key, &*t.value)).collect();
+            let samples = s
+                .points
+                .iter()
+                .filter(|(t, _)| (start..=end).contains(t))
+                .map(|&(t, v)| (t, v.as_f64()));
+            let mut ts = prom::series_to_prom(metric, &tags, samples);
+            if ts.samples.is_empty() {
+                continue;
+            }
+            prom::prometheus_safe_labels(&mut ts);
+            out.push(ts);
+        }
+    }
+    out.sort_by(|a, b| {
+        a.labels
+            .iter()
+            .map(|l| (&l.name, &l.value))
+            .cmp(b.labels.iter().map(|l| (&l.name, &l.value)))
+    });
+    Ok(pb::QueryResult { timeseries: out })
+}

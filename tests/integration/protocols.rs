@@ -1,0 +1,736 @@
+//! InfluxDB line protocol (TCP and HTTP) and Prometheus remote write/read
+//! against the real binary, with bodies encoded as real clients encode them
+//! (protobuf + snappy block for Prometheus, gzip for Telegraf's HTTP output).
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use hourglass_ingest::prom::pb;
+use prost::Message;
+
+use crate::common::{Server, dps, gzip, pts};
+
+/// A query's single result's points, with ms timestamps.
+fn points(s: &Server, m: &str, start: i64, end: i64) -> Vec<(String, f64)> {
+    let r = s.query(&format!(
+        "/api/query?start={start}&end={end}&m=sum:{m}&ms=true"
+    ));
+    let arr = r.as_array().expect("array");
+    assert_eq!(arr.len(), 1, "one result for {m}: {r}");
+    dps(&arr[0])
+}
+
+#[test]
+fn put_and_influx_lines_share_one_connection() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    // The first line starts with a capital letter: OpenTSDB's first-byte
+    // rule would take the connection for HTTP.
+    t.send("CPU,host=a usage=1.5 1356998400000000000\n");
+    t.send("put t.mixed 1356998400 7 host=a\n");
+    t.send("mem,host=a,rack=r1 used=42i,free=8i,ok=true,note=\"x y\" 1356998410000000000\n");
+    // A measurement named `put` without tags is InfluxDB (its second
+    // section has `=`).
+    t.send("put,host=a value=3 1356998420000000000\n");
+    t.send("put t.mixed 1356998410 notanumber host=a\n"); // bad put
+    t.send("cpu,host=a usage=oops 1356998400000000000\n"); // bad Influx line
+    t.send("put t.mixed 1356998420 9 host=a\r\n");
+    t.send("cpu,host=b usage=2.25\n"); // no timestamp: now
+    let errors = t.sync();
+    assert_eq!(
+        errors,
+        vec![
+            "put: invalid value: For input string: \"notanumber\"".to_string(),
+            "influx: line 6: unable to parse 'cpu,host=a usage=oops 1356998400000000000': invalid boolean"
+                .to_string(),
+        ]
+    );
+    assert_eq!(
+        points(&s, "CPU.usage", 1356998400, 1356998500),
+        pts(&[(1356998400000, 1.5)])
+    );
+    assert_eq!(
+        points(&s, "t.mixed{host=a}", 1356998400, 1356998500),
+        pts(&[(1356998400000, 7.0), (1356998420000, 9.0)])
+    );
+    assert_eq!(
+        points(&s, "mem.used{rack=r1}", 1356998400, 1356998500),
+        pts(&[(1356998410000, 42.0)])
+    );
+    assert_eq!(
+        points(&s, "mem.free", 1356998400, 1356998500),
+        pts(&[(1356998410000, 8.0)])
+    );
+    assert_eq!(
+        points(&s, "mem.ok", 1356998400, 1356998500),
+        pts(&[(1356998410000, 1.0)])
+    );
+    assert_eq!(
+        points(&s, "put.value", 1356998400, 1356998500),
+        pts(&[(1356998420000, 3.0)])
+    );
+    // The string field was skipped and counted, not stored.
+    let r = s.get("/api/query?start=1356998400&end=1356998500&m=sum:mem.note");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let m = s.get("/metrics").text();
+    assert!(
+        m.contains("hourglass_influx_string_fields_skipped_total 1"),
+        "{m}"
+    );
+    // The point without a timestamp got the server's time.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let r = s.query(&format!(
+        "/api/query?start={}&end={}&m=sum:cpu.usage{{host=b}}",
+        now - 600,
+        now + 600
+    ));
+    assert_eq!(dps(&r[0]).len(), 1, "{r}");
+    assert_eq!(dps(&r[0])[0].1, 2.25);
+    // Lines that can be neither keep OpenTSDB's replies.
+    t.send("hello\n\n");
+    assert_eq!(
+        t.sync(),
+        vec![
+            "unknown command: hello.  Try `help'.".to_string(),
+            "unknown command: .  Try `help'.".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn long_influx_lines_are_framed_but_long_puts_still_close() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    // Telegraf puts all of a metric's fields on one line: far past 1024.
+    let fields: Vec<String> = (0..100).map(|i| format!("field_{i:03}={i}i")).collect();
+    t.send(&format!(
+        "wide,host=a {} 1356998400000000000\n",
+        fields.join(",")
+    ));
+    assert!(t.sync().is_empty());
+    assert_eq!(
+        points(&s, "wide.field_099", 1356998400, 1356998500),
+        pts(&[(1356998400000, 99.0)])
+    );
+    // An OpenTSDB command keeps OpenTSDB's 1024-byte limit.
+    t.send(&format!(
+        "put t.long 1356998400 1 host={}\n",
+        "a".repeat(2000)
+    ));
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut t.stream, &mut rest);
+    assert!(
+        rest.starts_with("put: illegal argument: line longer than 1024 bytes"),
+        "{rest}"
+    );
+}
+
+/// What Telegraf's `influx` serializer writes: tags sorted by key, floats
+/// with `%.6f`-style digits, integers with `i`, nanosecond timestamps.
+fn telegraf_flush(host: &str, t0_s: i64, k: i64) -> (String, Vec<(String, i64, f64)>) {
+    let ts_ns = (t0_s + k * 10) * 1_000_000_000;
+    let idle = 90.0 + (k as f64) * 0.123457;
+    let user = 1.0 + (k as f64) / 7.0;
+    let line1 = format!(
+        "cpu,cpu=cpu-total,dc=eu-1,host={host} usage_idle={idle:.6},usage_user={user:.6} {ts_ns}\n"
+    );
+    let used = 1_000_000 + k * 4096;
+    let line2 = format!(
+        "mem,dc=eu-1,host={host} used={used}i,used_percent={:.6} {ts_ns}\n",
+        12.5 + k as f64 / 3.0
+    );
+    let ms = ts_ns / 1_000_000;
+    let parse = |s: String| s.parse::<f64>().expect("a float");
+    let want = vec![
+        ("cpu.usage_idle".into(), ms, parse(format!("{idle:.6}"))),
+        ("cpu.usage_user".into(), ms, parse(format!("{user:.6}"))),
+        ("mem.used".into(), ms, used as f64),
+        (
+            "mem.used_percent".into(),
+            ms,
+            parse(format!("{:.6}", 12.5 + k as f64 / 3.0)),
+        ),
+    ];
+    (line1 + &line2, want)
+}
+
+fn check_readback(s: &Server, host: &str, t0_s: i64, want: &[(String, i64, f64)]) {
+    for metric in [
+        "cpu.usage_idle",
+        "cpu.usage_user",
+        "mem.used",
+        "mem.used_percent",
+    ] {
+        let expected: Vec<(String, f64)> = want
+            .iter()
+            .filter(|(m, _, _)| m == metric)
+            .map(|(_, t, v)| (t.to_string(), *v))
+            .collect();
+        let got = points(
+            s,
+            &format!("{metric}{{host={host},dc=eu-1}}"),
+            t0_s,
+            t0_s + 3600,
+        );
+        assert_eq!(got, expected, "{metric}");
+    }
+}
+
+#[test]
+fn telegraf_socket_writer_replay_reads_back_exact_values() {
+    let s = Server::start();
+    let t0 = 1_700_000_000;
+    let mut want = Vec::new();
+    // socket_writer: a fresh connection per flush, closed after writing.
+    for k in 0..12 {
+        let (lines, w) = telegraf_flush("web01", t0, k);
+        want.extend(w);
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.write_all(lines.as_bytes()).unwrap();
+        drop(c);
+    }
+    // The last connection's lines may still be in flight: sync on a new one
+    // and poll until every point is visible.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut t = s.telnet();
+        assert!(t.sync().is_empty());
+        let r = s.query(&format!(
+            "/api/query?start={t0}&end={}&m=sum:cpu.usage_idle{{host=web01}}",
+            t0 + 3600
+        ));
+        let r2 = s.query(&format!(
+            "/api/query?start={t0}&end={}&m=sum:mem.used_percent{{host=web01}}",
+            t0 + 3600
+        ));
+        let complete = |r: &serde_json::Value| {
+            r.as_array().is_some_and(|a| !a.is_empty()) && dps(&r[0]).len() == 12
+        };
+        if complete(&r) && complete(&r2) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "points missing: {r} {r2}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    check_readback(&s, "web01", t0, &want);
+}
+
+#[test]
+fn telegraf_http_output_with_gzip_reads_back_exact_values() {
+    let s = Server::start();
+    // What outputs.influxdb does first.
+    let r = s.http(
+        "POST",
+        "/query",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        b"q=CREATE+DATABASE+%22telegraf%22",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"results":[{"statement_id":0}]})
+    );
+    let r = s.get("/ping");
+    assert_eq!(r.status, 204);
+    assert!(r.header("X-Influxdb-Version").is_some());
+    let t0 = 1_700_003_600;
+    let mut body = String::new();
+    let mut want = Vec::new();
+    for k in 0..30 {
+        let (lines, w) = telegraf_flush("db01", t0, k);
+        body.push_str(&lines);
+        want.extend(w);
+    }
+    let r = s.http(
+        "POST",
+        "/write?db=telegraf",
+        &[
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &gzip(body.as_bytes()),
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    check_readback(&s, "db01", t0, &want);
+}
+
+#[test]
+fn influx_http_errors_name_the_line_and_keep_good_lines_as_influxdb_does() {
+    let s = Server::start();
+    let body = "m,host=a v=1 1356998400\nm,host=a v=oops 1356998410\nm,host=a v=3 1356998420\n";
+    // 1.x: the good lines are written, 400 names the bad one.
+    let r = s.http("POST", "/write?db=x&precision=s", &[], body.as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    let j = r.json();
+    assert_eq!(
+        j["error"],
+        "partial write: unable to parse 'm,host=a v=oops 1356998410': invalid boolean dropped=0"
+    );
+    assert_eq!(j["line"], 2);
+    assert!(r.header("X-Influxdb-Error").is_some());
+    assert_eq!(
+        points(&s, "m.v", 1356998400, 1356998500),
+        pts(&[(1356998400000, 1.0), (1356998420000, 3.0)])
+    );
+    // 2.x: nothing is written when a line is refused.
+    let body2 = "n,host=a v=1 1356998400000\nn,host=a\n";
+    let r = s.http(
+        "POST",
+        "/api/v2/write?org=o&bucket=b&precision=ms",
+        &[],
+        body2.as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["code"], "invalid");
+    assert_eq!(j["message"], "unable to parse 'n,host=a': missing fields");
+    assert_eq!(j["line"], 2);
+    let r = s.get("/api/query?start=1356998400&end=1356998500&m=sum:n.v");
+    assert_eq!(r.status, 400, "n.v must not exist: {}", r.text());
+    // 2.x success, every precision.
+    for (p, ts) in [
+        ("s", "1356998400"),
+        ("ms", "1356998401000"),
+        ("us", "1356998402000000"),
+        ("ns", "1356998403000000000"),
+    ] {
+        let r = s.http(
+            "POST",
+            &format!("/api/v2/write?bucket=b&precision={p}"),
+            &[],
+            format!("p,host=a v=1 {ts}\n").as_bytes(),
+        );
+        assert_eq!(r.status, 204, "{p}: {}", r.text());
+    }
+    assert_eq!(
+        points(&s, "p.v", 1356998400, 1356998500),
+        pts(&[
+            (1356998400000, 1.0),
+            (1356998401000, 1.0),
+            (1356998402000, 1.0),
+            (1356998403000, 1.0)
+        ])
+    );
+    // An unknown precision is refused, in each API's shape.
+    let r = s.http("POST", "/write?precision=x", &[], b"p,host=a v=1 1\n");
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid precision")
+    );
+    let r = s.http(
+        "POST",
+        "/api/v2/write?precision=m",
+        &[],
+        b"p,host=a v=1 1\n",
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["code"], "invalid");
+    // A body over the limit: 413 in InfluxDB's shape.
+    let s2 = Server::start_with("[server]\nmax_body_bytes = 1024\nmax_inflight_bytes = 1048576\n");
+    let big = "m,host=a v=1 1356998400\n".repeat(100);
+    let r = s2.http("POST", "/api/v2/write?precision=s", &[], big.as_bytes());
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["code"], "request too large");
+    // Other InfluxQL is refused.
+    let r = s.get("/query?q=SELECT+*+FROM+cpu");
+    assert_eq!(r.status, 400);
+}
+
+// ---- Prometheus ----
+
+fn label(name: &str, value: &str) -> pb::Label {
+    pb::Label {
+        name: name.into(),
+        value: value.into(),
+    }
+}
+
+fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> pb::TimeSeries {
+    let mut labels: Vec<pb::Label> = labels.iter().map(|(n, v)| label(n, v)).collect();
+    labels.sort_by(|a, b| a.name.cmp(&b.name));
+    pb::TimeSeries {
+        labels,
+        samples: samples
+            .iter()
+            .map(|&(timestamp, value)| pb::Sample { value, timestamp })
+            .collect(),
+        exemplars: Vec::new(),
+        histograms: Vec::new(),
+    }
+}
+
+fn snappy(msg: &impl Message) -> Vec<u8> {
+    snap::raw::Encoder::new()
+        .compress_vec(&msg.encode_to_vec())
+        .expect("snappy")
+}
+
+/// The headers Prometheus 2.42 sends.
+const WRITE_HEADERS: [(&str, &str); 3] = [
+    ("Content-Encoding", "snappy"),
+    ("Content-Type", "application/x-protobuf"),
+    ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+];
+
+fn remote_write(s: &Server, req: &pb::WriteRequest) -> crate::common::Response {
+    s.http("POST", "/api/v1/write", &WRITE_HEADERS, &snappy(req))
+}
+
+fn remote_read(s: &Server, queries: Vec<pb::Query>) -> Result<pb::ReadResponse, (u16, String)> {
+    let req = pb::ReadRequest {
+        queries,
+        accepted_response_types: Vec::new(),
+    };
+    let r = s.http(
+        "POST",
+        "/api/v1/read",
+        &[
+            ("Content-Encoding", "snappy"),
+            ("Content-Type", "application/x-protobuf"),
+            ("X-Prometheus-Remote-Read-Version", "0.1.0"),
+        ],
+        &snappy(&req),
+    );
+    if r.status != 200 {
+        return Err((r.status, r.text()));
+    }
+    assert_eq!(r.header("Content-Encoding"), Some("snappy"));
+    assert_eq!(r.header("Content-Type"), Some("application/x-protobuf"));
+    let raw = snap::raw::Decoder::new()
+        .decompress_vec(&r.body)
+        .expect("a snappy response");
+    Ok(pb::ReadResponse::decode(raw.as_slice()).expect("a ReadResponse"))
+}
+
+fn matcher(t: pb::MatchType, name: &str, value: &str) -> pb::LabelMatcher {
+    pb::LabelMatcher {
+        r#type: t as i32,
+        name: name.into(),
+        value: value.into(),
+    }
+}
+
+fn query(start: i64, end: i64, matchers: Vec<pb::LabelMatcher>) -> pb::Query {
+    pb::Query {
+        start_timestamp_ms: start,
+        end_timestamp_ms: end,
+        matchers,
+        hints: None,
+    }
+}
+
+fn labels_of(ts: &pb::TimeSeries) -> Vec<(String, String)> {
+    ts.labels
+        .iter()
+        .map(|l| (l.name.clone(), l.value.clone()))
+        .collect()
+}
+
+const T0: i64 = 1_700_000_000_000;
+
+#[test]
+fn prometheus_remote_write_round_trips_through_query_and_remote_read() {
+    let s = Server::start();
+    let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(
+                &[
+                    ("__name__", "http_requests_total"),
+                    ("job", "api"),
+                    ("instance", "10.0.0.1:9100"),
+                    ("path", "/a b"),
+                ],
+                &[
+                    (T0, 1.0),
+                    (T0 + 15_000, 3.5),
+                    (T0 + 30_000, 1e300),
+                    (T0 + 45_000, stale),
+                ],
+            ),
+            series(
+                &[
+                    ("__name__", "http_requests_total"),
+                    ("job", "web"),
+                    ("instance", "10.0.0.2:9100"),
+                    ("path", "/"),
+                ],
+                &[(T0, 10.0), (T0 + 15_000, 20.0)],
+            ),
+            // A recording-rule name: `:` maps to `.`.
+            series(&[("__name__", "job:up:sum"), ("job", "api")], &[(T0, 2.0)]),
+        ],
+        metadata: Vec::new(),
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 204, "{}", r.text());
+    // Metadata-only requests (sent once a minute) are accepted.
+    let meta = pb::WriteRequest {
+        timeseries: Vec::new(),
+        metadata: vec![pb::MetricMetadata {
+            r#type: 1,
+            metric_family_name: "http_requests_total".into(),
+            help: "Requests.".into(),
+            unit: String::new(),
+        }],
+    };
+    assert_eq!(remote_write(&s, &meta).status, 204);
+    // The staleness marker was skipped and counted.
+    let m = s.get("/metrics").text();
+    assert!(
+        m.contains("hourglass_prom_write_skipped_total{reason=\"stale_marker\"} 1"),
+        "{m}"
+    );
+
+    // Through the OpenTSDB API: label values mapped with %XX.
+    let start = T0 / 1000;
+    let r = s.query(&format!(
+        "/api/query?start={start}&end={}&m=sum:http_requests_total{{job=api}}&ms=true",
+        start + 600
+    ));
+    assert_eq!(r[0]["tags"]["instance"], "10.0.0.1%3A9100");
+    assert_eq!(r[0]["tags"]["path"], "/a%20b");
+    assert_eq!(
+        dps(&r[0]),
+        pts(&[(T0, 1.0), (T0 + 15_000, 3.5), (T0 + 30_000, 1e300)])
+    );
+    let r = s.query(&format!(
+        "/api/query?start={start}&end={}&m=sum:job.up.sum&ms=true",
+        start + 600
+    ));
+    assert_eq!(dps(&r[0]), pts(&[(T0, 2.0)]));
+
+    // Through remote read: the exact labels and values come back.
+    use pb::MatchType::{Eq, Neq, Nre, Re};
+    let name = |v: &str| matcher(Eq, "__name__", v);
+    let res = remote_read(
+        &s,
+        vec![
+            query(
+                T0,
+                T0 + 60_000,
+                vec![name("http_requests_total"), matcher(Eq, "job", "api")],
+            ),
+            query(
+                T0,
+                T0 + 60_000,
+                vec![name("http_requests_total"), matcher(Neq, "job", "api")],
+            ),
+            query(
+                T0,
+                T0 + 60_000,
+                vec![
+                    name("http_requests_total"),
+                    matcher(Re, "instance", "10\\.0\\.0\\.[12]:9100"),
+                ],
+            ),
+            query(
+                T0,
+                T0 + 60_000,
+                vec![name("http_requests_total"), matcher(Nre, "path", "/a.*")],
+            ),
+            query(T0 + 10_000, T0 + 15_000, vec![name("http_requests_total")]),
+            query(T0, T0 + 60_000, vec![name("job:up:sum")]),
+            query(T0, T0 + 60_000, vec![matcher(Re, "__name__", "job:.*")]),
+            query(T0, T0 + 60_000, vec![name("no_such_metric")]),
+            query(
+                T0,
+                T0 + 60_000,
+                vec![name("http_requests_total"), matcher(Eq, "job", "nope")],
+            ),
+            // `label=""` matches series without the label.
+            query(
+                T0,
+                T0 + 60_000,
+                vec![name("http_requests_total"), matcher(Eq, "path", "")],
+            ),
+        ],
+    )
+    .expect("remote read");
+    assert_eq!(res.results.len(), 10, "one result per query");
+    let r0 = &res.results[0].timeseries;
+    assert_eq!(r0.len(), 1);
+    assert_eq!(
+        labels_of(&r0[0]),
+        vec![
+            ("__name__".into(), "http_requests_total".into()),
+            ("instance".into(), "10.0.0.1:9100".into()),
+            ("job".into(), "api".into()),
+            ("path".into(), "/a b".into()),
+        ]
+    );
+    let samples: Vec<(i64, f64)> = r0[0]
+        .samples
+        .iter()
+        .map(|s| (s.timestamp, s.value))
+        .collect();
+    assert_eq!(
+        samples,
+        vec![(T0, 1.0), (T0 + 15_000, 3.5), (T0 + 30_000, 1e300)]
+    );
+    let jobs = |i: usize| -> Vec<String> {
+        res.results[i]
+            .timeseries
+            .iter()
+            .map(|t| {
+                t.labels
+                    .iter()
+                    .find(|l| l.name == "job")
+                    .unwrap()
+                    .value
+                    .clone()
+            })
+            .collect()
+    };
+    assert_eq!(jobs(1), vec!["web"]);
+    assert_eq!(jobs(2), vec!["api", "web"]);
+    assert_eq!(jobs(3), vec!["web"]);
+    // Only samples inside [start, end] (both inclusive).
+    let r4: Vec<Vec<i64>> = res.results[4]
+        .timeseries
+        .iter()
+        .map(|t| t.samples.iter().map(|s| s.timestamp).collect())
+        .collect();
+    assert_eq!(r4, vec![vec![T0 + 15_000], vec![T0 + 15_000]]);
+    assert_eq!(res.results[5].timeseries.len(), 1);
+    assert_eq!(
+        labels_of(&res.results[5].timeseries[0])[0],
+        ("__name__".into(), "job:up:sum".into())
+    );
+    assert_eq!(
+        res.results[6].timeseries.len(),
+        1,
+        "regex over metric names"
+    );
+    assert!(res.results[7].timeseries.is_empty());
+    assert!(res.results[8].timeseries.is_empty());
+    assert!(res.results[9].timeseries.is_empty());
+}
+
+#[test]
+fn prometheus_remote_write_answers_what_prometheus_expects() {
+    let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
+    // Undecodable bodies: 400, so Prometheus drops them instead of retrying.
+    let r = s.http(
+        "POST",
+        "/api/v1/write",
+        &WRITE_HEADERS,
+        b"\x10not snappy at all",
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = s.http(
+        "POST",
+        "/api/v1/write",
+        &WRITE_HEADERS,
+        &snap::raw::Encoder::new()
+            .compress_vec(b"\x0a\x05junk!")
+            .unwrap(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = s.http(
+        "POST",
+        "/api/v1/write",
+        &[("Content-Encoding", "zstd")],
+        b"whatever",
+    );
+    assert_eq!(r.status, 415, "{}", r.text());
+    // The path is Prometheus's, not OpenTSDB's `/api/write`.
+    let r = s.get("/api/v1/write");
+    assert_eq!(r.status, 405, "{}", r.text());
+    // A series without a name, and a metric that may not be created: 400
+    // (resending cannot help), with the reasons.
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(&[("job", "x")], &[(T0, 1.0)]),
+            series(&[("__name__", "new_metric"), ("job", "x")], &[(T0, 1.0)]),
+        ],
+        metadata: Vec::new(),
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let text = r.text();
+    assert!(text.contains("series 0: missing metric name"), "{text}");
+    assert!(
+        text.contains("No such name for 'metrics': 'new_metric'"),
+        "{text}"
+    );
+    // A body that decodes past the body limit: 413, refused before it is
+    // decoded (the declared length is in the snappy header).
+    let s2 = Server::start_with("[server]\nmax_body_bytes = 1024\nmax_inflight_bytes = 1048576\n");
+    let long = "a".repeat(5000);
+    let req = pb::WriteRequest {
+        timeseries: vec![series(&[("__name__", "m"), ("v", &long)], &[(T0, 1.0)])],
+        metadata: Vec::new(),
+    };
+    let body = snappy(&req);
+    assert!(body.len() < 1024, "compressed {} bytes", body.len());
+    let r = s2.http("POST", "/api/v1/write", &WRITE_HEADERS, &body);
+    assert_eq!(r.status, 413, "{}", r.text());
+}
+
+#[test]
+fn remote_read_is_bounded_by_the_query_budget() {
+    let s = Server::start_with("[query]\nmax_points = 50\n");
+    let big: Vec<(i64, f64)> = (0..100).map(|i| (T0 + i * 1000, i as f64)).collect();
+    let small: Vec<(i64, f64)> = (0..10).map(|i| (T0 + i * 1000, i as f64)).collect();
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(&[("__name__", "big"), ("job", "x")], &big),
+            series(&[("__name__", "small"), ("job", "x")], &small),
+        ],
+        metadata: Vec::new(),
+    };
+    assert_eq!(remote_write(&s, &req).status, 204);
+    let q = |name: &str| {
+        query(
+            T0,
+            T0 + 100_000,
+            vec![matcher(pb::MatchType::Eq, "__name__", name)],
+        )
+    };
+    // Within the budget.
+    let ok = remote_read(&s, vec![q("small")]).expect("small read");
+    assert_eq!(ok.results[0].timeseries[0].samples.len(), 10);
+    // Beyond it: refused, with OpenTSDB's text.
+    let (status, text) = remote_read(&s, vec![q("big")]).expect_err("over budget");
+    assert_eq!(status, 413, "{text}");
+    assert!(
+        text.contains("more than our limit of 50 data points"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_http_method_split_across_packets_is_still_http() {
+    let s = Server::start();
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // "PO" is a prefix of "POST ": the server waits for more bytes.
+    c.write_all(b"PO").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let body = r#"{"metric":"split.m","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#;
+    let head = format!(
+        "ST /api/put HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(body.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = std::io::Read::read_to_string(&mut c, &mut out);
+    assert!(out.starts_with("HTTP/1.1 204"), "{out}");
+    assert_eq!(
+        points(&s, "split.m", 1356998400, 1356998500),
+        pts(&[(1356998400000, 1.0)])
+    );
+}
