@@ -9,6 +9,8 @@
 //!   ones) → one native cell per row → the store.
 //! * [`checkpoint`] — head snapshots that let old WAL segments go.
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
+//! * [`index`] — the series index (one `Meta` row per TSUID) behind
+//!   `/api/search/lookup`, kept crash-safe relative to the WAL.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
 //! * [`compactor`] — how the store's compaction merges a row's cells.
@@ -32,6 +34,7 @@ mod compactor;
 mod delete;
 mod flush;
 pub mod head;
+mod index;
 mod read;
 pub mod retention;
 pub mod wal;
@@ -46,6 +49,7 @@ use quick_cache::sync::Cache;
 
 pub use self::clock::{Clock, SystemClock};
 use self::head::{Head, Take};
+pub use self::index::IndexError;
 use self::retention::Retention;
 use self::wal::{Event, FrameBuilder, Wal, WalError, WalOptions};
 use crate::codec::{KeyLayout, StoredValue};
@@ -271,6 +275,13 @@ impl Engine {
                 }
             },
         )?;
+        // Series the replay brought back may have lost their buffered index
+        // rows with the process; old data directories get indexed once.
+        Self::reindex(
+            &store,
+            &layout,
+            head.all_series().map(|e| Arc::clone(&e.key)),
+        )?;
         if replayed > 0 {
             tracing::info!(
                 points = replayed,
@@ -477,6 +488,17 @@ impl Engine {
             }
         }
         if !resolved.is_empty() {
+            // Series the head does not know get their index rows before
+            // their WAL frame exists (see `index` for the crash argument).
+            let fresh: Vec<&[u8]> = {
+                let head = self.head();
+                resolved
+                    .iter()
+                    .filter(|(_, key, _)| head.id_of(key).is_none())
+                    .map(|(_, key, _)| &key[..])
+                    .collect()
+            };
+            self.index_series(fresh)?;
             // New UIDs must be durable before any logged point refers to them.
             self.uids.sync_if_needed().map_err(EngineError::Uid)?;
         }
@@ -694,6 +716,9 @@ impl Engine {
         };
         let now = self.clock.now_ms().max(0) as u64;
         checkpoint::write(&self.head_dir, segment, &snapshot, points, now)?;
+        // Index rows of the series defined in the segments about to go were
+        // written buffered: make them durable first.
+        self.store.sync()?;
         self.wal.remove_before(segment)?;
         for (n, old) in checkpoint::list(&self.head_dir)? {
             if n < segment {

@@ -5,8 +5,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::engine::EngineError;
 use crate::engine::wal::WalError;
+use crate::engine::{EngineError, IndexError};
 use crate::uid::UidError;
 
 #[derive(Debug, Clone)]
@@ -106,6 +106,20 @@ impl From<UidError> for ApiError {
         match e {
             UidError::NoSuchName { .. } => ApiError::bad_request(e.to_string()),
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::Unresolved { kind, name } => {
+                ApiError::new(StatusCode::NOT_FOUND, "Unable to resolve one or more UIDs")
+                    .with_details(format!("No such name for '{}': '{name}'", kind.as_str()))
+            }
+            IndexError::Budget(q) => q.into(),
+            IndexError::Uid(u) => u.into(),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }
 }

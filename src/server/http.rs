@@ -47,6 +47,14 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/stats", get(stats).post(stats))
         .route("/api/stats/query", get(stats_query))
         .route(
+            "/api/search/lookup",
+            get(super::api_search::lookup_get).post(super::api_search::lookup_post),
+        )
+        .route(
+            "/api/search/{kind}",
+            get(super::api_search::other).post(super::api_search::other),
+        )
+        .route(
             "/api/__unsupported_version",
             axum::routing::any(unsupported_version),
         )

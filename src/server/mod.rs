@@ -3,7 +3,12 @@
 //! (`A`–`Z`) is HTTP (axum on hyper) for the life of the connection,
 //! anything else is the line protocol. Connections are capped by a
 //! semaphore taken before the connection is served.
+//!
+//! * `http` — routing and the core endpoints; `api` — helpers for the
+//!   endpoints in their own files: `api_search` (`/api/search/*`).
 
+pub mod api;
+pub mod api_search;
 pub mod body;
 pub mod cors;
 pub mod error;
