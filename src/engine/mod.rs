@@ -11,6 +11,8 @@
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
 //! * [`index`] — the series index (one `Meta` row per TSUID) behind
 //!   `/api/search/lookup`, kept crash-safe relative to the WAL.
+//! * [`last`] — the newest point of a series (`/api/query/last`) by point
+//!   reads of hour rows.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
 //! * [`compactor`] — how the store's compaction merges a row's cells.
@@ -35,6 +37,7 @@ mod delete;
 mod flush;
 pub mod head;
 mod index;
+mod last;
 mod read;
 pub mod retention;
 pub mod wal;
@@ -50,6 +53,7 @@ use quick_cache::sync::Cache;
 pub use self::clock::{Clock, SystemClock};
 use self::head::{Head, Take};
 pub use self::index::IndexError;
+pub use self::last::LastError;
 use self::retention::Retention;
 use self::wal::{Event, FrameBuilder, Wal, WalError, WalOptions};
 use crate::codec::{KeyLayout, StoredValue};

@@ -47,6 +47,10 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/stats", get(stats).post(stats))
         .route("/api/stats/query", get(stats_query))
         .route(
+            "/api/query/last",
+            get(super::api_last::last_get).post(super::api_last::last_post),
+        )
+        .route(
             "/api/search/lookup",
             get(super::api_search::lookup_get).post(super::api_search::lookup_post),
         )

@@ -5,9 +5,11 @@
 //! semaphore taken before the connection is served.
 //!
 //! * `http` — routing and the core endpoints; `api` — helpers for the
-//!   endpoints in their own files: `api_search` (`/api/search/*`).
+//!   endpoints in their own files: `api_search` (`/api/search/*`),
+//!   `api_last` (`/api/query/last`).
 
 pub mod api;
+pub mod api_last;
 pub mod api_search;
 pub mod body;
 pub mod cors;
