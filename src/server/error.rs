@@ -104,7 +104,9 @@ impl From<WalError> for ApiError {
 impl From<UidError> for ApiError {
     fn from(e: UidError) -> Self {
         match e {
-            UidError::NoSuchName { .. } => ApiError::bad_request(e.to_string()),
+            UidError::NoSuchName { .. } | UidError::Exists { .. } => {
+                ApiError::bad_request(e.to_string())
+            }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }
     }

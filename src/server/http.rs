@@ -51,6 +51,17 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             get(super::api_last::last_get).post(super::api_last::last_post),
         )
         .route(
+            "/api/uid/assign",
+            get(super::api_uid::assign_get).post(super::api_uid::assign_post),
+        )
+        .route("/api/uid/uidmeta", get(super::api_uid::uidmeta_get))
+        .route("/api/uid/tsmeta", get(super::api_uid::tsmeta_get))
+        .route(
+            "/api/uid/rename",
+            get(super::api_uid::rename_get).post(super::api_uid::rename_post),
+        )
+        .route("/api/uid/{x}", axum::routing::any(super::api_uid::other))
+        .route(
             "/api/search/lookup",
             get(super::api_search::lookup_get).post(super::api_search::lookup_post),
         )

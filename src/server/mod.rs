@@ -6,11 +6,12 @@
 //!
 //! * `http` — routing and the core endpoints; `api` — helpers for the
 //!   endpoints in their own files: `api_search` (`/api/search/*`),
-//!   `api_last` (`/api/query/last`).
+//!   `api_last` (`/api/query/last`), `api_uid` (`/api/uid/*`).
 
 pub mod api;
 pub mod api_last;
 pub mod api_search;
+pub mod api_uid;
 pub mod body;
 pub mod cors;
 pub mod error;

@@ -2,6 +2,7 @@
 
 mod api_last;
 mod api_lookup;
+mod api_uid;
 mod common;
 mod damage;
 mod durability;
