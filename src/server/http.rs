@@ -51,6 +51,11 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             get(super::api_last::last_get).post(super::api_last::last_post),
         )
         .route(
+            "/api/config",
+            get(super::api_config::config).post(super::api_config::config),
+        )
+        .route("/api/serializers", get(super::api_config::serializers))
+        .route(
             "/api/uid/assign",
             get(super::api_uid::assign_get).post(super::api_uid::assign_post),
         )
