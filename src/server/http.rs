@@ -338,10 +338,13 @@ async fn run_query(
     origin: OriginCheck,
     peer: String,
     text: String,
+    format: Result<super::api_arrow::Format, ApiError>,
 ) -> Response {
     let started = Instant::now();
+    let arrow = matches!(format, Ok(super::api_arrow::Format::Arrow));
     let result: Result<Vec<u8>, ApiError> = async {
         let q = q?;
+        format?;
         if q.delete {
             origin.refuse()?;
             if !ctx.config.query.allow_delete {
@@ -386,6 +389,9 @@ async fn run_query(
                         .collect();
                     engine.delete_points(&keys, q.start_ms, q.end_ms)?;
                 }
+                if arrow {
+                    return Ok(hourglass_query::render_arrow(&q, &results)?);
+                }
                 Ok(hourglass_query::render::render_json(&q, &results))
             })();
             (out, budget.points_taken())
@@ -415,7 +421,13 @@ async fn run_query(
     respond(
         &ctx,
         "query",
-        result.map(|body| json_response(StatusCode::OK, body)),
+        result.map(|body| {
+            if arrow {
+                super::api_arrow::arrow_response(body)
+            } else {
+                json_response(StatusCode::OK, body)
+            }
+        }),
     )
 }
 
@@ -427,15 +439,17 @@ fn peer_of(ext: &axum::http::Extensions) -> String {
 async fn query_get(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
+    headers: HeaderMap,
     uri: Uri,
     ext: axum::http::Extensions,
 ) -> Response {
+    let format = super::api_arrow::format(&params, &headers);
     let q = hourglass_query::parse_query_string(&params, now_ms());
     let origin = ext
         .get::<OriginCheck>()
         .copied()
         .unwrap_or(OriginCheck::Allowed);
-    run_query(ctx, q, origin, peer_of(&ext), uri.to_string()).await
+    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
 }
 
 async fn query_post(
@@ -445,6 +459,7 @@ async fn query_post(
     ext: axum::http::Extensions,
     body: Body,
 ) -> Response {
+    let format = super::api_arrow::format(&params, &headers);
     let read = match super::body::read(&ctx, &headers, body).await {
         Ok(b) => b,
         Err(e) => return respond(&ctx, "query", Err(e)),
@@ -456,7 +471,7 @@ async fn query_post(
         .unwrap_or(OriginCheck::Allowed);
     let text = String::from_utf8_lossy(&read.bytes[..read.bytes.len().min(4096)]).into_owned();
     drop(read);
-    run_query(ctx, q, origin, peer_of(&ext), text).await
+    run_query(ctx, q, origin, peer_of(&ext), text, format).await
 }
 
 fn suggest_run(

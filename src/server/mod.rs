@@ -7,9 +7,11 @@
 //! * `http` — routing and the core endpoints; `api` — helpers for the
 //!   endpoints in their own files: `api_search` (`/api/search/*`),
 //!   `api_last` (`/api/query/last`), `api_uid` (`/api/uid/*`),
-//!   `api_config` (`/api/config`, `/api/serializers`).
+//!   `api_config` (`/api/config`, `/api/serializers`), `api_arrow` (the
+//!   Arrow output format of `/api/query`).
 
 pub mod api;
+pub mod api_arrow;
 pub mod api_config;
 pub mod api_last;
 pub mod api_search;
