@@ -11,6 +11,7 @@
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
 //! * [`index`] — the series index (one `Meta` row per TSUID) behind
 //!   `/api/search/lookup`, kept crash-safe relative to the WAL.
+//! * [`annotations`] — notes in data rows, as OpenTSDB stores them.
 //! * [`last`] — the newest point of a series (`/api/query/last`) by point
 //!   reads of hour rows.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
@@ -30,6 +31,7 @@
 //! memory bound; a point that arrives for an hour already flushed becomes a
 //! second cell of the row, merged by compaction.
 
+mod annotations;
 pub mod checkpoint;
 pub mod clock;
 mod compactor;
@@ -50,6 +52,7 @@ use std::time::Duration;
 use hourglass_ingest::{Point, Value};
 use quick_cache::sync::Cache;
 
+pub use self::annotations::AnnotationError;
 pub use self::clock::{Clock, SystemClock};
 use self::head::{Head, Take};
 pub use self::index::IndexError;

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::engine::wal::WalError;
-use crate::engine::{EngineError, IndexError};
+use crate::engine::{AnnotationError, EngineError, IndexError};
 use crate::uid::UidError;
 
 #[derive(Debug, Clone)]
@@ -108,6 +108,18 @@ impl From<UidError> for ApiError {
                 ApiError::bad_request(e.to_string())
             }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+impl From<AnnotationError> for ApiError {
+    fn from(e: AnnotationError) -> Self {
+        match e {
+            AnnotationError::BadTsuid(_) | AnnotationError::NoStart => {
+                ApiError::bad_request(e.to_string())
+            }
+            AnnotationError::Query(q) => q.into(),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }
 }

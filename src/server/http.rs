@@ -51,6 +51,20 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             get(super::api_last::last_get).post(super::api_last::last_post),
         )
         .route(
+            "/api/annotation",
+            get(super::api_annotation::annotation)
+                .post(super::api_annotation::annotation)
+                .put(super::api_annotation::annotation)
+                .delete(super::api_annotation::annotation),
+        )
+        .route(
+            "/api/annotation/bulk",
+            post(super::api_annotation::bulk)
+                .put(super::api_annotation::bulk)
+                .delete(super::api_annotation::bulk),
+        )
+        .route("/api/annotations", get(super::api_annotation::globals))
+        .route(
             "/api/config",
             get(super::api_config::config).post(super::api_config::config),
         )

@@ -8,9 +8,11 @@
 //!   endpoints in their own files: `api_search` (`/api/search/*`),
 //!   `api_last` (`/api/query/last`), `api_uid` (`/api/uid/*`),
 //!   `api_config` (`/api/config`, `/api/serializers`), `api_arrow` (the
-//!   Arrow output format of `/api/query`).
+//!   Arrow output format of `/api/query`), `api_annotation`
+//!   (`/api/annotation[/bulk]`, `/api/annotations`).
 
 pub mod api;
+pub mod api_annotation;
 pub mod api_arrow;
 pub mod api_config;
 pub mod api_last;
