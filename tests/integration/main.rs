@@ -8,6 +8,7 @@ mod api_uid;
 mod common;
 mod damage;
 mod durability;
+mod grafana;
 mod hostile;
 mod http_api;
 mod query;
