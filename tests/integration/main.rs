@@ -4,6 +4,7 @@ mod api_annotation;
 mod api_arrow;
 mod api_last;
 mod api_lookup;
+mod api_query_more;
 mod api_uid;
 mod common;
 mod damage;
