@@ -50,14 +50,14 @@ pub fn has_flag(params: &Params, name: &str) -> bool {
         .any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
 }
 
-/// Reads a request body within the server's bounds.
+/// Reads a request body within the server's bounds; the body's in-flight
+/// memory stays accounted until the result is dropped.
 pub async fn read_body(
     ctx: &Arc<Ctx>,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Vec<u8>, ApiError> {
-    let read = super::body::read(ctx, headers, body).await?;
-    Ok(read.bytes.to_vec())
+) -> Result<super::body::ReadBody, ApiError> {
+    super::body::read(ctx, headers, body).await
 }
 
 /// Runs blocking read work `f` as a query: admitted by the query gate

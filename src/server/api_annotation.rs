@@ -58,11 +58,12 @@ async fn single(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_body(ctx, headers, body).await?;
+    let read = read_body(ctx, headers, body).await?;
+    let bytes = &read.bytes[..];
     let update = if bytes.iter().all(u8::is_ascii_whitespace) {
         parse_annotation_query_string(params, now_ms())?
     } else {
-        parse_annotation_json(&bytes)?
+        parse_annotation_json(bytes)?
     };
     let engine = &ctx.engine;
     let note = &update.annotation;
@@ -111,10 +112,11 @@ async fn bulk_inner(
     ext: &axum::http::Extensions,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let bytes = read_body(ctx, headers, body).await?;
+    let read = read_body(ctx, headers, body).await?;
+    let bytes = &read.bytes[..];
     match *method {
         Method::POST | Method::PUT => {
-            let updates = parse_bulk_annotations(&bytes)?;
+            let updates = parse_bulk_annotations(bytes)?;
             let engine = &ctx.engine;
             let put = *method == Method::PUT;
             let stored = tokio::task::block_in_place(|| {
@@ -138,7 +140,7 @@ async fn bulk_inner(
             let req = if bytes.iter().all(u8::is_ascii_whitespace) {
                 parse_bulk_delete_query_string(params, now_ms())?
             } else {
-                parse_bulk_delete_json(&bytes, now_ms())?
+                parse_bulk_delete_json(bytes, now_ms())?
             };
             let layout = *ctx.engine.layout();
             let mut tsuids = Vec::with_capacity(req.tsuids.len());

@@ -132,8 +132,9 @@ pub async fn last_post(
     body: Body,
 ) -> Response {
     let r = async {
-        let bytes = read_body(&ctx, &headers, body).await?;
-        let q = hourglass_query::last::parse_last_json(&bytes);
+        let read = read_body(&ctx, &headers, body).await?;
+        let bytes = &read.bytes[..];
+        let q = hourglass_query::last::parse_last_json(bytes);
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
         run_last(&ctx, q, text, peer_of(&ext)).await
     }

@@ -135,7 +135,8 @@ pub async fn assign_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params
 
 pub async fn assign_post(State(ctx): State<Arc<Ctx>>, headers: HeaderMap, body: Body) -> Response {
     let r = async {
-        let v = parse_json(&read_body(&ctx, &headers, body).await?)?;
+        let read = read_body(&ctx, &headers, body).await?;
+        let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")
                 .with_details("expected an object")
@@ -358,7 +359,8 @@ pub async fn rename_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params
 
 pub async fn rename_post(State(ctx): State<Arc<Ctx>>, headers: HeaderMap, body: Body) -> Response {
     let r = async {
-        let v = parse_json(&read_body(&ctx, &headers, body).await?)?;
+        let read = read_body(&ctx, &headers, body).await?;
+        let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")
                 .with_details("expected an object")
