@@ -11,8 +11,9 @@
 //!
 //! Crash safety without an fsync per new series: the row is written before
 //! the WAL frame that defines the series, so
-//! * a series whose WAL frame survives a crash is indexed again when the
-//!   WAL is replayed ([`Engine::reindex`] on open), and
+//! * a series with a point in the replayed WAL segments is indexed again
+//!   when the WAL is replayed ([`Engine::reindex`] on open; after a clean
+//!   stop nothing is replayed, so nothing is rewritten), and
 //! * a checkpoint syncs the store before it drops WAL segments, so a series
 //!   whose frame is dropped already has a durable index row.
 //!

@@ -248,6 +248,9 @@ impl Engine {
         let mut head = Head::default();
         let replay_from = Self::load_checkpoint(&head_dir, &mut head, repair)?;
         let mut replayed = 0usize;
+        // Head slots of the series the replay touched (ids are stable: no
+        // eviction during replay).
+        let mut seen: Vec<bool> = Vec::new();
         let wal = Wal::open(
             &data_dir.join("wal"),
             &WalOptions {
@@ -271,6 +274,10 @@ impl Engine {
                         }
                     };
                     head.insert(id, raw_ts, value);
+                    if seen.len() <= id as usize {
+                        seen.resize(id as usize + 1, false);
+                    }
+                    seen[id as usize] = true;
                     replayed += 1;
                 }
                 Event::Delete {
@@ -283,11 +290,16 @@ impl Engine {
             },
         )?;
         // Series the replay brought back may have lost their buffered index
-        // rows with the process; old data directories get indexed once.
+        // rows with the process (a series only in the checkpoint had its
+        // WAL segments removed after a store sync: its row is durable); old
+        // data directories get indexed once.
         Self::reindex(
             &store,
             &layout,
-            head.all_series().map(|e| Arc::clone(&e.key)),
+            seen.iter()
+                .enumerate()
+                .filter(|(_, s)| **s)
+                .filter_map(|(id, _)| head.entry(id as u32).map(|e| Arc::clone(&e.key))),
         )?;
         if replayed > 0 {
             tracing::info!(

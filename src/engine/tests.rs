@@ -530,3 +530,31 @@ fn series_index_is_built_from_data_rows_for_directories_without_one() {
     assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
     assert_eq!(lookup_hosts(&e, "e.n"), ["a"]);
 }
+
+#[test]
+fn series_index_survives_crashes_around_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let now_s = (T0_MS / 1000) as u64;
+    {
+        let e = open(&c, &clock);
+        // New names: the UID fsync makes this series' index row durable.
+        write(
+            &e,
+            &[point("e.m", now_s, 1, "a"), point("e.n", now_s, 1, "b")],
+        );
+        // Known names, new series: its index row is only buffered until
+        // the checkpoint, which drops the WAL that defines it.
+        write(&e, &[point("e.m", now_s + 1, 2, "b")]);
+        e.checkpoint().unwrap();
+        // After the checkpoint: only the WAL knows this one.
+        write(&e, &[point("e.n", now_s + 2, 3, "a")]);
+        // No shutdown. (In-process the store's log buffer still reaches the
+        // OS when dropped; `api_lookup`'s kill -9 tests cover lost buffers.)
+        e.wal().close();
+    }
+    let e = open(&c, &clock);
+    assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
+    assert_eq!(lookup_hosts(&e, "e.n"), ["a", "b"]);
+}
