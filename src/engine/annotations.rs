@@ -146,22 +146,64 @@ impl Engine {
         start_time: i64,
         f: impl FnOnce(Option<&Annotation>) -> Result<(Option<Annotation>, T), AnnotationError>,
     ) -> Result<T, AnnotationError> {
+        let mut f = Some(f);
+        let mut out =
+            self.update_annotations(&[(tsuid, start_time)], |_, stored| match f.take() {
+                Some(f) => f(stored),
+                None => Err(AnnotationError::NoStart),
+            })?;
+        out.pop().ok_or(AnnotationError::NoStart)
+    }
+
+    /// [`Engine::update_annotation`] for many notes at once (`/api/annotation/bulk`):
+    /// `f(i, stored)` for each `(tsuid, start_time)` in order, seeing the
+    /// notes earlier calls stored; everything is written in one durable
+    /// store write (one small table file, not one per note).
+    pub fn update_annotations<T>(
+        &self,
+        keys: &[(&str, i64)],
+        mut f: impl FnMut(
+            usize,
+            Option<&Annotation>,
+        ) -> Result<(Option<Annotation>, T), AnnotationError>,
+    ) -> Result<Vec<T>, AnnotationError> {
         let _guard = WRITE_LOCK
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let stored = self.get_annotation(tsuid, start_time)?;
-        let (store, out) = f(stored.as_ref())?;
-        if let Some(note) = store {
-            let (row, column) = self.note_cell(&note.tsuid, note.start_time)?;
-            self.store.write(
-                vec![Mutation::Put {
-                    table: Table::Data,
-                    row,
-                    column,
-                    value: note.to_storage_json().into_bytes(),
-                }],
-                Durability::Sync,
-            )?;
+        let mut pending: std::collections::HashMap<(Vec<u8>, Vec<u8>), Annotation> =
+            std::collections::HashMap::new();
+        let mut order: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut out = Vec::with_capacity(keys.len());
+        for (i, &(tsuid, start_time)) in keys.iter().enumerate() {
+            let cell = self.note_cell(tsuid, start_time)?;
+            let stored = match pending.get(&cell) {
+                Some(n) => Some(n.clone()),
+                None => self.get_annotation(tsuid, start_time)?,
+            };
+            let (store, answer) = f(i, stored.as_ref())?;
+            if let Some(note) = store {
+                let cell = self.note_cell(&note.tsuid, note.start_time)?;
+                if !pending.contains_key(&cell) {
+                    order.push(cell.clone());
+                }
+                pending.insert(cell, note);
+            }
+            out.push(answer);
+        }
+        if !order.is_empty() {
+            let batch = order
+                .into_iter()
+                .filter_map(|cell| {
+                    let note = pending.remove(&cell)?;
+                    Some(Mutation::Put {
+                        table: Table::Data,
+                        row: cell.0,
+                        column: cell.1,
+                        value: note.to_storage_json().into_bytes(),
+                    })
+                })
+                .collect();
+            self.store.write(batch, Durability::Sync)?;
         }
         Ok(out)
     }

@@ -117,22 +117,33 @@ async fn bulk_inner(
     match *method {
         Method::POST | Method::PUT => {
             let updates = parse_bulk_annotations(bytes)?;
-            let engine = &ctx.engine;
             let put = *method == Method::PUT;
+            let keys: Vec<(&str, i64)> = updates
+                .iter()
+                .map(|u| (u.annotation.tsuid.as_str(), u.annotation.start_time))
+                .collect();
             let stored = tokio::task::block_in_place(|| {
-                updates
-                    .iter()
-                    .map(|u| {
-                        Ok(sync_one(engine, u, put)
-                            .map_err(|e| {
-                                e.with_details(format!(
-                                    "Annotation error: {}",
-                                    u.annotation.to_response_json()
-                                ))
-                            })?
-                            .unwrap_or_else(|| u.annotation.clone()))
+                ctx.engine.update_annotations(&keys, |i, stored| {
+                    let u = &updates[i];
+                    let outcome = if put {
+                        replace(u, stored)
+                    } else {
+                        merge(u, stored)
+                    }
+                    .map_err(|e| {
+                        AnnotationError::from(hourglass_query::QueryError::BadRequest {
+                            message: e.message().to_string(),
+                            details: Some(format!(
+                                "Annotation error: {}",
+                                u.annotation.to_response_json()
+                            )),
+                        })
+                    })?;
+                    Ok(match outcome {
+                        SyncOutcome::Store(n) => (Some(n.clone()), n),
+                        SyncOutcome::NotModified => (None, u.annotation.clone()),
                     })
-                    .collect::<Result<Vec<_>, ApiError>>()
+                })
             })?;
             Ok(json_response(StatusCode::OK, render_annotations(&stored)))
         }

@@ -126,6 +126,25 @@ fn bulk_annotations() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["totalDeleted"], 3);
+    // Two updates of one note in one request: the second merges into the
+    // first (one store write for the whole request).
+    let body = format!(
+        r#"[{{"tsuid":"{tsuid}","startTime":1356998600,"description":"d"}},
+            {{"tsuid":"{tsuid}","startTime":1356998600,"notes":"n"}}]"#
+    );
+    let r = s.post_json("/api/annotation/bulk", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = s.get(&format!(
+        "/api/annotation?tsuid={tsuid}&start_time=1356998600"
+    ));
+    assert_eq!(r.json()["description"], "d");
+    assert_eq!(r.json()["notes"], "n");
+    let r = s.post_json("/api/annotation/bulk", r#"[{"description":"no start"}]"#);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "The start timestamp has not been set"
+    );
     let q = s.query("/api/query?start=1356998400&end=1356998500&m=sum:sys.cpu&global_annotations");
     assert!(
         q[0].get("annotations")
