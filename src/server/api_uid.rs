@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use super::api::{Params, json_response, param, peer_of, read_body, respond, run_budgeted};
+use super::cors::OriginCheck;
 use super::error::ApiError;
 use crate::uid::{UidError, UidKind};
 
@@ -118,7 +119,23 @@ fn assign(ctx: &Ctx, wanted: Vec<(UidKind, String)>) -> Result<Response, ApiErro
     Ok(json_response(status, Value::Object(out).to_string()))
 }
 
-pub async fn assign_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
+/// A GET that writes (OpenTSDB allows it): the CORS layer only stops
+/// foreign browser origins on write verbs, so refuse them here too.
+fn refuse_foreign(ext: &axum::http::Extensions) -> Result<(), ApiError> {
+    ext.get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed)
+        .refuse()
+}
+
+pub async fn assign_get(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    ext: axum::http::Extensions,
+) -> Response {
+    if let Err(e) = refuse_foreign(&ext) {
+        return respond(&ctx, "uid_assign", Err(e));
+    }
     let mut wanted = Vec::new();
     for (k, v) in &params {
         if let Some(kind) = api_kind(k) {
@@ -351,7 +368,14 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
     }
 }
 
-pub async fn rename_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
+pub async fn rename_get(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    ext: axum::http::Extensions,
+) -> Response {
+    if let Err(e) = refuse_foreign(&ext) {
+        return respond(&ctx, "uid_rename", Err(e));
+    }
     let fields: BTreeMap<String, String> = params.into_iter().collect();
     let r = tokio::task::block_in_place(|| rename(&ctx, &fields));
     respond(&ctx, "uid_rename", r)

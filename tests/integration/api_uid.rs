@@ -135,6 +135,14 @@ fn uidmeta_tsmeta_and_rename() {
         r.json()["error"]["message"],
         "Missing necessary values to rename UID"
     );
+    // A GET that writes, from a foreign browser origin: refused.
+    for path in [
+        "/api/uid/assign?metric=from.a.browser",
+        "/api/uid/rename?tagv=web02&name=evil",
+    ] {
+        let r = s.http("GET", path, &[("Origin", "http://evil.example")], b"");
+        assert_eq!(r.status, 403, "{path}: {}", r.text());
+    }
     let r = s.get("/api/uid/bogus");
     assert_eq!(r.status, 501);
     let r = s.post_json("/api/uid/uidmeta?uid=000001&type=metric", "{}");
