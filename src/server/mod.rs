@@ -101,7 +101,7 @@ fn hostname() -> String {
 /// Version banner for telnet `version` (two lines, like OpenTSDB's).
 pub fn version_lines() -> String {
     format!(
-        "hourglass {} (OpenTSDB 2.4 compatible) built at revision {}\nBuilt by the hourglass project, https://example.invalid/hourglass\n",
+        "hourglass {} (OpenTSDB 2.4 compatible) built at revision {}\nBuilt by the hourglass project\n",
         env!("CARGO_PKG_VERSION"),
         option_env!("HOURGLASS_GIT_REVISION").unwrap_or("unknown")
     )
