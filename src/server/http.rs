@@ -31,7 +31,6 @@ use tower::util::MapRequest;
 use super::Ctx;
 use super::cors::OriginCheck;
 use super::error::ApiError;
-use super::limits::Refused;
 use crate::engine::PointError;
 use crate::uid::{UidError, UidKind};
 
@@ -401,67 +400,30 @@ async fn run_query(
                     .with_details("Deleting data is not enabled (query.allow_delete = false)"));
             }
         }
-        // Admission: a bounded number run, a bounded number wait.
-        let mut ticket = ctx.queries.admit(text, peer).await.map_err(|why| {
-            let msg = match why {
-                Refused::QueueFull => "Too many queries are waiting; please try again later",
-                Refused::Waited => "Timed out waiting for a query slot; please try again later",
-            };
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
-        })?;
+        // Admission, budget and timeout as for every query; if this future
+        // is dropped (the client went away), the ticket's drop cancels the
+        // budget and the blocking task stops at its next check.
         let engine = Arc::clone(&ctx.engine);
-        let cfg = &ctx.config.query;
-        let limits = hourglass_query::QueryLimits {
-            max_points: cfg.max_points as u64,
-            max_values: cfg.max_values as u64,
-            timeout: (cfg.timeout_secs > 0)
-                .then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
-        };
-        let budget = hourglass_query::QueryBudget::new(limits)
-            .with_cancel_flag(Arc::clone(&ticket.cancel))
-            .with_pool(Arc::clone(&ctx.queries.pool));
-        // If this future is dropped (the client went away), the ticket's
-        // drop cancels the budget and the blocking task stops at its next
-        // check.
-        let joined = tokio::task::spawn_blocking(move || -> (Result<Vec<u8>, ApiError>, u64) {
-            let out = (|| -> Result<Vec<u8>, ApiError> {
-                let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
-                if q.delete {
-                    // The matched series lose their points in [start, end];
-                    // the answer still shows them, as OpenTSDB's does.
-                    let layout = *engine.layout();
-                    let keys: Vec<Vec<u8>> = results
-                        .iter()
-                        .flat_map(|r| r.tsuids.iter())
-                        .filter_map(|hex| decode_hex(hex))
-                        .filter_map(|t| layout.series_key_from_tsuid(&t))
-                        .collect();
-                    engine.delete_points(&keys, q.start_ms, q.end_ms)?;
-                }
-                if arrow {
-                    return Ok(hourglass_query::render_arrow(&q, &results)?);
-                }
-                Ok(hourglass_query::render::render_json(&q, &results))
-            })();
-            (out, budget.points_taken())
+        super::api::run_budgeted(&ctx, text, peer, move |budget| {
+            let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
+            if q.delete {
+                // The matched series lose their points in [start, end];
+                // the answer still shows them, as OpenTSDB's does.
+                let layout = *engine.layout();
+                let keys: Vec<Vec<u8>> = results
+                    .iter()
+                    .flat_map(|r| r.tsuids.iter())
+                    .filter_map(|hex| decode_hex(hex))
+                    .filter_map(|t| layout.series_key_from_tsuid(&t))
+                    .collect();
+                engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+            }
+            if arrow {
+                return Ok(hourglass_query::render_arrow(&q, &results)?);
+            }
+            Ok(hourglass_query::render::render_json(&q, &results))
         })
-        .await;
-        let (out, points) = joined.map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("query task failed: {e}"),
-            )
-        })?;
-        let status = match &out {
-            Ok(_) => 200,
-            Err(e) => e.status.as_u16(),
-        };
-        ticket.finish(
-            status,
-            out.as_ref().err().map(|e| e.message.clone()),
-            points,
-        );
-        out
+        .await
     }
     .await;
     ctx.metrics
