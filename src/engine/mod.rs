@@ -9,6 +9,8 @@
 //!   ones) → one native cell per row → the store.
 //! * [`checkpoint`] — head snapshots that let old WAL segments go.
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
+//! * [`fanout`] — runs the per-bucket scans, on helper threads once a scan
+//!   lasts.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
 //! * [`compactor`] — how the store's compaction merges a row's cells.
@@ -30,6 +32,7 @@ pub mod checkpoint;
 pub mod clock;
 mod compactor;
 mod delete;
+mod fanout;
 mod flush;
 pub mod head;
 mod read;

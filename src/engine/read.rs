@@ -7,13 +7,14 @@
 //! older than the metric's retention horizon are never returned.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use hourglass_query::QueryBudget;
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
+use super::fanout::for_each_bucket;
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
 use crate::storage::Table;
@@ -100,6 +101,10 @@ impl Scan<'_> {
         self.budget.take_points(n) && self.budget.check().is_ok()
     }
 }
+
+/// How long a scan runs on the calling thread alone before helper threads
+/// join it (see [`for_each_bucket`]).
+const FIRST_SLICE: Duration = Duration::from_micros(1500);
 
 /// Cores available to this process (read once: the lookup reads cgroup
 /// files).
@@ -204,23 +209,13 @@ impl Engine {
         } else {
             layout.salt_buckets as usize
         };
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<HashMap<Vec<u8>, Points>>> = Mutex::new(Vec::new());
         let first_err: Mutex<Option<SourceError>> = Mutex::new(None);
-        // Scans the buckets left, claiming them one at a time.
-        let work = |deadline: Option<std::time::Instant>| -> bool {
-            let mut local: HashMap<Vec<u8>, Points> = HashMap::new();
-            let mut pts = Vec::new();
-            let mut more = false;
-            loop {
-                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                    more = next.load(Ordering::Relaxed) + 1 < buckets;
-                    break;
-                }
-                let b = next.fetch_add(1, Ordering::Relaxed);
-                if b >= buckets {
-                    break;
-                }
+        let results = for_each_bucket(
+            buckets,
+            FIRST_SLICE,
+            parallelism().min(buckets).saturating_sub(1),
+            || (HashMap::<Vec<u8>, Points>::new(), Vec::new()),
+            |b, (local, pts)| {
                 let start = layout.scan_key(b as u32, scan.metric, scan.lo);
                 let end = layout.scan_key(b as u32, scan.metric, scan.hi);
                 let res = self
@@ -234,7 +229,7 @@ impl Engine {
                         }
                         let out = local.entry(layout.series_of_row(row)).or_default();
                         let before = out.len();
-                        if let Err(e) = decode_row_into(&cells, parts.base_time, out, &mut pts) {
+                        if let Err(e) = decode_row_into(&cells, parts.base_time, out, pts) {
                             // Never skip damage silently: fail the query.
                             return Err(crate::storage::StorageError::Corrupt {
                                 path: std::path::PathBuf::from("<data row>"),
@@ -244,34 +239,18 @@ impl Engine {
                         }
                         Ok(scan.take(out.len() - before))
                     });
-                if let Err(e) = res {
-                    let mut fe = first_err
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    fe.get_or_insert(SourceError::Storage(e.to_string()));
-                    break;
+                match res {
+                    Ok(()) => true,
+                    Err(e) => {
+                        first_err
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get_or_insert(SourceError::Storage(e.to_string()));
+                        false
+                    }
                 }
-            }
-            results
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(local);
-            more
-        };
-        // Small scans finish on this thread before a helper thread would
-        // even have started (creating one costs up to milliseconds on a busy
-        // box); a scan still running after a short while gets helpers, one
-        // per core, which only ever take buckets nobody has started.
-        let first_slice = std::time::Instant::now() + std::time::Duration::from_micros(1500);
-        if work(Some(first_slice)) {
-            let helpers = parallelism().min(buckets).saturating_sub(1);
-            std::thread::scope(|s| {
-                for _ in 0..helpers {
-                    s.spawn(|| work(None));
-                }
-                work(None);
-            });
-        }
+            },
+        );
         if let Some(e) = first_err
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -279,10 +258,7 @@ impl Engine {
             return Err(e);
         }
         let mut all = HashMap::new();
-        for m in results
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
+        for (m, _) in results {
             all.extend(m);
         }
         Ok(all)
