@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::codec::KeyLayout;
 
@@ -23,7 +23,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,
@@ -36,7 +36,7 @@ pub struct Config {
     pub retention: RetentionConfig,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueryConfig {
     pub max_points: usize,
@@ -76,7 +76,7 @@ impl Default for QueryConfig {
 /// or prefixes ending in `*`; the longest matching prefix wins). Durations
 /// are `<n><unit>` with unit `s`, `m`, `h`, `d`, `w` or `y`; `"0"` keeps
 /// data forever.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
     pub ttl: String,
@@ -122,7 +122,7 @@ pub fn parse_ttl(text: &str) -> Result<Option<u64>, String> {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     pub bind: String,
@@ -181,7 +181,7 @@ impl Default for ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
     pub data_dir: PathBuf,
@@ -213,7 +213,7 @@ impl Default for StorageConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SchemaConfig {
     pub salt_width: usize,
@@ -238,7 +238,7 @@ impl Default for SchemaConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UidConfig {
     pub auto_create_metrics: bool,
@@ -261,7 +261,7 @@ impl Default for UidConfig {
 }
 
 /// When a write is acknowledged relative to the WAL reaching stable storage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsyncPolicy {
     /// Acknowledge after the WAL frame is fsynced (group commit). Survives
@@ -275,7 +275,7 @@ pub enum FsyncPolicy {
     Never,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WalConfig {
     pub fsync: FsyncPolicy,
@@ -295,7 +295,7 @@ impl Default for WalConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HeadConfig {
     pub flush_interval_secs: u64,

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use quick_cache::sync::Cache;
 
 use crate::codec::rowkey::{self, KeyLayout};
-use crate::storage::{Durability, StorageError, Store, Table, column, family};
+use crate::storage::{Durability, Mutation, StorageError, Store, Table, column, family};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UidKind {
@@ -62,6 +62,12 @@ pub enum UidError {
     NoSuchName { kind: UidKind, name: String },
     #[error("All Unique IDs for {} on {width} bytes are already assigned!", kind.as_str())]
     Exhausted { kind: UidKind, width: usize },
+    #[error("Name already exists with UID: {uid}")]
+    Exists {
+        kind: UidKind,
+        name: String,
+        uid: String,
+    },
     #[error("UID assignment for {} '{name}' failed after repeated conflicts", kind.as_str())]
     Conflict { kind: UidKind, name: String },
     #[error(transparent)]
@@ -178,6 +184,95 @@ impl Uids {
                 name: name.to_string(),
             });
         }
+        self.assign_new(kind, name)
+    }
+
+    /// `/api/uid/assign`: a UID for a name that has none, whatever the
+    /// auto-create settings (an explicit request). Not fsynced: call
+    /// [`Uids::sync_if_needed`] before answering.
+    pub fn assign(&self, kind: UidKind, name: &str) -> Result<u64, UidError> {
+        if let Some(uid) = self.lookup(kind, name)? {
+            return Err(UidError::Exists {
+                kind,
+                name: name.to_string(),
+                uid: self.uid_hex(kind, uid),
+            });
+        }
+        self.assign_new(kind, name)
+    }
+
+    /// The UID as OpenTSDB prints it: upper-case hex on the kind's width.
+    pub fn uid_hex(&self, kind: UidKind, uid: u64) -> String {
+        self.uid_bytes(kind, uid)
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect()
+    }
+
+    /// Renames a UID's name (OpenTSDB's order: reverse map to the new name,
+    /// forward map new → UID, delete the old forward map), durably. Names
+    /// cached elsewhere (the engine's series cache) must be dropped by the
+    /// caller.
+    pub fn rename(&self, kind: UidKind, old: &str, new: &str) -> Result<(), UidError> {
+        let _guard = self
+            .assign
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let uid = self
+            .lookup(kind, old)?
+            .ok_or_else(|| UidError::NoSuchName {
+                kind,
+                name: old.to_string(),
+            })?;
+        if let Some(other) = self.lookup(kind, new)? {
+            return Err(UidError::Exists {
+                kind,
+                name: new.to_string(),
+                uid: self.uid_hex(kind, other),
+            });
+        }
+        let id_col = column(family::ID, kind.as_str().as_bytes());
+        let name_col = column(family::NAME, kind.as_str().as_bytes());
+        let uid_bytes = self.uid_bytes(kind, uid);
+        self.store.write(
+            vec![Mutation::Put {
+                table: Table::Uid,
+                row: uid_bytes.clone(),
+                column: name_col,
+                value: new.as_bytes().to_vec(),
+            }],
+            Durability::Buffered,
+        )?;
+        if !self.store.check_and_put(
+            Table::Uid,
+            new.as_bytes(),
+            &id_col,
+            None,
+            uid_bytes,
+            Durability::Buffered,
+        )? {
+            return Err(UidError::Conflict {
+                kind,
+                name: new.to_string(),
+            });
+        }
+        self.store.write(
+            vec![Mutation::Delete {
+                table: Table::Uid,
+                row: old.as_bytes().to_vec(),
+                column: id_col,
+            }],
+            Durability::Sync,
+        )?;
+        let c = self.cache(kind);
+        c.forward.remove(old);
+        c.reverse.remove(&uid);
+        self.remember(kind, new, uid);
+        Ok(())
+    }
+
+    /// Assigns a new UID (the name has none, or had none when looked up).
+    fn assign_new(&self, kind: UidKind, name: &str) -> Result<u64, UidError> {
         let _guard = self
             .assign
             .lock()

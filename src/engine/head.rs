@@ -89,6 +89,10 @@ pub struct SeriesEntry {
     pub wal_epoch: u64,
     /// Open hours, sorted by base.
     pub hours: Vec<HourData>,
+    /// Base hour of the newest point inserted since the series entered the
+    /// head (0 = none yet), kept after the hour is flushed: where
+    /// `/api/query/last` looks first. Updated only when an hour opens.
+    pub newest_base: u32,
     referenced: bool,
 }
 
@@ -177,6 +181,7 @@ impl Head {
             generation,
             wal_epoch: 0,
             hours: Vec::new(),
+            newest_base: 0,
             referenced: true,
         };
         let id = match self.free.pop() {
@@ -247,6 +252,7 @@ impl Head {
             Ok(i) => i,
             Err(i) => {
                 e.hours.insert(i, HourData::new(base));
+                e.newest_base = e.newest_base.max(base);
                 self.hours += 1;
                 i
             }
@@ -449,6 +455,7 @@ impl Head {
         let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
             return Ok(());
         };
+        e.newest_base = e.newest_base.max(base);
         let h = HourData {
             base,
             chunk,

@@ -11,6 +11,11 @@
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
 //! * [`fanout`] — runs the per-bucket scans, on helper threads once a scan
 //!   lasts.
+//! * [`index`] — the series index (one `Meta` row per TSUID) behind
+//!   `/api/search/lookup`, kept crash-safe relative to the WAL.
+//! * [`annotations`] — notes in data rows, as OpenTSDB stores them.
+//! * [`last`] — the newest point of a series (`/api/query/last`) by point
+//!   reads of hour rows.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
 //! * [`compactor`] — how the store's compaction merges a row's cells.
@@ -28,6 +33,7 @@
 //! memory bound; a point that arrives for an hour already flushed becomes a
 //! second cell of the row, merged by compaction.
 
+mod annotations;
 pub mod checkpoint;
 pub mod clock;
 mod compactor;
@@ -35,6 +41,8 @@ mod delete;
 mod fanout;
 mod flush;
 pub mod head;
+mod index;
+mod last;
 mod read;
 pub mod retention;
 pub mod wal;
@@ -47,8 +55,11 @@ use std::time::Duration;
 use hourglass_ingest::{Point, Value};
 use quick_cache::sync::Cache;
 
+pub use self::annotations::AnnotationError;
 pub use self::clock::{Clock, SystemClock};
 use self::head::{Head, Take};
+pub use self::index::IndexError;
+pub use self::last::LastError;
 use self::retention::Retention;
 use self::wal::record::UNRESOLVED;
 use self::wal::{Event, FrameBuilder, Wal, WalError, WalOptions};
@@ -258,6 +269,9 @@ impl Engine {
             }
             batch.clear();
         };
+        // Head slots of the series the replay touched (ids are stable: no
+        // eviction during replay).
+        let mut seen: Vec<bool> = Vec::new();
         let wal = Wal::open(
             &data_dir.join("wal"),
             &WalOptions {
@@ -289,6 +303,10 @@ impl Engine {
                                 }
                             };
                             resolved.set(id);
+                            if seen.len() <= id as usize {
+                                seen.resize(id as usize + 1, false);
+                            }
+                            seen[id as usize] = true;
                             id
                         }
                         id => id,
@@ -310,6 +328,18 @@ impl Engine {
             },
         )?;
         apply(&mut head, &mut batch);
+        // Series the replay brought back may have lost their buffered index
+        // rows with the process (a series only in the checkpoint had its
+        // WAL segments removed after a store sync: its row is durable); old
+        // data directories get indexed once.
+        Self::reindex(
+            &store,
+            &layout,
+            seen.iter()
+                .enumerate()
+                .filter(|(_, s)| **s)
+                .filter_map(|(id, _)| head.entry(id as u32).map(|e| Arc::clone(&e.key))),
+        )?;
         if replayed > 0 {
             tracing::info!(
                 points = replayed,
@@ -516,6 +546,17 @@ impl Engine {
             }
         }
         if !resolved.is_empty() {
+            // Series the head does not know get their index rows before
+            // their WAL frame exists (see `index` for the crash argument).
+            let fresh: Vec<&[u8]> = {
+                let head = self.head();
+                resolved
+                    .iter()
+                    .filter(|(_, key, _)| head.id_of(key).is_none())
+                    .map(|(_, key, _)| &key[..])
+                    .collect()
+            };
+            self.index_series(fresh)?;
             // New UIDs must be durable before any logged point refers to them.
             self.uids.sync_if_needed().map_err(EngineError::Uid)?;
         }
@@ -733,6 +774,9 @@ impl Engine {
         };
         let now = self.clock.now_ms().max(0) as u64;
         checkpoint::write(&self.head_dir, segment, &snapshot, points, now)?;
+        // Index rows of the series defined in the segments about to go were
+        // written buffered: make them durable first.
+        self.store.sync()?;
         self.wal.remove_before(segment)?;
         for (n, old) in checkpoint::list(&self.head_dir)? {
             if n < segment {

@@ -339,6 +339,32 @@ impl SeriesSource for Engine {
         self.layout().metric_width
     }
 
+    /// Notes in the queried series' rows of the window (the rows the fetch
+    /// just read and charged to the query budget).
+    fn series_annotations(
+        &self,
+        tsuids: &[&[u8]],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<hourglass_query::Annotation>, SourceError> {
+        let list: Vec<Vec<u8>> = tsuids.iter().map(|t| t.to_vec()).collect();
+        let notes = self
+            .notes_in(Some(&list), start_ms, end_ms, &QueryBudget::unlimited())
+            .map_err(|e| SourceError::Storage(e.to_string()))?;
+        Ok(notes.into_iter().map(|(_, _, n)| n).collect())
+    }
+
+    fn global_annotations(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<hourglass_query::Annotation>, SourceError> {
+        let notes = self
+            .notes_in(None, start_ms, end_ms, &QueryBudget::unlimited())
+            .map_err(|e| SourceError::Storage(e.to_string()))?;
+        Ok(notes.into_iter().map(|(_, _, n)| n).collect())
+    }
+
     fn metric_name(&self, metric_uid: &[u8]) -> Result<String, SourceError> {
         let uid = uid_from_bytes(metric_uid);
         self.uids()

@@ -468,3 +468,93 @@ mod model {
         }
     }
 }
+
+fn lookup_hosts(e: &Engine, metric: &str) -> Vec<String> {
+    let q = hourglass_query::lookup::LookupQuery {
+        metric: Some(metric.to_string()),
+        tags: Vec::new(),
+        limit: 0,
+        use_meta: true,
+    };
+    let mut hosts: Vec<String> = e
+        .lookup_series(&q, &hourglass_query::QueryBudget::unlimited())
+        .unwrap()
+        .into_iter()
+        .map(|m| m.tags["host"].clone())
+        .collect();
+    hosts.sort();
+    hosts
+}
+
+#[test]
+fn series_index_is_built_from_data_rows_for_directories_without_one() {
+    use crate::storage::{Durability, Mutation, Table};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    {
+        let e = open(&c, &clock);
+        write(
+            &e,
+            &[
+                point("e.m", 1_356_998_400, 1, "a"),
+                point("e.m", 1_356_998_460, 2, "b"),
+                point("e.m", 1_357_002_000, 2, "b"),
+                point("e.n", 1_356_998_400, 3, "a"),
+            ],
+        );
+        assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
+        assert!(e.flush_closed().unwrap() > 0);
+        // Pretend the directory predates the index: drop its rows.
+        let mut dels = Vec::new();
+        e.store()
+            .scan(Table::Meta, &[], &[], &mut |row, cells| {
+                for cell in cells {
+                    dels.push(Mutation::Delete {
+                        table: Table::Meta,
+                        row: row.to_vec(),
+                        column: cell.column,
+                    });
+                }
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(dels.len(), 4, "three series rows and the marker");
+        e.store().write(dels, Durability::Sync).unwrap();
+        assert!(lookup_hosts(&e, "e.m").is_empty());
+        e.shutdown().unwrap();
+    }
+    // The head is empty and the WAL gone: only the data rows know them.
+    let e = open(&c, &clock);
+    assert_eq!(e.head_usage().1, 0);
+    assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
+    assert_eq!(lookup_hosts(&e, "e.n"), ["a"]);
+}
+
+#[test]
+fn series_index_survives_crashes_around_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let now_s = (T0_MS / 1000) as u64;
+    {
+        let e = open(&c, &clock);
+        // New names: the UID fsync makes this series' index row durable.
+        write(
+            &e,
+            &[point("e.m", now_s, 1, "a"), point("e.n", now_s, 1, "b")],
+        );
+        // Known names, new series: its index row is only buffered until
+        // the checkpoint, which drops the WAL that defines it.
+        write(&e, &[point("e.m", now_s + 1, 2, "b")]);
+        e.checkpoint().unwrap();
+        // After the checkpoint: only the WAL knows this one.
+        write(&e, &[point("e.n", now_s + 2, 3, "a")]);
+        // No shutdown. (In-process the store's log buffer still reaches the
+        // OS when dropped; `api_lookup`'s kill -9 tests cover lost buffers.)
+        e.wal().close();
+    }
+    let e = open(&c, &clock);
+    assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
+    assert_eq!(lookup_hosts(&e, "e.n"), ["a", "b"]);
+}

@@ -9,8 +9,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::engine::EngineError;
 use crate::engine::wal::WalError;
+use crate::engine::{AnnotationError, EngineError, IndexError};
 use crate::uid::UidError;
 
 /// How an error body is written.
@@ -185,8 +185,36 @@ impl From<WalError> for ApiError {
 impl From<UidError> for ApiError {
     fn from(e: UidError) -> Self {
         match e {
-            UidError::NoSuchName { .. } => ApiError::bad_request(e.to_string()),
+            UidError::NoSuchName { .. } | UidError::Exists { .. } => {
+                ApiError::bad_request(e.to_string())
+            }
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
+impl From<AnnotationError> for ApiError {
+    fn from(e: AnnotationError) -> Self {
+        match e {
+            AnnotationError::BadTsuid(_) | AnnotationError::NoStart => {
+                ApiError::bad_request(e.to_string())
+            }
+            AnnotationError::Query(q) => q.into(),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+        }
+    }
+}
+
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::Unresolved { kind, name } => {
+                ApiError::new(StatusCode::NOT_FOUND, "Unable to resolve one or more UIDs")
+                    .with_details(format!("No such name for '{}': '{name}'", kind.as_str()))
+            }
+            IndexError::Budget(q) => q.into(),
+            IndexError::Uid(u) => u.into(),
+            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }
 }

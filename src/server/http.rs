@@ -31,7 +31,6 @@ use tower::util::MapRequest;
 use super::Ctx;
 use super::cors::OriginCheck;
 use super::error::ApiError;
-use super::limits::Refused;
 use crate::engine::PointError;
 use crate::uid::{UidError, UidKind};
 
@@ -52,6 +51,48 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/dropcaches", get(dropcaches).delete(dropcaches))
         .route("/api/stats", get(stats).post(stats))
         .route("/api/stats/query", get(stats_query))
+        .route(
+            "/api/query/last",
+            get(super::api_last::last_get).post(super::api_last::last_post),
+        )
+        .route(
+            "/api/annotation",
+            get(super::api_annotation::annotation)
+                .post(super::api_annotation::annotation)
+                .put(super::api_annotation::annotation)
+                .delete(super::api_annotation::annotation),
+        )
+        .route(
+            "/api/annotation/bulk",
+            post(super::api_annotation::bulk)
+                .put(super::api_annotation::bulk)
+                .delete(super::api_annotation::bulk),
+        )
+        .route("/api/annotations", get(super::api_annotation::globals))
+        .route(
+            "/api/config",
+            get(super::api_config::config).post(super::api_config::config),
+        )
+        .route("/api/serializers", get(super::api_config::serializers))
+        .route(
+            "/api/uid/assign",
+            get(super::api_uid::assign_get).post(super::api_uid::assign_post),
+        )
+        .route("/api/uid/uidmeta", get(super::api_uid::uidmeta_get))
+        .route("/api/uid/tsmeta", get(super::api_uid::tsmeta_get))
+        .route(
+            "/api/uid/rename",
+            get(super::api_uid::rename_get).post(super::api_uid::rename_post),
+        )
+        .route("/api/uid/{x}", axum::routing::any(super::api_uid::other))
+        .route(
+            "/api/search/lookup",
+            get(super::api_search::lookup_get).post(super::api_search::lookup_post),
+        )
+        .route(
+            "/api/search/{kind}",
+            get(super::api_search::other).post(super::api_search::other),
+        )
         .route(
             "/api/__unsupported_version",
             axum::routing::any(unsupported_version),
@@ -345,10 +386,13 @@ async fn run_query(
     origin: OriginCheck,
     peer: String,
     text: String,
+    format: Result<super::api_arrow::Format, ApiError>,
 ) -> Response {
     let started = Instant::now();
+    let arrow = matches!(format, Ok(super::api_arrow::Format::Arrow));
     let result: Result<Vec<u8>, ApiError> = async {
         let q = q?;
+        format?;
         if q.delete {
             origin.refuse()?;
             if !ctx.config.query.allow_delete {
@@ -356,64 +400,30 @@ async fn run_query(
                     .with_details("Deleting data is not enabled (query.allow_delete = false)"));
             }
         }
-        // Admission: a bounded number run, a bounded number wait.
-        let mut ticket = ctx.queries.admit(text, peer).await.map_err(|why| {
-            let msg = match why {
-                Refused::QueueFull => "Too many queries are waiting; please try again later",
-                Refused::Waited => "Timed out waiting for a query slot; please try again later",
-            };
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
-        })?;
+        // Admission, budget and timeout as for every query; if this future
+        // is dropped (the client went away), the ticket's drop cancels the
+        // budget and the blocking task stops at its next check.
         let engine = Arc::clone(&ctx.engine);
-        let cfg = &ctx.config.query;
-        let limits = hourglass_query::QueryLimits {
-            max_points: cfg.max_points as u64,
-            max_values: cfg.max_values as u64,
-            timeout: (cfg.timeout_secs > 0)
-                .then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
-        };
-        let budget = hourglass_query::QueryBudget::new(limits)
-            .with_cancel_flag(Arc::clone(&ticket.cancel))
-            .with_pool(Arc::clone(&ctx.queries.pool));
-        // If this future is dropped (the client went away), the ticket's
-        // drop cancels the budget and the blocking task stops at its next
-        // check.
-        let joined = tokio::task::spawn_blocking(move || -> (Result<Vec<u8>, ApiError>, u64) {
-            let out = (|| -> Result<Vec<u8>, ApiError> {
-                let results = hourglass_query::exec::execute_with_budget(&q, &*engine, &budget)?;
-                if q.delete {
-                    // The matched series lose their points in [start, end];
-                    // the answer still shows them, as OpenTSDB's does.
-                    let layout = *engine.layout();
-                    let keys: Vec<Vec<u8>> = results
-                        .iter()
-                        .flat_map(|r| r.tsuids.iter())
-                        .filter_map(|hex| decode_hex(hex))
-                        .filter_map(|t| layout.series_key_from_tsuid(&t))
-                        .collect();
-                    engine.delete_points(&keys, q.start_ms, q.end_ms)?;
-                }
-                Ok(hourglass_query::render::render_json(&q, &results))
-            })();
-            (out, budget.points_taken())
+        super::api::run_budgeted(&ctx, text, peer, move |budget| {
+            let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
+            if q.delete {
+                // The matched series lose their points in [start, end];
+                // the answer still shows them, as OpenTSDB's does.
+                let layout = *engine.layout();
+                let keys: Vec<Vec<u8>> = results
+                    .iter()
+                    .flat_map(|r| r.tsuids.iter())
+                    .filter_map(|hex| decode_hex(hex))
+                    .filter_map(|t| layout.series_key_from_tsuid(&t))
+                    .collect();
+                engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+            }
+            if arrow {
+                return Ok(hourglass_query::render_arrow(&q, &results)?);
+            }
+            Ok(hourglass_query::render::render_json(&q, &results))
         })
-        .await;
-        let (out, points) = joined.map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("query task failed: {e}"),
-            )
-        })?;
-        let status = match &out {
-            Ok(_) => 200,
-            Err(e) => e.status.as_u16(),
-        };
-        ticket.finish(
-            status,
-            out.as_ref().err().map(|e| e.message.clone()),
-            points,
-        );
-        out
+        .await
     }
     .await;
     ctx.metrics
@@ -422,7 +432,13 @@ async fn run_query(
     respond(
         &ctx,
         "query",
-        result.map(|body| json_response(StatusCode::OK, body)),
+        result.map(|body| {
+            if arrow {
+                super::api_arrow::arrow_response(body)
+            } else {
+                json_response(StatusCode::OK, body)
+            }
+        }),
     )
 }
 
@@ -434,15 +450,17 @@ pub(super) fn peer_of(ext: &axum::http::Extensions) -> String {
 async fn query_get(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
+    headers: HeaderMap,
     uri: Uri,
     ext: axum::http::Extensions,
 ) -> Response {
+    let format = super::api_arrow::format(&params, &headers);
     let q = hourglass_query::parse_query_string(&params, now_ms());
     let origin = ext
         .get::<OriginCheck>()
         .copied()
         .unwrap_or(OriginCheck::Allowed);
-    run_query(ctx, q, origin, peer_of(&ext), uri.to_string()).await
+    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
 }
 
 async fn query_post(
@@ -452,6 +470,7 @@ async fn query_post(
     ext: axum::http::Extensions,
     body: Body,
 ) -> Response {
+    let format = super::api_arrow::format(&params, &headers);
     let read = match super::body::read(&ctx, &headers, body).await {
         Ok(b) => b,
         Err(e) => return respond(&ctx, "query", Err(e)),
@@ -463,7 +482,7 @@ async fn query_post(
         .unwrap_or(OriginCheck::Allowed);
     let text = String::from_utf8_lossy(&read.bytes[..read.bytes.len().min(4096)]).into_owned();
     drop(read);
-    run_query(ctx, q, origin, peer_of(&ext), text).await
+    run_query(ctx, q, origin, peer_of(&ext), text, format).await
 }
 
 fn suggest_run(

@@ -7,7 +7,22 @@
 //! send an InfluxDB line such as `CPU,host=a v=1` to the HTTP decoder.
 //! Connections are capped by a semaphore taken before the connection is
 //! served.
+//! `influx` and `prom` serve the InfluxDB and Prometheus HTTP endpoints.
+//!
+//! * `http` — routing and the core endpoints; `api` — helpers for the
+//!   endpoints in their own files: `api_search` (`/api/search/*`),
+//!   `api_last` (`/api/query/last`), `api_uid` (`/api/uid/*`),
+//!   `api_config` (`/api/config`, `/api/serializers`), `api_arrow` (the
+//!   Arrow output format of `/api/query`), `api_annotation`
+//!   (`/api/annotation[/bulk]`, `/api/annotations`).
 
+pub mod api;
+pub mod api_annotation;
+pub mod api_arrow;
+pub mod api_config;
+pub mod api_last;
+pub mod api_search;
+pub mod api_uid;
 pub mod body;
 pub mod cors;
 pub mod error;

@@ -44,7 +44,6 @@ use regex::Regex;
 use super::Ctx;
 use super::error::{ApiError, ErrorFormat};
 use super::http::{respond, write_and_wait};
-use super::limits::Refused;
 use crate::engine::{Engine, PointError};
 use crate::uid::{UidError, UidKind};
 
@@ -252,56 +251,16 @@ async fn read(
     let raw = super::body::read_raw(ctx, headers, body).await?;
     let req = prom::decode_read(&raw.bytes, ctx.config.server.max_body_bytes)?;
     drop(raw);
-    let mut ticket = ctx
-        .queries
-        .admit(summary(&req), peer)
-        .await
-        .map_err(|why| {
-            let msg = match why {
-                Refused::QueueFull => "Too many queries are waiting; please try again later",
-                Refused::Waited => "Timed out waiting for a query slot; please try again later",
-            };
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
-        })?;
-    let cfg = &ctx.config.query;
-    let limits = hourglass_query::QueryLimits {
-        max_points: cfg.max_points as u64,
-        max_values: cfg.max_values as u64,
-        timeout: (cfg.timeout_secs > 0).then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
-    };
-    let budget = hourglass_query::QueryBudget::new(limits)
-        .with_cancel_flag(Arc::clone(&ticket.cancel))
-        .with_pool(Arc::clone(&ctx.queries.pool));
     let engine = Arc::clone(&ctx.engine);
-    // Dropping this future (the client left) drops the ticket, which
-    // cancels the budget; the blocking task stops at its next check.
-    let joined = tokio::task::spawn_blocking(move || {
-        let out = (|| -> Result<Vec<u8>, ApiError> {
-            let mut results = Vec::with_capacity(req.queries.len());
-            for q in &req.queries {
-                results.push(run_query(&engine, q, &budget)?);
-            }
-            Ok(prom::encode_read_response(&req, results)?)
-        })();
-        (out, budget.points_taken())
+    let text = summary(&req);
+    let body = super::api::run_budgeted(ctx, text, peer, move |budget| {
+        let mut results = Vec::with_capacity(req.queries.len());
+        for q in &req.queries {
+            results.push(run_query(&engine, q, budget)?);
+        }
+        Ok(prom::encode_read_response(&req, results)?)
     })
-    .await;
-    let (out, points) = joined.map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("remote read task failed: {e}"),
-        )
-    })?;
-    let status = match &out {
-        Ok(_) => 200,
-        Err(e) => e.status.as_u16(),
-    };
-    ticket.finish(
-        status,
-        out.as_ref().err().map(|e| e.message.clone()),
-        points,
-    );
-    let body = out?;
+    .await?;
     Ok((
         StatusCode::OK,
         [

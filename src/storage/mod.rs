@@ -13,12 +13,15 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// The tables hourglass uses (OpenTSDB's `tsdb` and `tsdb-uid`).
+/// The tables hourglass uses (OpenTSDB's `tsdb`, `tsdb-uid` and
+/// `tsdb-meta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Table {
     Data = 0,
     Uid = 1,
+    /// The series index: one row per TSUID (`engine::index`).
+    Meta = 2,
 }
 
 impl Table {
@@ -26,6 +29,7 @@ impl Table {
         match b {
             0 => Some(Table::Data),
             1 => Some(Table::Uid),
+            2 => Some(Table::Meta),
             _ => None,
         }
     }

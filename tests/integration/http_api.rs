@@ -249,3 +249,26 @@ fn small_endpoints() {
         m.text()
     );
 }
+
+#[test]
+fn config_and_serializers() {
+    let s = Server::start_with("[query]\nmax_points = 1234\n");
+    let r = s.get("/api/config");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    let m = j.as_object().expect("object");
+    assert!(m.values().all(serde_json::Value::is_string), "{j}");
+    let keys: Vec<&String> = m.keys().collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert_eq!(j["tsd.query.limits.data_points.default"], "1234");
+    assert_eq!(j["hourglass.query.max_points"], "1234");
+    assert_eq!(j["tsd.core.auto_create_metrics"], "true");
+    let r = s.get("/api/serializers");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()[0]["serializer"], "json");
+    let r = s.http("DELETE", "/api/config", &[], b"");
+    assert_eq!(r.status, 405);
+    assert_eq!(r.json()["error"]["code"], 405);
+}

@@ -1,8 +1,15 @@
 //! Integration tests: the real `hourglass` binary on 127.0.0.1:0.
 
+mod api_annotation;
+mod api_arrow;
+mod api_last;
+mod api_lookup;
+mod api_query_more;
+mod api_uid;
 mod common;
 mod damage;
 mod durability;
+mod grafana;
 mod hostile;
 mod http_api;
 mod protocols;

@@ -1,0 +1,156 @@
+//! The newest point of a series (`/api/query/last`), found with point reads
+//! of single hour rows, never a scan of data:
+//!
+//! * a series in the head starts at the hour of its newest point
+//!   (`SeriesEntry::newest_base`, kept after the hour is flushed);
+//! * any other series starts at the current hour, as OpenTSDB does without
+//!   meta counters;
+//! * each hour merges the stored row, rows being flushed and the head's
+//!   hour (newer sources win on an equal timestamp); the first hour with a
+//!   point answers, else up to `back_scan` earlier hours are read, one row
+//!   each.
+//!
+//! Metric sub queries find their series in the series index (`index`):
+//! every series of the metric that has all the given tags.
+
+use std::collections::BTreeMap;
+
+use hourglass_query::QueryBudget;
+use hourglass_query::error::QueryError;
+use hourglass_query::exec::Num;
+use hourglass_query::lookup::LookupQuery;
+
+use super::Engine;
+use super::index::IndexError;
+use crate::codec::{DecodedPoint, StoredValue};
+use crate::storage::{StorageError, Table};
+use crate::uid::{UidError, UidKind};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LastError {
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Uid(#[from] UidError),
+    #[error("corrupt data row of series {series}: {reason}")]
+    Corrupt { series: String, reason: String },
+    #[error(transparent)]
+    Budget(#[from] QueryError),
+}
+
+fn to_num(v: StoredValue) -> Num {
+    match v {
+        StoredValue::Int(i) => Num::Int(i),
+        StoredValue::Float(f) => Num::Float(f64::from(f)),
+        StoredValue::Double(d) => Num::Float(d),
+    }
+}
+
+/// Keeps the point with the highest offset at or after `min_offset` (the
+/// retention horizon); on an equal offset the later (newer) source wins.
+fn newest(best: &mut Option<DecodedPoint>, pts: &[DecodedPoint], min_offset: i64) {
+    if let Some(p) = pts
+        .iter()
+        .filter(|p| i64::from(p.offset_ms) >= min_offset)
+        .max_by_key(|p| p.offset_ms)
+        && best.is_none_or(|b| p.offset_ms >= b.offset_ms)
+    {
+        *best = Some(*p);
+    }
+}
+
+impl Engine {
+    /// The TSUIDs of a metric that carry every tag in `tags` (exact
+    /// values), from the series index.
+    pub fn series_with_tags(
+        &self,
+        metric: &str,
+        tags: &BTreeMap<String, String>,
+        budget: &QueryBudget,
+    ) -> Result<Vec<Vec<u8>>, IndexError> {
+        let q = LookupQuery {
+            metric: Some(metric.to_string()),
+            tags: tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            limit: 0,
+            use_meta: true,
+        };
+        self.lookup_series_tsuids(&q, budget)
+    }
+
+    /// The newest point of a series (key with salt) at or before its newest
+    /// hour, reading at most `1 + back_scan` hour rows. Each row read
+    /// counts as one point of `budget` plus the points it holds.
+    pub fn last_point(
+        &self,
+        series_key: &[u8],
+        back_scan: u32,
+        budget: &QueryBudget,
+    ) -> Result<Option<(i64, Num)>, LastError> {
+        let now_hour = (self.now_secs().max(0) as u64 / 3600 * 3600) as u32;
+        let start = {
+            let head = self.head();
+            head.id_of(series_key)
+                .and_then(|id| head.entry(id))
+                .map(|e| e.newest_base)
+                .filter(|b| *b > 0)
+                .unwrap_or(now_hour)
+        };
+        let metric = super::metric_of(&self.layout, series_key);
+        // Nothing older than the metric's retention horizon, as queries.
+        let horizon = match self.uids.name_of(UidKind::Metric, metric)? {
+            Some(name) => self.retention.horizon_ms(&name, self.clock.now_ms()),
+            None => i64::MIN,
+        };
+        let mut scratch = Vec::new();
+        for step in 0..=back_scan {
+            let Some(base) = start.checked_sub(step.saturating_mul(3600)) else {
+                break;
+            };
+            let base_ms = i64::from(base) * 1000;
+            if base_ms + 3_600_000 <= horizon {
+                break;
+            }
+            let min_offset = horizon.saturating_sub(base_ms);
+            budget.check()?;
+            let row = self.layout.row_key(series_key, base);
+            let cells = self.store.get_row(Table::Data, &row)?;
+            let mut best = None;
+            if !cells.is_empty() {
+                scratch.clear();
+                crate::codec::row::decode_row(&cells, &mut scratch).map_err(|e| {
+                    LastError::Corrupt {
+                        series: super::index::hex_upper(series_key),
+                        reason: e.to_string(),
+                    }
+                })?;
+                newest(&mut best, &scratch, min_offset);
+            }
+            {
+                let head = self.head();
+                for frozen in &head.frozen {
+                    for (key, hour) in frozen.rows.get(&metric).into_iter().flatten() {
+                        if hour.base == base && &key[..] == series_key {
+                            newest(&mut best, &hour.points(), min_offset);
+                        }
+                    }
+                }
+                if let Some(e) = head.id_of(series_key).and_then(|id| head.entry(id))
+                    && let Ok(i) = e.hours.binary_search_by_key(&base, |h| h.base)
+                {
+                    newest(&mut best, &e.hours[i].points(), min_offset);
+                }
+            }
+            if !budget.take_points(1 + scratch.len()) {
+                budget.check_points()?;
+            }
+            if let Some(p) = best {
+                let ts = base_ms + i64::from(p.offset_ms);
+                return Ok(Some((ts, to_num(p.value))));
+            }
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,119 @@
+//! Helpers shared by the API endpoints that live outside `http.rs`
+//! (`api_search`, …): the JSON response, per-endpoint accounting, query
+//! parameters, and running a read under the query budget and admission
+//! gate (so every read endpoint is bounded like `/api/query`).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use hourglass_query::QueryBudget;
+
+use super::Ctx;
+use super::error::ApiError;
+use super::limits::Refused;
+
+pub type Params = Vec<(String, String)>;
+
+pub fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=UTF-8")],
+        body.into(),
+    )
+        .into_response()
+}
+
+/// Turns a handler result into the response and counts it by endpoint and
+/// status.
+pub fn respond(ctx: &Ctx, endpoint: &str, r: Result<Response, ApiError>) -> Response {
+    let resp = r.unwrap_or_else(IntoResponse::into_response);
+    ctx.metrics
+        .http_requests
+        .with_label_values(&[endpoint, resp.status().as_str()])
+        .inc();
+    resp
+}
+
+pub fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Present and not `false` (OpenTSDB's flag parameters).
+pub fn has_flag(params: &Params, name: &str) -> bool {
+    params
+        .iter()
+        .any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
+}
+
+/// Reads a request body within the server's bounds; the body's in-flight
+/// memory stays accounted until the result is dropped.
+pub async fn read_body(
+    ctx: &Arc<Ctx>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<super::body::ReadBody, ApiError> {
+    super::body::read(ctx, headers, body).await
+}
+
+/// Runs blocking read work `f` as a query: admitted by the query gate
+/// (bounded concurrency and queue, listed in `/api/stats/query`), under a
+/// budget with the configured point, value, memory and time limits, on a
+/// blocking thread. `text` is what `/api/stats/query` shows.
+pub async fn run_budgeted<T, F>(
+    ctx: &Arc<Ctx>,
+    text: String,
+    peer: String,
+    f: F,
+) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&QueryBudget) -> Result<T, ApiError> + Send + 'static,
+{
+    let mut ticket = ctx.queries.admit(text, peer).await.map_err(|why| {
+        let msg = match why {
+            Refused::QueueFull => "Too many queries are waiting; please try again later",
+            Refused::Waited => "Timed out waiting for a query slot; please try again later",
+        };
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg).with_retry_after(1)
+    })?;
+    let cfg = &ctx.config.query;
+    let limits = hourglass_query::QueryLimits {
+        max_points: cfg.max_points as u64,
+        max_values: cfg.max_values as u64,
+        timeout: (cfg.timeout_secs > 0).then(|| std::time::Duration::from_secs(cfg.timeout_secs)),
+    };
+    let budget = QueryBudget::new(limits)
+        .with_cancel_flag(Arc::clone(&ticket.cancel))
+        .with_pool(Arc::clone(&ctx.queries.pool));
+    let joined = tokio::task::spawn_blocking(move || {
+        let out = f(&budget);
+        (out, budget.points_taken())
+    })
+    .await;
+    let (out, points) = joined.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("query task failed: {e}"),
+        )
+    })?;
+    let status = match &out {
+        Ok(_) => 200,
+        Err(e) => e.status.as_u16(),
+    };
+    ticket.finish(
+        status,
+        out.as_ref().err().map(|e| e.message.clone()),
+        points,
+    );
+    out
+}
+
+pub fn peer_of(ext: &axum::http::Extensions) -> String {
+    ext.get::<super::http::PeerAddr>()
+        .map_or_else(String::new, |p| p.0.to_string())
+}

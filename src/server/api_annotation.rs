@@ -1,0 +1,252 @@
+//! `/api/annotation` (GET, POST merge, PUT replace, DELETE),
+//! `/api/annotation/bulk` (POST, PUT, DELETE by TSUIDs/global and a time
+//! range) and `/api/annotations` (GET global notes in a range). Parsing
+//! and the merge rule are the query crate's (`annotation`); storage is the
+//! engine's (`engine::annotations`, OpenTSDB's data-row cells).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hourglass_query::Annotation;
+use hourglass_query::annotation::{
+    AnnotationUpdate, SyncOutcome, merge, parse_annotation_json, parse_annotation_query_string,
+    parse_bulk_annotations, parse_bulk_delete_json, parse_bulk_delete_query_string,
+    render_annotations, render_bulk_delete, replace,
+};
+
+use super::Ctx;
+use super::api::{Params, json_response, peer_of, read_body, respond, run_budgeted};
+use super::error::ApiError;
+use crate::engine::{AnnotationError, Engine};
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// POST merges, PUT replaces; `None` = nothing changed (304).
+fn sync_one(
+    engine: &Engine,
+    update: &AnnotationUpdate,
+    put: bool,
+) -> Result<Option<Annotation>, ApiError> {
+    let note = &update.annotation;
+    Ok(
+        engine.update_annotation(&note.tsuid, note.start_time, |stored| {
+            let outcome = if put {
+                replace(update, stored)
+            } else {
+                merge(update, stored)
+            }
+            .map_err(AnnotationError::from)?;
+            Ok(match outcome {
+                SyncOutcome::Store(n) => (Some(n.clone()), Some(n)),
+                SyncOutcome::NotModified => (None, None),
+            })
+        })?,
+    )
+}
+
+async fn single(
+    ctx: &Arc<Ctx>,
+    method: &Method,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let read = read_body(ctx, headers, body).await?;
+    let bytes = &read.bytes[..];
+    let update = if bytes.iter().all(u8::is_ascii_whitespace) {
+        parse_annotation_query_string(params, now_ms())?
+    } else {
+        parse_annotation_json(bytes)?
+    };
+    let engine = &ctx.engine;
+    let note = &update.annotation;
+    tokio::task::block_in_place(|| match *method {
+        Method::GET => match engine.get_annotation(&note.tsuid, note.start_time)? {
+            Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
+            None => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "Unable to locate annotation in storage",
+            )),
+        },
+        Method::DELETE => {
+            engine.delete_annotation(&note.tsuid, note.start_time)?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        Method::POST | Method::PUT => match sync_one(engine, &update, *method == Method::PUT)? {
+            Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
+            None => Ok(StatusCode::NOT_MODIFIED.into_response()),
+        },
+        _ => Err(method_not_allowed(method)),
+    })
+}
+
+fn method_not_allowed(method: &Method) -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").with_details(format!(
+        "The HTTP method [{method}] is not permitted for this endpoint"
+    ))
+}
+
+pub async fn annotation(
+    State(ctx): State<Arc<Ctx>>,
+    method: Method,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let r = single(&ctx, &method, &params, &headers, body).await;
+    respond(&ctx, "annotation", r)
+}
+
+async fn bulk_inner(
+    ctx: &Arc<Ctx>,
+    method: &Method,
+    params: &Params,
+    headers: &HeaderMap,
+    ext: &axum::http::Extensions,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let read = read_body(ctx, headers, body).await?;
+    let bytes = &read.bytes[..];
+    match *method {
+        Method::POST | Method::PUT => {
+            let updates = parse_bulk_annotations(bytes)?;
+            let put = *method == Method::PUT;
+            let keys: Vec<(&str, i64)> = updates
+                .iter()
+                .map(|u| (u.annotation.tsuid.as_str(), u.annotation.start_time))
+                .collect();
+            let stored = tokio::task::block_in_place(|| {
+                ctx.engine.update_annotations(&keys, |i, stored| {
+                    let u = &updates[i];
+                    let outcome = if put {
+                        replace(u, stored)
+                    } else {
+                        merge(u, stored)
+                    }
+                    .map_err(|e| {
+                        AnnotationError::from(hourglass_query::QueryError::BadRequest {
+                            message: e.message().to_string(),
+                            details: Some(format!(
+                                "Annotation error: {}",
+                                u.annotation.to_response_json()
+                            )),
+                        })
+                    })?;
+                    Ok(match outcome {
+                        SyncOutcome::Store(n) => (Some(n.clone()), n),
+                        SyncOutcome::NotModified => (None, u.annotation.clone()),
+                    })
+                })
+            })?;
+            Ok(json_response(StatusCode::OK, render_annotations(&stored)))
+        }
+        Method::DELETE => {
+            let req = if bytes.iter().all(u8::is_ascii_whitespace) {
+                parse_bulk_delete_query_string(params, now_ms())?
+            } else {
+                parse_bulk_delete_json(bytes, now_ms())?
+            };
+            let layout = *ctx.engine.layout();
+            let mut tsuids = Vec::with_capacity(req.tsuids.len());
+            for t in &req.tsuids {
+                let b = decode_hex(t)
+                    .filter(|b| layout.series_key_from_tsuid(b).is_some())
+                    .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {t}")))?;
+                tsuids.push(b);
+            }
+            let engine = Arc::clone(&ctx.engine);
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+            let body = run_budgeted(ctx, text, peer_of(ext), move |budget| {
+                let mut notes = Vec::new();
+                if !tsuids.is_empty() {
+                    notes.extend(engine.notes_in(
+                        Some(&tsuids),
+                        req.start_ms,
+                        req.end_ms,
+                        budget,
+                    )?);
+                }
+                if req.global {
+                    notes.extend(engine.notes_in(None, req.start_ms, req.end_ms, budget)?);
+                }
+                let n = engine.delete_notes(notes)?;
+                Ok(render_bulk_delete(&req, n))
+            })
+            .await?;
+            Ok(json_response(StatusCode::OK, body))
+        }
+        _ => Err(method_not_allowed(method)),
+    }
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+pub async fn bulk(
+    State(ctx): State<Arc<Ctx>>,
+    method: Method,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
+    let r = bulk_inner(&ctx, &method, &params, &headers, &ext, body).await;
+    respond(&ctx, "annotation_bulk", r)
+}
+
+/// `/api/annotations?start_time=…[&end_time=…]`: global notes with
+/// `startTime >= start` and `endTime <= end` (0 always passes).
+pub async fn globals(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    uri: axum::http::Uri,
+    ext: axum::http::Extensions,
+) -> Response {
+    let r = async {
+        let now = now_ms();
+        let get = |k: &str| super::api::param(&params, k).filter(|v| !v.is_empty());
+        let start = get("start_time")
+            .ok_or_else(|| ApiError::bad_request("Missing start time"))
+            .and_then(|s| Ok(hourglass_query::parse_time(s, now)?))?;
+        let end = match get("end_time") {
+            Some(e) => hourglass_query::parse_time(e, now)?,
+            None => now,
+        };
+        let engine = Arc::clone(&ctx.engine);
+        let body = run_budgeted(&ctx, uri.to_string(), peer_of(&ext), move |budget| {
+            let notes: Vec<Annotation> = engine
+                .notes_in(None, start, end, budget)?
+                .into_iter()
+                .map(|(_, _, n)| n)
+                .filter(|n| n.end_time == 0 || note_ms(n.end_time) <= end)
+                .collect();
+            Ok(render_annotations(&notes))
+        })
+        .await?;
+        Ok(json_response(StatusCode::OK, body))
+    }
+    .await;
+    respond(&ctx, "annotations", r)
+}
+
+fn note_ms(t: i64) -> i64 {
+    if t > i64::from(u32::MAX) || t < 0 {
+        t
+    } else {
+        t.saturating_mul(1000)
+    }
+}

@@ -1,0 +1,143 @@
+//! `/api/query/last` (GET `timeseries=`/`tsuids=`, `resolve`, `back_scan`;
+//! POST JSON): the newest point of each series, by point reads of hour rows
+//! (`engine::last`); metric sub queries find their series in the series
+//! index. Runs under the query gate and budget like `/api/query`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use hourglass_query::last::{LastPoint, LastQuery, LastSubQuery, render_last};
+
+use super::Ctx;
+use super::api::{Params, json_response, peer_of, read_body, respond, run_budgeted};
+use super::error::ApiError;
+use crate::engine::{Engine, IndexError, LastError};
+
+/// Upper- or lower-case hex to bytes.
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Unknown names read as in `/api/query` (400 `No such name …`).
+fn index_err(e: IndexError) -> ApiError {
+    match e {
+        IndexError::Unresolved { kind, name } => {
+            ApiError::bad_request(format!("No such name for '{}': '{name}'", kind.as_str()))
+        }
+        other => other.into(),
+    }
+}
+
+fn last_err(e: LastError) -> ApiError {
+    match e {
+        LastError::Index(i) => index_err(i),
+        LastError::Budget(q) => q.into(),
+        LastError::Uid(u) => u.into(),
+        other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+    }
+}
+
+fn answer(
+    engine: &Engine,
+    q: &LastQuery,
+    budget: &hourglass_query::QueryBudget,
+) -> Result<Vec<u8>, ApiError> {
+    let back_scan = u32::try_from(q.back_scan_hours.max(0)).unwrap_or(u32::MAX);
+    let layout = *engine.layout();
+    // TSUIDs in request order; all are validated before any is read.
+    let mut tsuids: Vec<Vec<u8>> = Vec::new();
+    for sub in &q.queries {
+        match sub {
+            LastSubQuery::Metric { metric, tags } => {
+                tsuids.extend(
+                    engine
+                        .series_with_tags(metric, tags, budget)
+                        .map_err(index_err)?,
+                );
+            }
+            LastSubQuery::Tsuids(list) => {
+                for hex in list {
+                    let t = decode_hex(hex.trim())
+                        .filter(|t| layout.series_key_from_tsuid(t).is_some())
+                        .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {hex}")))?;
+                    tsuids.push(t);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for tsuid in tsuids {
+        let Some(key) = layout.series_key_from_tsuid(&tsuid) else {
+            continue;
+        };
+        let Some((timestamp_ms, value)) = engine
+            .last_point(&key, back_scan, budget)
+            .map_err(last_err)?
+        else {
+            continue;
+        };
+        budget.hold(1)?;
+        let names = if q.resolve_names {
+            let m = engine.describe_tsuid(&tsuid)?;
+            Some((m.metric, m.tags))
+        } else {
+            None
+        };
+        out.push(LastPoint {
+            tsuid,
+            timestamp_ms,
+            value,
+            names,
+        });
+    }
+    Ok(render_last(&out))
+}
+
+async fn run_last(
+    ctx: &Arc<Ctx>,
+    q: Result<LastQuery, hourglass_query::QueryError>,
+    text: String,
+    peer: String,
+) -> Result<Response, ApiError> {
+    let q = q?;
+    let engine = Arc::clone(&ctx.engine);
+    let body = run_budgeted(ctx, text, peer, move |budget| answer(&engine, &q, budget)).await?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+pub async fn last_get(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    uri: axum::http::Uri,
+    ext: axum::http::Extensions,
+) -> Response {
+    let q = hourglass_query::last::parse_last_query_string(&params);
+    let r = run_last(&ctx, q, uri.to_string(), peer_of(&ext)).await;
+    respond(&ctx, "query_last", r)
+}
+
+pub async fn last_post(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
+    let r = async {
+        let read = read_body(&ctx, &headers, body).await?;
+        let bytes = &read.bytes[..];
+        let q = hourglass_query::last::parse_last_json(bytes);
+        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+        run_last(&ctx, q, text, peer_of(&ext)).await
+    }
+    .await;
+    respond(&ctx, "query_last", r)
+}

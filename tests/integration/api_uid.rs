@@ -1,0 +1,150 @@
+//! `/api/uid/*` against the real server: assign (durable before the
+//! answer), uidmeta, tsmeta, rename, and their errors.
+
+use crate::common::Server;
+
+#[test]
+fn assign_is_durable_and_reports_errors() {
+    let mut s = Server::start();
+    let r = s.get("/api/uid/assign?metric=sys.cpu.0,sys.cpu.1&tagk=host&tagv=web01");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["metric"]["sys.cpu.0"], "000001");
+    assert_eq!(j["metric"]["sys.cpu.1"], "000002");
+    assert_eq!(j["tagk"]["host"], "000001");
+    assert_eq!(j["tagv"]["web01"], "000001");
+    // Existing and illegal names: 400 with the same body shape.
+    let r = s.post_json(
+        "/api/uid/assign",
+        r#"{"metric":["sys.cpu.1","sys.cpu.2","illegal!character"]}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["metric"]["sys.cpu.2"], "000003");
+    assert_eq!(
+        j["metric_errors"]["sys.cpu.1"],
+        "Name already exists with UID: 000002"
+    );
+    assert_eq!(
+        j["metric_errors"]["illegal!character"],
+        "Invalid metric (\"illegal!character\"): illegal character: !"
+    );
+    // The answer promised durability: kill -9 keeps the assignments.
+    s.kill9();
+    s.restart();
+    let names = s.get("/api/suggest?type=metrics&q=sys").json();
+    assert_eq!(
+        names,
+        serde_json::json!(["sys.cpu.0", "sys.cpu.1", "sys.cpu.2"])
+    );
+    for (path, body, msg) in [
+        ("/api/uid/assign", "", "Missing values to assign UIDs"),
+        (
+            "/api/uid/assign?foo=bar",
+            "",
+            "Missing values to assign UIDs",
+        ),
+    ] {
+        let r = s.http("GET", path, &[], body.as_bytes());
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(r.json()["error"]["message"], msg);
+    }
+    let r = s.post_json("/api/uid/assign", r#"{"foo":["x"]}"#);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["message"], "Unknown type name: foo");
+    let r = s.post_json("/api/uid/assign", "{");
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Unable to parse the given JSON"
+    );
+}
+
+#[test]
+fn uidmeta_tsmeta_and_rename() {
+    let s = Server::start();
+    let r = s.post_json(
+        "/api/put",
+        r#"[{"metric":"sys.cpu","timestamp":1356998400,"value":1,"tags":{"host":"web01"}},
+            {"metric":"sys.cpu","timestamp":1356998400,"value":2,"tags":{"host":"web02"}}]"#,
+    );
+    assert_eq!(r.status, 204);
+    let r = s.get("/api/uid/uidmeta?uid=000001&type=metric");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["uid"], "000001");
+    assert_eq!(j["type"], "METRIC");
+    assert_eq!(j["name"], "sys.cpu");
+    assert_eq!(j["displayName"], "");
+    let r = s.get("/api/uid/uidmeta?uid=1&type=tagv");
+    assert_eq!(r.status, 400, "odd-length hex: {}", r.text());
+    let r = s.get("/api/uid/uidmeta?uid=0000FF&type=tagv");
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Could not find the requested UID"
+    );
+    let r = s.get("/api/uid/uidmeta?uid=000001&type=bogus");
+    assert_eq!(r.status, 400);
+    let r = s.get("/api/uid/uidmeta?type=metric");
+    assert_eq!(r.status, 400);
+
+    // tsmeta by metric and tags, then by TSUID.
+    let r = s.get("/api/uid/tsmeta?m=sys.cpu%7Bhost=web01%7D");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j.as_array().map(Vec::len), Some(1), "{j}");
+    assert_eq!(j[0]["metric"]["name"], "sys.cpu");
+    assert_eq!(j[0]["tags"][0]["type"], "TAGK");
+    assert_eq!(j[0]["tags"][0]["name"], "host");
+    assert_eq!(j[0]["tags"][1]["name"], "web01");
+    assert_eq!(j[0]["max"], "NaN");
+    let tsuid = j[0]["tsuid"].as_str().expect("tsuid").to_string();
+    let r = s.get(&format!("/api/uid/tsmeta?tsuid={tsuid}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["tsuid"], tsuid.as_str());
+    let r = s.get("/api/uid/tsmeta?tsuid=000001000001000009");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = s.get("/api/uid/tsmeta?tsuid=0000");
+    assert_eq!(r.status, 400);
+    let r = s.get("/api/uid/tsmeta");
+    assert_eq!(r.status, 400);
+    let r = s.get("/api/uid/tsmeta?m=nosuch");
+    assert_eq!(r.status, 404);
+
+    // Rename, then the new name reads and the old one is gone.
+    let r = s.get("/api/uid/rename?metric=sys.cpu&name=sys.cpu.renamed");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json(), serde_json::json!({"result": "true"}));
+    let q = s.query("/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.renamed");
+    assert_eq!(q[0]["metric"], "sys.cpu.renamed");
+    let r = s.get("/api/query?start=1356998000&m=sum:sys.cpu");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = s.post_json("/api/uid/rename", r#"{"tagv":"nosuch","name":"x"}"#);
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"result": "false", "error": "Name(\"nosuch\") does not exist"})
+    );
+    let r = s.get("/api/uid/rename?tagv=web01&name=web02");
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["result"], "false");
+    let r = s.get("/api/uid/rename?name=x");
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Missing necessary values to rename UID"
+    );
+    // A GET that writes, from a foreign browser origin: refused.
+    for path in [
+        "/api/uid/assign?metric=from.a.browser",
+        "/api/uid/rename?tagv=web02&name=evil",
+    ] {
+        let r = s.http("GET", path, &[("Origin", "http://evil.example")], b"");
+        assert_eq!(r.status, 403, "{path}: {}", r.text());
+    }
+    let r = s.get("/api/uid/bogus");
+    assert_eq!(r.status, 501);
+    let r = s.post_json("/api/uid/uidmeta?uid=000001&type=metric", "{}");
+    assert_eq!(r.status, 405, "{}", r.text());
+}
