@@ -185,7 +185,7 @@ impl Default for ServerConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
     pub data_dir: PathBuf,
-    pub backend: String,
+    pub backend: Backend,
     pub memtable_bytes: usize,
     pub max_meta_files: usize,
     pub window_hours: u64,
@@ -194,13 +194,68 @@ pub struct StorageConfig {
     pub bloom_bits_per_key: usize,
     pub compaction_interval_secs: u64,
     pub repair: bool,
+    pub bigtable: BigtableConfig,
+}
+
+/// Which store holds the data (`[storage] backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// This process, `data_dir` on local disk.
+    #[default]
+    Embedded,
+    /// Cloud Bigtable (or its emulator), shared by several nodes; needs a
+    /// build with the `bigtable` feature.
+    Bigtable,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Embedded => "embedded",
+            Backend::Bigtable => "bigtable",
+        }
+    }
+}
+
+/// `[storage.bigtable]`: where the tables are and how to reach them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BigtableConfig {
+    pub project: String,
+    pub instance: String,
+    pub table_prefix: String,
+    pub app_profile: String,
+    pub credentials_file: String,
+    pub endpoint: String,
+    pub create_tables: bool,
+    pub timeout_ms: u64,
+    pub max_mutations_per_request: usize,
+    pub max_decoding_message_bytes: usize,
+}
+
+impl Default for BigtableConfig {
+    fn default() -> Self {
+        Self {
+            project: String::new(),
+            instance: String::new(),
+            table_prefix: String::new(),
+            app_profile: String::new(),
+            credentials_file: String::new(),
+            endpoint: String::new(),
+            create_tables: true,
+            timeout_ms: 30_000,
+            max_mutations_per_request: 50_000,
+            max_decoding_message_bytes: 256 << 20,
+        }
+    }
 }
 
 impl Default for StorageConfig {
     fn default() -> Self {
         Self {
             data_dir: PathBuf::from("./data"),
-            backend: "embedded".into(),
+            backend: Backend::Embedded,
             memtable_bytes: 8 << 20,
             max_meta_files: 8,
             window_hours: 2,
@@ -209,6 +264,7 @@ impl Default for StorageConfig {
             bloom_bits_per_key: 10,
             compaction_interval_secs: 10,
             repair: false,
+            bigtable: BigtableConfig::default(),
         }
     }
 }
@@ -375,11 +431,23 @@ impl Config {
         if s.max_tags == 0 {
             return bad("schema.max_tags must be at least 1".into());
         }
-        if self.storage.backend != "embedded" {
-            return bad(format!(
-                "storage.backend {:?} is not available in this build (supported: \"embedded\")",
-                self.storage.backend
-            ));
+        if self.storage.backend == Backend::Bigtable {
+            if !cfg!(feature = "bigtable") {
+                return bad("storage.backend \"bigtable\" is not available in this build: build with `cargo build --release --features bigtable`".into());
+            }
+            let bt = &self.storage.bigtable;
+            if bt.project.is_empty() || bt.instance.is_empty() {
+                return bad("storage.bigtable.project and storage.bigtable.instance must be set for the bigtable backend".into());
+            }
+            if bt.max_mutations_per_request == 0 || bt.max_mutations_per_request > 100_000 {
+                return bad(format!(
+                    "storage.bigtable.max_mutations_per_request must be 1..=100000 (Bigtable's limit), got {}",
+                    bt.max_mutations_per_request
+                ));
+            }
+            if bt.timeout_ms == 0 {
+                return bad("storage.bigtable.timeout_ms must be at least 1".into());
+            }
         }
         let sv = &self.server;
         if sv.max_connections_per_address == 0

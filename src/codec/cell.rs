@@ -29,6 +29,12 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02X}")).collect()
 }
 
+/// Whether an (even-length) qualifier names one point rather than a packed
+/// cell: 2 bytes, or 4 bytes with the millisecond prefix.
+pub fn is_single(qualifier: &[u8]) -> bool {
+    qualifier.len() == 2 || (qualifier.len() == 4 && qualifier[0] & 0xF0 == 0xF0)
+}
+
 /// Decodes every numeric point of one cell, appending to `out` in qualifier
 /// order. Applies OpenTSDB's legacy fix-ups for single 2-byte cells (a float
 /// flagged 4 bytes stored on 8 with a zero high half; length bits that
@@ -41,8 +47,7 @@ pub fn decode_cell(
     if qualifier.len() % 2 == 1 || qualifier.is_empty() {
         return Ok(());
     }
-    let single = qualifier.len() == 2 || (qualifier.len() == 4 && qualifier[0] & 0xF0 == 0xF0);
-    if single {
+    if is_single(qualifier) {
         let Some((q, _)) = decode_one(qualifier) else {
             return Ok(());
         };

@@ -2,11 +2,13 @@
 //! qualifiers, value encodings and packed (compacted) cells, byte-exact with
 //! OpenTSDB 2.x (reference §1.3–§1.7) so a table written by OpenTSDB can be
 //! read by hourglass and the reverse; the engine's own native cell codec
-//! ([`native`]); and how a row's cells of both kinds combine ([`row`]).
+//! ([`native`]); how a row's cells of both kinds combine ([`row`]); and
+//! how a shared store's rows of single-point cells are packed ([`pack`]).
 //! The layouts are drawn in `docs/format/`.
 
 pub mod cell;
 pub mod native;
+pub mod pack;
 pub mod qualifier;
 pub mod row;
 pub mod rowkey;

@@ -10,7 +10,8 @@
 //! Both engine qualifiers have odd length, so an OpenTSDB reader skips them
 //! (§1.4). The sequence number is the store write that produced the cell:
 //! a row read merges its cells oldest first — OpenTSDB cells (written by
-//! another system, order unknown, so oldest), then native cells and
+//! another system or on a shared store, so oldest; among them single-point
+//! cells win over packed ones, see [`decode_opentsdb`]), then native cells and
 //! tombstones by sequence — and a later cell wins on an equal timestamp; a
 //! tombstone removes the points of strictly older cells in its offset
 //! range. Compaction collapses a row into one native cell stamped with the
@@ -122,6 +123,29 @@ fn tombstone_range(value: &[u8]) -> Result<(u32, u32), RowError> {
     ))
 }
 
+/// The points of a row's OpenTSDB cells, sorted by offset with one point
+/// per offset. Packed cells are read first, in column order, then
+/// single-point cells, which win on an equal offset: a packing always
+/// deletes the single cells it packed, so a single cell next to a packed
+/// one was written after that packing (a point rewritten since).
+pub fn decode_opentsdb(cells: &[Cell]) -> Result<Vec<DecodedPoint>, RowError> {
+    let (mut packed, mut single) = (Vec::new(), Vec::new());
+    for c in cells {
+        if let CellKind::OpenTsdb { qualifier, value } = classify(&c.column, &c.value) {
+            let out = if cell::is_single(qualifier) {
+                &mut single
+            } else {
+                &mut packed
+            };
+            cell::decode_cell(qualifier, value, out)?;
+        }
+    }
+    Ok(match (packed.is_empty(), single.is_empty()) {
+        (true, true) => Vec::new(),
+        _ => merge_points(&packed, &single),
+    })
+}
+
 /// Appends the points of a row's cells to `out`, sorted by offset with one
 /// point per offset (the newest write wins), tombstones applied. Returns the
 /// highest sequence number among the engine's cells (0 if none).
@@ -133,26 +157,17 @@ pub fn decode_row(cells: &[Cell], out: &mut Vec<DecodedPoint>) -> Result<u64, Ro
         native::decode_cell(cell, out)?;
         return Ok(seq);
     }
-    let mut base: Vec<DecodedPoint> = Vec::new();
     let mut layers: Vec<(u64, u8, &Cell)> = Vec::new();
     for c in cells {
         match classify(&c.column, &c.value) {
-            CellKind::OpenTsdb { qualifier, value } => {
-                cell::decode_cell(qualifier, value, &mut base)?
-            }
             // Tombstones sort before native cells of the same sequence: they
             // remove strictly older points only.
             CellKind::Native { seq, .. } => layers.push((seq, 1, c)),
             CellKind::Tombstone { seq, .. } => layers.push((seq, 0, c)),
-            CellKind::Annotation | CellKind::Other => {}
+            CellKind::OpenTsdb { .. } | CellKind::Annotation | CellKind::Other => {}
         }
     }
-    let mut acc = if base.is_empty() {
-        base
-    } else {
-        // OpenTSDB cells of one row: the last one in column order wins.
-        merge_points(&base, &[])
-    };
+    let mut acc = decode_opentsdb(cells)?;
     layers.sort_by_key(|&(seq, kind, _)| (seq, kind));
     let mut max_seq = 0;
     let mut pts = Vec::new();

@@ -11,6 +11,10 @@
 //!
 //! The flush lock is held throughout, so no flush can write points the
 //! delete has already removed from the head.
+//!
+//! On a shared store there is no WAL and no tombstone: each stored row is
+//! rewritten without the points, deleting only the cells it read
+//! (`engine::shared`).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -35,12 +39,14 @@ impl Engine {
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut frame = super::wal::FrameBuilder::new();
-        for key in series_keys {
-            frame.delete(key, start_ms, end_ms);
+        if let Some(wal) = self.wal() {
+            let mut frame = super::wal::FrameBuilder::new();
+            for key in series_keys {
+                frame.delete(key, start_ms, end_ms);
+            }
+            let lsn = wal.append(frame)?;
+            wal.wait_durable_blocking(lsn, 0)?;
         }
-        let lsn = self.wal.append(frame)?;
-        self.wal.wait_durable_blocking(lsn, 0)?;
         {
             let mut head = self.head();
             for key in series_keys {
@@ -80,6 +86,16 @@ impl Engine {
         }
         if rows.is_empty() {
             return Ok(0);
+        }
+        if self.log.is_none() {
+            // A shared store: rewrite the rows without the points, deleting
+            // only the cells read (a point written since survives).
+            let n = self.repack_rows(&rows, &|base, off| {
+                let ts = i64::from(base) * 1000 + i64::from(off);
+                ts < start_ms || ts > end_ms
+            })?;
+            self.metrics.deletes.inc();
+            return Ok(n);
         }
         let n = rows.len();
         self.store.write_data(&mut |seq| {

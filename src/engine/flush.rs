@@ -1,6 +1,7 @@
 //! Flushing the head: hours taken out of the head become one native cell
 //! per row (series × hour), written to the store in one data write stamped
-//! with its sequence number. No read of the stored row happens: a late
+//! with its sequence number (on a shared store, whose rows already hold
+//! the points, the rows are packed instead: `engine::shared`). No read of the stored row happens: a late
 //! point for an hour already in the store becomes a second cell of that
 //! row, and compaction merges the two. While the write runs the hours stay
 //! readable as "frozen" rows; on failure they go back into the head, under
@@ -52,8 +53,18 @@ impl Engine {
         Ok(rows)
     }
 
-    /// Encodes frozen rows and writes them in one data write.
+    /// Encodes frozen rows and writes them in one data write. On a shared
+    /// store the points are there already: the rows are packed instead.
     fn write_frozen(&self, frozen: &Arc<Frozen>) -> Result<usize, EngineError> {
+        if self.log.is_none() {
+            let rows: Vec<(Vec<u8>, u32)> = frozen
+                .rows
+                .values()
+                .flatten()
+                .map(|(key, hour)| (self.layout.row_key(key, hour.base), hour.base))
+                .collect();
+            return self.repack_rows(&rows, &|_, _| true);
+        }
         let mut count = 0;
         let mut failure: Option<EngineError> = None;
         self.store.write_data(&mut |seq| {

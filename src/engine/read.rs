@@ -8,16 +8,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use hourglass_query::QueryBudget;
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
-use super::fanout::for_each_bucket;
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
-use crate::storage::Table;
+use crate::storage::{KeyRange, Table};
 use crate::uid::{UidError, UidKind};
 
 /// A tag key UID that must be present, with the allowed value UIDs (`None`
@@ -100,17 +98,6 @@ impl Scan<'_> {
     fn take(&self, n: usize) -> bool {
         self.budget.take_points(n) && self.budget.check().is_ok()
     }
-}
-
-/// How long a scan runs on the calling thread alone before helper threads
-/// join it (see [`for_each_bucket`]).
-const FIRST_SLICE: Duration = Duration::from_micros(1500);
-
-/// Cores available to this process (read once: the lookup reads cgroup
-/// files).
-fn parallelism() -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *N.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 fn push_row(out: &mut Points, base: u32, pts: &[DecodedPoint]) {
@@ -200,8 +187,8 @@ impl Engine {
         Ok(pf)
     }
 
-    /// Points per series key from the store, scanning salt buckets in
-    /// parallel.
+    /// Points per series key from the store: one range per salt bucket,
+    /// which the store scans in parallel.
     fn scan_store(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
         let layout = *self.layout();
         let buckets = if layout.salt_width == 0 {
@@ -209,56 +196,46 @@ impl Engine {
         } else {
             layout.salt_buckets as usize
         };
-        let first_err: Mutex<Option<SourceError>> = Mutex::new(None);
-        let results = for_each_bucket(
-            buckets,
-            FIRST_SLICE,
-            parallelism().min(buckets).saturating_sub(1),
-            || (HashMap::<Vec<u8>, Points>::new(), Vec::new()),
-            |b, (local, pts)| {
-                let start = layout.scan_key(b as u32, scan.metric, scan.lo);
-                let end = layout.scan_key(b as u32, scan.metric, scan.hi);
-                let res = self
-                    .store
-                    .scan(Table::Data, &start, &end, &mut |row, cells| {
-                        let Some(parts) = layout.parse_row_key(row) else {
-                            return Ok(true);
-                        };
-                        if !scan.pf.matches(&layout, parts.tags) {
-                            return Ok(true);
-                        }
-                        let out = local.entry(layout.series_of_row(row)).or_default();
-                        let before = out.len();
-                        if let Err(e) = decode_row_into(&cells, parts.base_time, out, pts) {
-                            // Never skip damage silently: fail the query.
-                            return Err(crate::storage::StorageError::Corrupt {
-                                path: std::path::PathBuf::from("<data row>"),
-                                offset: None,
-                                reason: format!("row {row:02X?}: {e}"),
-                            });
-                        }
-                        Ok(scan.take(out.len() - before))
-                    });
-                match res {
-                    Ok(()) => true,
-                    Err(e) => {
-                        first_err
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .get_or_insert(SourceError::Storage(e.to_string()));
-                        false
-                    }
+        let ranges: Vec<KeyRange> = (0..buckets as u32)
+            .map(|b| KeyRange {
+                start: layout.scan_key(b, scan.metric, scan.lo),
+                end: layout.scan_key(b, scan.metric, scan.hi),
+            })
+            .collect();
+        // One slot per range: a range is visited by one thread at a time,
+        // so its lock is never contended.
+        type Slot = (HashMap<Vec<u8>, Points>, Vec<DecodedPoint>);
+        let slots: Vec<Mutex<Slot>> = (0..buckets).map(|_| Mutex::default()).collect();
+        self.store
+            .scan_ranges(Table::Data, &ranges, &|i, row, cells| {
+                let Some(parts) = layout.parse_row_key(row) else {
+                    return Ok(true);
+                };
+                if !scan.pf.matches(&layout, parts.tags) {
+                    return Ok(true);
                 }
-            },
-        );
-        if let Some(e) = first_err
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
-            return Err(e);
-        }
+                let mut slot = slots[i]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let (local, pts) = &mut *slot;
+                let out = local.entry(layout.series_of_row(row)).or_default();
+                let before = out.len();
+                if let Err(e) = decode_row_into(&cells, parts.base_time, out, pts) {
+                    // Never skip damage silently: fail the query.
+                    return Err(crate::storage::StorageError::Corrupt {
+                        path: std::path::PathBuf::from("<data row>"),
+                        offset: None,
+                        reason: format!("row {row:02X?}: {e}"),
+                    });
+                }
+                Ok(scan.take(out.len() - before))
+            })
+            .map_err(|e| SourceError::Storage(e.to_string()))?;
         let mut all = HashMap::new();
-        for (m, _) in results {
+        for slot in slots {
+            let (m, _) = slot
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             all.extend(m);
         }
         Ok(all)

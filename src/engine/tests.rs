@@ -10,6 +10,7 @@ use hourglass_query::exec::{FetchRequest, Num, SeriesSource};
 
 use super::clock::ManualClock;
 use super::*;
+use crate::config::Config;
 
 const T0_MS: i64 = 1_700_000_000_000;
 
@@ -37,7 +38,7 @@ fn point(metric: &'static str, ts: u64, v: i64, host: &str) -> Point<'static> {
 fn write(e: &Engine, pts: &[Point<'_>]) {
     let r = e.write(pts).unwrap();
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    e.wal().wait_durable_blocking(r.lsn, 0).unwrap();
+    e.wal().expect("embedded").wait_durable_blocking(r.lsn, 0).unwrap();
 }
 
 type Read = Vec<(String, Vec<(i64, i64)>)>;
@@ -120,7 +121,7 @@ fn head_flush_and_replay_read_the_same() {
         e.compact(true).unwrap();
         assert_eq!(read(&e), w2, "compaction merges the row's cells");
         write(&e, &[point("e.m", 1_356_998_460, 42, "b")]);
-        e.wal().close(); // crash: no shutdown
+        e.wal().expect("embedded").close(); // crash: no shutdown
     }
     let e = open(&c, &clock);
     let got = read(&e);
@@ -147,7 +148,7 @@ fn open_hours_survive_restarts_through_checkpoints_not_table_files() {
         e.checkpoint().unwrap();
         write(&e, &[point("e.m", now_s + 5, 999, "a")]);
         assert_eq!(e.flush_closed().unwrap(), 0, "the hour is open");
-        e.wal().close(); // crash after the checkpoint
+        e.wal().expect("embedded").close(); // crash after the checkpoint
     }
     let e = open(&c, &clock);
     assert_eq!(read(&e)[0].1.len(), 101);
@@ -235,7 +236,7 @@ fn deletes_hit_head_store_and_survive_restart_and_compaction() {
         assert!(a.iter().all(|(t, _)| *t < from || *t > to));
         assert_eq!(a.len(), 360 - 51);
         assert_eq!(r[1].1.len(), 360, "host=b untouched");
-        e.wal().close(); // crash
+        e.wal().expect("embedded").close(); // crash
     }
     let e = open(&c, &clock);
     assert_eq!(read(&e)[0].1.len(), 309, "the delete replays from the WAL");
@@ -443,7 +444,7 @@ mod model {
                     if clean {
                         e.shutdown().unwrap();
                     } else {
-                        e.wal().close();
+                        e.wal().expect("embedded").close();
                     }
                     drop(e);
                     e = open(&c, &clock);
@@ -552,7 +553,7 @@ fn series_index_survives_crashes_around_checkpoints() {
         write(&e, &[point("e.n", now_s + 2, 3, "a")]);
         // No shutdown. (In-process the store's log buffer still reaches the
         // OS when dropped; `api_lookup`'s kill -9 tests cover lost buffers.)
-        e.wal().close();
+        e.wal().expect("embedded").close();
     }
     let e = open(&c, &clock);
     assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);

@@ -258,9 +258,7 @@ pub(super) async fn write_and_wait(
     points: &[hourglass_ingest::Point<'_>],
 ) -> Result<crate::engine::WriteReceipt, ApiError> {
     let receipt = tokio::task::block_in_place(|| ctx.engine.write(points))?;
-    if receipt.lsn > 0 {
-        ctx.engine.wal().wait_durable(receipt.lsn).await?;
-    }
+    ctx.engine.wait_durable(receipt.lsn).await?;
     Ok(receipt)
 }
 
@@ -329,7 +327,7 @@ async fn put_inner(
     }
     let mut timeouts = 0usize;
     if receipt.lsn > 0 {
-        let wait = ctx.engine.wal().wait_durable(receipt.lsn);
+        let wait = ctx.engine.wait_durable(receipt.lsn);
         if sync_timeout_ms > 0 {
             match tokio::time::timeout(std::time::Duration::from_millis(sync_timeout_ms), wait)
                 .await

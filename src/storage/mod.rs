@@ -1,12 +1,30 @@
 //! The storage backend boundary: a sorted map of rows to cells in the
 //! HBase/Bigtable model (tables, rows, column families, qualifiers), with
-//! batched writes, range scans, atomic increment and check-and-put.
+//! batched writes, streamed range scans (several ranges per call, run in
+//! parallel by the backend), batched multi-row reads, atomic increment and
+//! check-and-put.
 //!
-//! The engine above it (UIDs, write-ahead log, series head, packing) is the
-//! same for every backend. The embedded LSM engine is the default; a Cloud
-//! Bigtable backend will implement the same trait.
+//! The contract is the one a remote store can keep: a write is atomic per
+//! row only, every call may fail with a retryable [`StorageError::Unavailable`],
+//! and every cell has one version (a rewrite replaces it). The engine above
+//! it (UIDs, series head, packing) is the same for every backend; what
+//! differs is where an acknowledged point is durable, which
+//! [`Store::shared`] tells the engine.
+//!
+//! * [`embedded`] — the default: an LSM tree in the data directory.
+//! * `bigtable` (cargo feature `bigtable`) — Cloud Bigtable, shared by
+//!   several hourglass nodes.
+//! * [`fanout`] — runs per-range work on the calling thread, then on helper
+//!   threads once it lasts (the embedded store's parallel scans).
+//! * [`open`] — the backend factory, chosen by `[storage] backend`.
 
+#[cfg(feature = "bigtable")]
+pub mod bigtable;
 pub mod embedded;
+pub mod fanout;
+mod open;
+
+pub use self::open::open;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -130,12 +148,50 @@ pub enum StorageError {
     Poisoned,
     #[error("value in {what} is not an 8-byte counter")]
     NotACounter { what: String },
+    /// A remote backend did not answer or refused the call. `retryable`:
+    /// the same call may succeed later (timeouts, throttling, a node
+    /// restarting); writes are idempotent, so retrying is safe.
+    #[error("storage backend {backend} unavailable{}: {message}", if *retryable { " (retryable)" } else { "" })]
+    Unavailable {
+        backend: &'static str,
+        message: String,
+        retryable: bool,
+    },
+    /// The configuration names something this build or backend cannot do.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl StorageError {
+    /// Whether the same call may succeed if retried later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Unavailable {
+                retryable: true,
+                ..
+            }
+        )
+    }
+}
+
+/// Rows with `start <= key < end` of one table (an empty `end` = to the
+/// end of the table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    pub start: Vec<u8>,
+    pub end: Vec<u8>,
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
 /// A row visitor for scans: return `false` to stop early.
 pub type RowVisitor<'a> = dyn FnMut(&[u8], Vec<Cell>) -> Result<bool> + 'a;
+
+/// A row visitor for multi-range scans, called with the index of the range
+/// the row belongs to, possibly from several threads at once (never for
+/// the same range at once). Return `false` to stop every range.
+pub type RangeVisitor<'a> = dyn Fn(usize, &[u8], Vec<Cell>) -> Result<bool> + Sync + 'a;
 
 /// Builds the mutations of one data write, given the sequence number the
 /// write will carry (the engine stamps it into cell qualifiers so that
@@ -182,7 +238,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every cell of one row, ordered by column (empty if the row is absent).
     fn get_row(&self, table: Table, row: &[u8]) -> Result<Vec<Cell>>;
 
-    /// Visits the rows with `start <= key < end` in key order. An empty `end`
+    /// The cells of several rows in one call (one round trip on a remote
+    /// store), in the order asked; an absent row has no cells.
+    fn get_rows(&self, table: Table, rows: &[Vec<u8>]) -> Result<Vec<Vec<Cell>>> {
+        rows.iter().map(|r| self.get_row(table, r)).collect()
+    }
+
+    /// Visits the rows with `start <= key < end` in key order, streamed (a
+    /// remote store reads ahead a bounded number of rows). An empty `end`
     /// means "to the end of the table".
     fn scan(
         &self,
@@ -192,7 +255,54 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         visit: &mut RowVisitor<'_>,
     ) -> Result<()>;
 
-    /// Applies a small batch atomically.
+    /// Visits the rows of several ranges (one per salt bucket), the ranges
+    /// in parallel as the backend sees fit, each range's rows in key order.
+    /// Stops every range once a visit returns `false` or fails.
+    fn scan_ranges(
+        &self,
+        table: Table,
+        ranges: &[KeyRange],
+        visit: &RangeVisitor<'_>,
+    ) -> Result<()> {
+        let first_err: std::sync::Mutex<Option<StorageError>> = std::sync::Mutex::new(None);
+        fanout::for_each_bucket(
+            ranges.len(),
+            fanout::FIRST_SLICE,
+            fanout::helpers(ranges.len()),
+            || (),
+            |i, _| {
+                let r = &ranges[i];
+                let mut go_on = true;
+                let res = self.scan(table, &r.start, &r.end, &mut |row, cells| {
+                    go_on = visit(i, row, cells)?;
+                    Ok(go_on)
+                });
+                match res {
+                    Ok(()) => go_on,
+                    Err(e) => {
+                        first_err
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get_or_insert(e);
+                        false
+                    }
+                }
+            },
+        );
+        match first_err
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies a batch. Each row's mutations are applied atomically and in
+    /// order; different rows may be applied independently (Cloud
+    /// Bigtable's `MutateRows`), so after an error some rows may have been
+    /// written. Every mutation hourglass sends is idempotent: retrying the
+    /// whole batch is safe.
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()>;
 
     /// Writes a batch of data rows (packed rows from the series head,
@@ -267,4 +377,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn recovery_notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether other processes (hourglass nodes, OpenTSDB) write to this
+    /// store too. A shared store is where an acknowledged point is durable
+    /// (the engine writes every batch before acknowledging it and keeps no
+    /// log of its own), its rows are rewritten only by deleting the cells
+    /// that were read, and [`Store::write_data`]'s ordering is not offered.
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// A short name for logs and `/api/config` (`embedded`, `bigtable`).
+    fn backend_name(&self) -> &'static str;
 }

@@ -647,6 +647,10 @@ fn group_rows(
 }
 
 impl Store for EmbeddedStore {
+    fn backend_name(&self) -> &'static str {
+        "embedded"
+    }
+
     fn get_row(&self, table: Table, row: &[u8]) -> Result<Vec<Cell>> {
         let start = internal_row(table, row);
         let mut end = start.clone();

@@ -6,6 +6,23 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long work runs on the calling thread alone before helper threads
+/// join it.
+pub const FIRST_SLICE: Duration = Duration::from_micros(1500);
+
+/// Cores available to this process (read once: the lookup reads cgroup
+/// files).
+pub fn parallelism() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// Helper threads worth starting for `units` CPU-bound units of work: one
+/// per other core.
+pub fn helpers(units: usize) -> usize {
+    parallelism().min(units).saturating_sub(1)
+}
+
 /// Visits buckets `0..buckets`, each exactly once, and returns one
 /// accumulator per thread that took part. `visit` returns `false` to stop
 /// every thread from claiming more buckets (an error or a spent budget:

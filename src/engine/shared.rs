@@ -1,0 +1,125 @@
+//! The engine on a shared store (Cloud Bigtable): several nodes write the
+//! same tables, so a point is acknowledged only once the store has it, and
+//! no node owns a row.
+//!
+//! * Writes: each batch becomes one OpenTSDB cell per point (qualifier =
+//!   offset and flags, §1.4–§1.5), written before the answer; the head
+//!   then keeps the points as a cache of recent data and as the list of
+//!   rows this node should pack.
+//! * Packing: when a row's hour closes (or the head must shrink), the row
+//!   is read and rewritten as packed cells in one row mutation that deletes
+//!   exactly the cells it read ([`crate::codec::pack`]), so points written
+//!   meanwhile by another node survive.
+//! * Deletes: the same rewrite, keeping the points outside the range.
+
+use std::sync::Arc;
+
+use hourglass_ingest::Point;
+
+use super::{Engine, EngineError, stored};
+use crate::codec::StoredValue;
+use crate::codec::cell::{DecodedPoint, encode_packed_cell};
+use crate::codec::pack::repack;
+use crate::codec::rowkey::split_timestamp;
+use crate::storage::{Durability, Mutation, Table, family};
+
+/// Rows read and rewritten per store call while packing.
+const PACK_BATCH: usize = 512;
+
+/// The cell of one point, as OpenTSDB writes it: `(row, column, value)`.
+fn point_put(engine: &Engine, series_key: &[u8], raw_ts: u64, value: StoredValue) -> Mutation {
+    let (base, offset_ms, ms) = split_timestamp(raw_ts);
+    let (q, v) = encode_packed_cell(&[DecodedPoint {
+        offset_ms,
+        ms,
+        value,
+    }]);
+    let mut column = Vec::with_capacity(q.len() + 1);
+    column.push(family::DATA);
+    column.extend_from_slice(&q);
+    Mutation::Put {
+        table: Table::Data,
+        row: engine.layout.row_key(series_key, base),
+        column,
+        value: v,
+    }
+}
+
+impl Engine {
+    /// Writes the points whose series `keys` names to the store, then
+    /// caches them in the head (series `ids` still current). Returns the
+    /// points written. Blocking: one store round trip.
+    pub(super) fn write_shared(
+        &self,
+        points: &[Point<'_>],
+        ids: &[Option<(u32, u32)>],
+        keys: &[Option<Arc<[u8]>>],
+    ) -> Result<usize, EngineError> {
+        let muts: Vec<Mutation> = points
+            .iter()
+            .zip(keys)
+            .filter_map(|(p, key)| {
+                key.as_ref()
+                    .map(|k| point_put(self, k, p.timestamp.0, stored(p.value)))
+            })
+            .collect();
+        let n = muts.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        self.store.write(muts, Durability::Sync)?;
+        let mut head = self.head();
+        for (p, id) in points.iter().zip(ids) {
+            if let Some((id, generation)) = *id
+                && head.is_current(id, generation)
+            {
+                head.insert(id, p.timestamp.0, stored(p.value));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Rewrites rows so that each holds its points in packed cells, keeping
+    /// the points `keep(base_hour, offset_ms)` accepts. Returns the rows
+    /// rewritten.
+    pub(super) fn repack_rows(
+        &self,
+        rows: &[(Vec<u8>, u32)],
+        keep: &dyn Fn(u32, u32) -> bool,
+    ) -> Result<usize, EngineError> {
+        let mut rewritten = 0;
+        for chunk in rows.chunks(PACK_BATCH) {
+            let keys: Vec<Vec<u8>> = chunk.iter().map(|(k, _)| k.clone()).collect();
+            let cells = self.store.get_rows(Table::Data, &keys)?;
+            let mut muts = Vec::new();
+            for ((row, base), cells) in chunk.iter().zip(cells) {
+                let rewrite = repack(&cells, |off| keep(*base, off)).map_err(|e| {
+                    EngineError::Damaged(format!("row {row:02X?} cannot be packed: {e}"))
+                })?;
+                let Some(r) = rewrite else { continue };
+                rewritten += 1;
+                // One row, one atomic mutation: the packed cells appear as
+                // the cells they replace disappear.
+                for (column, value) in r.puts {
+                    muts.push(Mutation::Put {
+                        table: Table::Data,
+                        row: row.clone(),
+                        column,
+                        value,
+                    });
+                }
+                for column in r.deletes {
+                    muts.push(Mutation::Delete {
+                        table: Table::Data,
+                        row: row.clone(),
+                        column,
+                    });
+                }
+            }
+            if !muts.is_empty() {
+                self.store.write(muts, Durability::Sync)?;
+            }
+        }
+        Ok(rewritten)
+    }
+}
