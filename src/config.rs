@@ -377,8 +377,17 @@ impl Default for HeadConfig {
 
 impl Config {
     /// Loads a config file (or the defaults when `path` is `None`).
+    /// Reads and validates a config file (`None`: the defaults).
     pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
-        let cfg = match path {
+        let cfg = Self::read(path)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads a config file without validating it (command-line overrides
+    /// come first).
+    pub fn read(path: Option<&Path>) -> Result<Self, ConfigError> {
+        Ok(match path {
             None => Config::default(),
             Some(p) => {
                 let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
@@ -390,9 +399,7 @@ impl Config {
                     source: Box::new(e),
                 })?
             }
-        };
-        cfg.validate()?;
-        Ok(cfg)
+        })
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

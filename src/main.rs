@@ -1,5 +1,7 @@
 //! The `hourglass` command:
-//! * `hourglass serve [--config FILE] [--data-dir DIR] [--port N] [--bind ADDR]`
+//! * `hourglass serve [--config FILE] [--data-dir DIR] [--port N] [--bind ADDR]
+//!   [--backend embedded|bigtable] [--bigtable-project P] [--bigtable-instance I]
+//!   [--bigtable-table-prefix X]`
 //! * `hourglass fsck [--config FILE] [--data-dir DIR] [--repair]`
 //! * `hourglass compact [--config FILE] [--data-dir DIR]`
 
@@ -8,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use hourglass::config::Config;
+use hourglass::config::{Backend, Config};
 use hourglass::engine::Engine;
 use hourglass::metrics::Metrics;
 use hourglass::server::{self, Ctx};
@@ -33,14 +35,51 @@ struct Location {
     /// Data directory (overrides storage.data_dir).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Storage backend, `embedded` or `bigtable` (overrides
+    /// storage.backend).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+    /// Bigtable project (overrides storage.bigtable.project).
+    #[arg(long)]
+    bigtable_project: Option<String>,
+    /// Bigtable instance (overrides storage.bigtable.instance).
+    #[arg(long)]
+    bigtable_instance: Option<String>,
+    /// Prefix of the Bigtable table names (overrides
+    /// storage.bigtable.table_prefix).
+    #[arg(long)]
+    bigtable_table_prefix: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum BackendArg {
+    Embedded,
+    Bigtable,
 }
 
 impl Location {
     fn load(self) -> Result<Config, Box<dyn std::error::Error>> {
-        let mut cfg = Config::load(self.config.as_deref())?;
+        let mut cfg = Config::read(self.config.as_deref())?;
         if let Some(d) = self.data_dir {
             cfg.storage.data_dir = d;
         }
+        if let Some(b) = self.backend {
+            cfg.storage.backend = match b {
+                BackendArg::Embedded => Backend::Embedded,
+                BackendArg::Bigtable => Backend::Bigtable,
+            };
+        }
+        let bt = &mut cfg.storage.bigtable;
+        for (arg, key) in [
+            (self.bigtable_project, &mut bt.project),
+            (self.bigtable_instance, &mut bt.instance),
+            (self.bigtable_table_prefix, &mut bt.table_prefix),
+        ] {
+            if let Some(v) = arg {
+                *key = v;
+            }
+        }
+        cfg.validate()?;
         Ok(cfg)
     }
 }

@@ -122,20 +122,27 @@ mod tests {
 
     #[test]
     fn single_cells_become_one_packed_cell_and_are_deleted() {
-        let cells: Vec<Cell> = (0..5).map(|i| cell_of(&[point(i * 10_000, false, i as i64)])).collect();
+        let cells: Vec<Cell> = (0..5)
+            .map(|i| cell_of(&[point(i * 10_000, false, i as i64)]))
+            .collect();
         let r = repack(&cells, |_| true).unwrap().unwrap();
         assert_eq!(r.puts.len(), 1);
         assert_eq!(r.deletes.len(), 5);
         let after = apply(&cells, &r);
         assert_eq!(after.len(), 1);
-        assert_eq!(decode_opentsdb(&after).unwrap(), decode_opentsdb(&cells).unwrap());
+        assert_eq!(
+            decode_opentsdb(&after).unwrap(),
+            decode_opentsdb(&cells).unwrap()
+        );
         // Packing a packed row again changes nothing.
         assert_eq!(repack(&after, |_| true).unwrap(), None);
     }
 
     #[test]
     fn a_point_written_during_the_packing_survives_it() {
-        let read: Vec<Cell> = (0..3).map(|i| cell_of(&[point(i * 1000, false, 1)])).collect();
+        let read: Vec<Cell> = (0..3)
+            .map(|i| cell_of(&[point(i * 1000, false, 1)]))
+            .collect();
         let r = repack(&read, |_| true).unwrap().unwrap();
         // Another node wrote offset 7 s between the read and the rewrite.
         let mut now = read.clone();
@@ -159,7 +166,11 @@ mod tests {
 
     #[test]
     fn deletes_keep_only_accepted_points() {
-        let cells = vec![cell_of(&[point(0, false, 1), point(1000, false, 2), point(2000, false, 3)])];
+        let cells = vec![cell_of(&[
+            point(0, false, 1),
+            point(1000, false, 2),
+            point(2000, false, 3),
+        ])];
         let r = repack(&cells, |o| o != 1000).unwrap().unwrap();
         let after = apply(&cells, &r);
         assert_eq!(
@@ -176,7 +187,9 @@ mod tests {
 
     #[test]
     fn long_millisecond_rows_split_under_the_qualifier_limit() {
-        let points: Vec<DecodedPoint> = (0..10_000).map(|i| point(i * 100, true, i as i64)).collect();
+        let points: Vec<DecodedPoint> = (0..10_000)
+            .map(|i| point(i * 100, true, i as i64))
+            .collect();
         let cells: Vec<Cell> = points.iter().map(|p| cell_of(&[*p])).collect();
         let r = repack(&cells, |_| true).unwrap().unwrap();
         assert!(r.puts.len() > 1);
@@ -191,7 +204,11 @@ mod tests {
             column: vec![family::DATA, 0x01, 0, 0],
             value: b"{}".to_vec().into(),
         };
-        let cells = vec![note.clone(), cell_of(&[point(0, false, 1)]), cell_of(&[point(1000, false, 2)])];
+        let cells = vec![
+            note.clone(),
+            cell_of(&[point(0, false, 1)]),
+            cell_of(&[point(1000, false, 2)]),
+        ];
         let r = repack(&cells, |_| true).unwrap().unwrap();
         assert!(!r.deletes.contains(&note.column));
         assert!(apply(&cells, &r).contains(&note));

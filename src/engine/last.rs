@@ -5,6 +5,9 @@
 //!   (`SeriesEntry::newest_base`, kept after the hour is flushed);
 //! * any other series starts at the current hour, as OpenTSDB does without
 //!   meta counters;
+//! * on a shared store (Bigtable), where other nodes write too, a series in
+//!   the head is read from the current hour down to its newest hour here
+//!   (at most a day), the rows fetched in one batch;
 //! * each hour merges the stored row, rows being flushed and the head's
 //!   hour (newer sources win on an equal timestamp); the first hour with a
 //!   point answers, else up to `back_scan` earlier hours are read, one row
@@ -49,6 +52,10 @@ fn to_num(v: StoredValue) -> Num {
     }
 }
 
+/// On a shared store, hours read above the newest one this node's head
+/// knows (points other nodes wrote since).
+const SHARED_CATCH_UP_HOURS: u32 = 24;
+
 /// Keeps the point with the highest offset at or after `min_offset` (the
 /// retention horizon); on an equal offset the later (newer) source wins.
 fn newest(best: &mut Option<DecodedPoint>, pts: &[DecodedPoint], min_offset: i64) {
@@ -90,14 +97,40 @@ impl Engine {
         budget: &QueryBudget,
     ) -> Result<Option<(i64, Num)>, LastError> {
         let now_hour = (self.now_secs().max(0) as u64 / 3600 * 3600) as u32;
-        let start = {
+        let newest_here = {
             let head = self.head();
             head.id_of(series_key)
                 .and_then(|id| head.entry(id))
                 .map(|e| e.newest_base)
                 .filter(|b| *b > 0)
-                .unwrap_or(now_hour)
         };
+        // On a shared store another node may hold newer hours than this
+        // node's head knows: start at the current hour and read down to the
+        // head's newest hour (at most a day of rows), all in one batch.
+        let shared = self.log.is_none();
+        let (start, extra) = match newest_here {
+            Some(b) if shared => {
+                let top = b.max(now_hour);
+                (top, ((top - b) / 3600).min(SHARED_CATCH_UP_HOURS))
+            }
+            Some(b) => (b, 0),
+            None => (now_hour, 0),
+        };
+        let steps = back_scan.saturating_add(extra);
+        let bases: Vec<u32> = (0..=steps)
+            .map_while(|s| start.checked_sub(s.saturating_mul(3600)))
+            .collect();
+        let mut prefetched: Vec<Vec<crate::storage::Cell>> = if shared {
+            budget.check()?;
+            let rows: Vec<Vec<u8>> = bases
+                .iter()
+                .map(|b| self.layout.row_key(series_key, *b))
+                .collect();
+            self.store.get_rows(Table::Data, &rows)?
+        } else {
+            Vec::new()
+        };
+        prefetched.reverse();
         let metric = super::metric_of(&self.layout, series_key);
         // Nothing older than the metric's retention horizon, as queries.
         let horizon = match self.uids.name_of(UidKind::Metric, metric)? {
@@ -105,18 +138,20 @@ impl Engine {
             None => i64::MIN,
         };
         let mut scratch = Vec::new();
-        for step in 0..=back_scan {
-            let Some(base) = start.checked_sub(step.saturating_mul(3600)) else {
-                break;
-            };
+        for base in bases {
             let base_ms = i64::from(base) * 1000;
             if base_ms + 3_600_000 <= horizon {
                 break;
             }
             let min_offset = horizon.saturating_sub(base_ms);
             budget.check()?;
-            let row = self.layout.row_key(series_key, base);
-            let cells = self.store.get_row(Table::Data, &row)?;
+            let cells = match prefetched.pop() {
+                Some(c) => c,
+                None => {
+                    let row = self.layout.row_key(series_key, base);
+                    self.store.get_row(Table::Data, &row)?
+                }
+            };
             let mut best = None;
             if !cells.is_empty() {
                 scratch.clear();

@@ -289,7 +289,6 @@ impl Engine {
         }
         Ok(0)
     }
-
 }
 
 /// Creates the data directory if need be and locks it, so that two

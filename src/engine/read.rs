@@ -3,7 +3,8 @@
 //! hour]` to `[salt][metric][end hour]`), run on parallel threads, filters
 //! tag pairs on raw key bytes (literal filters pushed down as UID sets),
 //! decodes each row's cells (`codec::row`), and merges the rows being
-//! flushed and the head on top (newest point of an instant wins). Points
+//! flushed and the head on top (newest point of an instant wins; on a
+//! shared store the store alone answers: it holds every node's points). Points
 //! older than the metric's retention horizon are never returned.
 
 use std::collections::{HashMap, HashSet};
@@ -404,7 +405,13 @@ impl SeriesSource for Engine {
             pf: &pf,
             budget: req.budget,
         };
-        let mut memory = self.scan_memory(&scan)?;
+        // On a shared store every acknowledged point (every node's) is in
+        // the store already: the head would only add copies.
+        let mut memory = if self.log.is_some() {
+            self.scan_memory(&scan)?
+        } else {
+            HashMap::new()
+        };
         let stored = self.scan_store(&scan)?;
         // Retention: nothing older than the metric's horizon.
         let horizon = self

@@ -38,7 +38,10 @@ fn point(metric: &'static str, ts: u64, v: i64, host: &str) -> Point<'static> {
 fn write(e: &Engine, pts: &[Point<'_>]) {
     let r = e.write(pts).unwrap();
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    e.wal().expect("embedded").wait_durable_blocking(r.lsn, 0).unwrap();
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
 }
 
 type Read = Vec<(String, Vec<(i64, i64)>)>;

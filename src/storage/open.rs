@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::embedded::compaction::RetentionView;
 use super::embedded::{EmbeddedOptions, EmbeddedStore};
-use super::{Store, StorageError};
+use super::{StorageError, Store};
 use crate::config::{Backend, Config};
 
 /// Opens the configured backend. `retention` is the engine's view of the
@@ -32,6 +32,7 @@ pub fn open(cfg: &Config, retention: RetentionView) -> Result<Arc<dyn Store>, St
         #[cfg(feature = "bigtable")]
         Backend::Bigtable => Ok(Arc::new(super::bigtable::BigtableStore::open(
             &cfg.storage.bigtable,
+            layout,
             &retention,
         )?)),
         #[cfg(not(feature = "bigtable"))]

@@ -3,7 +3,7 @@
 
 use crate::common::Server;
 
-fn put_series(s: &Server) {
+pub(crate) fn put_series(s: &Server) {
     let body = r#"[
         {"metric":"sys.cpu","timestamp":1356998400,"value":1,"tags":{"host":"web01","dc":"lga"}},
         {"metric":"sys.cpu","timestamp":1356998400,"value":2,"tags":{"host":"web02","dc":"lga"}},
@@ -14,7 +14,7 @@ fn put_series(s: &Server) {
 }
 
 /// `host` values of a lookup answer, sorted.
-fn hosts(j: &serde_json::Value) -> Vec<String> {
+pub(crate) fn hosts(j: &serde_json::Value) -> Vec<String> {
     let mut v: Vec<String> = j["results"]
         .as_array()
         .expect("results")
@@ -181,43 +181,4 @@ fn lookup_finds_series_after_kill9_and_after_a_clean_restart() {
     s.restart();
     let j = s.get("/api/search/lookup?m=sys.cpu&limit=0").json();
     assert_eq!(hosts(&j), ["db01", "db01", "web01", "web02", "web03"]);
-}
-
-#[test]
-fn lookup_finds_series_whose_wal_a_checkpoint_removed_after_kill9() {
-    // Checkpoints as often as the flush loop runs.
-    let mut s =
-        Server::start_with("[wal]\ncheckpoint_bytes = 1\n[head]\nflush_interval_secs = 1\n");
-    put_series(&s);
-    // Known names only: no UID fsync covers this series' index row.
-    let r = s.post_json(
-        "/api/put",
-        r#"{"metric":"sys.mem","timestamp":1356998400,"value":9,"tags":{"host":"db01"}}"#,
-    );
-    assert_eq!(r.status, 204);
-    // Wait for a checkpoint that covers the write: the WAL segment that
-    // holds it (the newest one now) is removed.
-    let wal = s.data_dir().join("wal");
-    let segments = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&wal)
-            .expect("wal dir")
-            .flatten()
-            .map(|f| f.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    };
-    let holder = segments().pop().expect("a WAL segment");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while segments().contains(&holder) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no checkpoint removed {holder}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    s.kill9();
-    s.restart();
-    let j = s.get("/api/search/lookup?m=sys.mem&limit=0").json();
-    assert_eq!(hosts(&j), ["db01", "web01"], "{j}");
 }

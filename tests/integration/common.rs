@@ -17,6 +17,49 @@ pub fn binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hourglass")))
 }
 
+/// Whether the suite runs on the Bigtable backend:
+/// `HOURGLASS_TEST_BACKEND=bigtable` (with `BIGTABLE_EMULATOR_HOST` set)
+/// starts every server on the emulator, each with tables of its own, so
+/// the same tests check both backends.
+pub fn on_bigtable() -> bool {
+    match std::env::var("HOURGLASS_TEST_BACKEND").as_deref() {
+        Ok("bigtable") => {
+            assert!(
+                std::env::var("BIGTABLE_EMULATOR_HOST").is_ok_and(|h| !h.is_empty()),
+                "HOURGLASS_TEST_BACKEND=bigtable needs BIGTABLE_EMULATOR_HOST (a running emulator)"
+            );
+            true
+        }
+        Ok("embedded") | Err(_) => false,
+        Ok(other) => panic!("HOURGLASS_TEST_BACKEND={other:?}: expected embedded or bigtable"),
+    }
+}
+
+/// Command-line flags that put a server in `dir` on the test backend: on
+/// Bigtable, tables named after the directory (stable across restarts).
+fn backend_args(dir: &Path) -> Vec<String> {
+    if !on_bigtable() {
+        return Vec::new();
+    }
+    let name: String = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    vec![
+        "--backend".into(),
+        "bigtable".into(),
+        "--bigtable-project".into(),
+        "test".into(),
+        "--bigtable-instance".into(),
+        "test".into(),
+        "--bigtable-table-prefix".into(),
+        format!("it{name}-"),
+    ]
+}
+
 pub struct Server {
     child: Option<Child>,
     pub addr: SocketAddr,
@@ -72,6 +115,7 @@ impl Server {
             .arg(&cfg)
             .arg("--data-dir")
             .arg(dir.join("data"))
+            .args(backend_args(dir))
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

@@ -365,3 +365,45 @@ fn second_server_on_the_same_directory_is_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("in use by a running hourglass"));
 }
+
+#[test]
+/// The series index row of a series whose WAL segment a checkpoint removed
+/// survives kill -9 (the checkpoint syncs the store first).
+fn lookup_finds_series_whose_wal_a_checkpoint_removed_after_kill9() {
+    use crate::api_lookup::{hosts, put_series};
+    // Checkpoints as often as the flush loop runs.
+    let mut s =
+        Server::start_with("[wal]\ncheckpoint_bytes = 1\n[head]\nflush_interval_secs = 1\n");
+    put_series(&s);
+    // Known names only: no UID fsync covers this series' index row.
+    let r = s.post_json(
+        "/api/put",
+        r#"{"metric":"sys.mem","timestamp":1356998400,"value":9,"tags":{"host":"db01"}}"#,
+    );
+    assert_eq!(r.status, 204);
+    // Wait for a checkpoint that covers the write: the WAL segment that
+    // holds it (the newest one now) is removed.
+    let wal = s.data_dir().join("wal");
+    let segments = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&wal)
+            .expect("wal dir")
+            .flatten()
+            .map(|f| f.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let holder = segments().pop().expect("a WAL segment");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while segments().contains(&holder) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint removed {holder}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    s.kill9();
+    s.restart();
+    let j = s.get("/api/search/lookup?m=sys.mem&limit=0").json();
+    assert_eq!(hosts(&j), ["db01", "web01"], "{j}");
+}
