@@ -160,8 +160,18 @@ fn fsck(at: Location, repair: bool) -> Result<ExitCode, Box<dyn std::error::Erro
 
 fn compact(at: Location) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let cfg = at.load()?;
-    let (before, after, jobs) = hourglass::tools::compact::run(&cfg)?;
-    println!("compact: {jobs} merge(s); data directory {before} bytes before, {after} bytes after");
+    match hourglass::tools::compact::run_any(&cfg)? {
+        hourglass::tools::compact::Outcome::Merged {
+            before,
+            after,
+            jobs,
+        } => println!(
+            "compact: {jobs} merge(s); data directory {before} bytes before, {after} bytes after"
+        ),
+        hourglass::tools::compact::Outcome::Packed { rows } => {
+            println!("compact: {rows} row(s) packed")
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -189,12 +199,21 @@ fn serve(
         cfg.server.port,
     )))?;
     let addr = listener.local_addr()?;
-    let data = std::fs::canonicalize(&cfg.storage.data_dir)
-        .unwrap_or_else(|_| cfg.storage.data_dir.clone());
+    let data = match cfg.storage.backend {
+        Backend::Embedded => std::fs::canonicalize(&cfg.storage.data_dir)
+            .unwrap_or_else(|_| cfg.storage.data_dir.clone())
+            .display()
+            .to_string(),
+        Backend::Bigtable => format!(
+            "Bigtable projects/{}/instances/{} (tables {}tsdb*)",
+            cfg.storage.bigtable.project,
+            cfg.storage.bigtable.instance,
+            cfg.storage.bigtable.table_prefix
+        ),
+    };
     println!(
-        "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {}",
+        "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {data}",
         env!("CARGO_PKG_VERSION"),
-        data.display()
     );
     let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg);
     runtime.block_on(server::run(

@@ -19,9 +19,9 @@ use hourglass_ingest::Point;
 use super::{Engine, EngineError, stored};
 use crate::codec::StoredValue;
 use crate::codec::cell::{DecodedPoint, encode_packed_cell};
-use crate::codec::pack::repack;
+use crate::codec::pack::{Rewrite, repack};
 use crate::codec::rowkey::split_timestamp;
-use crate::storage::{Durability, Mutation, Table, family};
+use crate::storage::{Durability, Mutation, StorageError, Table, family};
 
 /// Rows read and rewritten per store call while packing.
 const PACK_BATCH: usize = 512;
@@ -42,6 +42,30 @@ fn point_put(engine: &Engine, series_key: &[u8], raw_ts: u64, value: StoredValue
         row: engine.layout.row_key(series_key, base),
         column,
         value: v,
+    }
+}
+
+/// Mutations per store write when packing a whole table.
+const PACK_WRITE_MUTATIONS: usize = 20_000;
+
+/// A row's rewrite as mutations of that row (the store applies a row's
+/// mutations atomically: the packed cells appear as the cells they replace
+/// disappear).
+fn push_rewrite(muts: &mut Vec<Mutation>, row: &[u8], r: Rewrite) {
+    for (column, value) in r.puts {
+        muts.push(Mutation::Put {
+            table: Table::Data,
+            row: row.to_vec(),
+            column,
+            value,
+        });
+    }
+    for column in r.deletes {
+        muts.push(Mutation::Delete {
+            table: Table::Data,
+            row: row.to_vec(),
+            column,
+        });
     }
 }
 
@@ -79,6 +103,47 @@ impl Engine {
         Ok(n)
     }
 
+    /// Packs every stored row of a closed hour that holds more than one
+    /// OpenTSDB cell, whoever wrote it (rows a node left unpacked when it
+    /// stopped for good, or rows OpenTSDB wrote): `hourglass compact` on a
+    /// shared store. Streams the table once; returns the rows rewritten.
+    pub fn pack_stored_rows(&self) -> Result<usize, EngineError> {
+        if self.log.is_some() {
+            // The embedded store merges rows in its own compaction.
+            return Ok(0);
+        }
+        let closed_before = self.now_secs() - 3600 - self.settings.flush_grace_secs;
+        let layout = self.layout;
+        let mut rows = 0usize;
+        let mut muts: Vec<Mutation> = Vec::new();
+        self.store.scan(Table::Data, &[], &[], &mut |row, cells| {
+            let Some(parts) = layout.parse_row_key(row) else {
+                return Ok(true);
+            };
+            if i64::from(parts.base_time) > closed_before {
+                return Ok(true);
+            }
+            let rewrite = repack(&cells, |_| true).map_err(|e| StorageError::Corrupt {
+                path: std::path::PathBuf::from("<data row>"),
+                offset: None,
+                reason: format!("row {row:02X?}: {e}"),
+            })?;
+            if let Some(r) = rewrite {
+                rows += 1;
+                push_rewrite(&mut muts, row, r);
+                if muts.len() >= PACK_WRITE_MUTATIONS {
+                    self.store
+                        .write(std::mem::take(&mut muts), Durability::Sync)?;
+                }
+            }
+            Ok(true)
+        })?;
+        if !muts.is_empty() {
+            self.store.write(muts, Durability::Sync)?;
+        }
+        Ok(rows)
+    }
+
     /// Rewrites rows so that each holds its points in packed cells, keeping
     /// the points `keep(base_hour, offset_ms)` accepts. Returns the rows
     /// rewritten.
@@ -98,23 +163,7 @@ impl Engine {
                 })?;
                 let Some(r) = rewrite else { continue };
                 rewritten += 1;
-                // One row, one atomic mutation: the packed cells appear as
-                // the cells they replace disappear.
-                for (column, value) in r.puts {
-                    muts.push(Mutation::Put {
-                        table: Table::Data,
-                        row: row.clone(),
-                        column,
-                        value,
-                    });
-                }
-                for column in r.deletes {
-                    muts.push(Mutation::Delete {
-                        table: Table::Data,
-                        row: row.clone(),
-                        column,
-                    });
-                }
+                push_rewrite(&mut muts, row, r);
             }
             if !muts.is_empty() {
                 self.store.write(muts, Durability::Sync)?;

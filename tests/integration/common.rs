@@ -37,7 +37,7 @@ pub fn on_bigtable() -> bool {
 
 /// Command-line flags that put a server in `dir` on the test backend: on
 /// Bigtable, tables named after the directory (stable across restarts).
-fn backend_args(dir: &Path) -> Vec<String> {
+pub fn backend_args(dir: &Path) -> Vec<String> {
     if !on_bigtable() {
         return Vec::new();
     }
@@ -66,6 +66,8 @@ pub struct Server {
     pub dir: PathBuf,
     extra: String,
     env: Vec<(String, String)>,
+    /// Extra command-line flags (the backend's); kept for restarts.
+    args: Vec<String>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -84,7 +86,19 @@ impl Server {
     /// A server on `dir/data` (which may already hold data), with `extra`
     /// config; `Err` with its log if it refuses to start.
     pub fn try_start_in(dir: &Path, extra: &str) -> Result<Self, String> {
-        Self::spawn(dir, extra, &[])
+        Self::spawn(dir, extra, &[], &backend_args(dir))
+    }
+
+    /// A server with its own scratch directory and the given command-line
+    /// flags instead of the test backend's (e.g. several nodes over one
+    /// set of Bigtable tables: `tests/bigtable`).
+    #[allow(dead_code)]
+    pub fn start_with_args(extra: &str, args: &[String]) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut s = Self::spawn(&dir, extra, &[], args).unwrap_or_else(|e| panic!("{e}"));
+        s._tmp = Some(tmp);
+        s
     }
 
     /// With extra environment variables (e.g. `HOURGLASS_FAILPOINTS`).
@@ -95,12 +109,18 @@ impl Server {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let mut s = Self::spawn(&dir, extra, &env).unwrap_or_else(|e| panic!("{e}"));
+        let mut s =
+            Self::spawn(&dir, extra, &env, &backend_args(&dir)).unwrap_or_else(|e| panic!("{e}"));
         s._tmp = Some(tmp);
         s
     }
 
-    fn spawn(dir: &Path, extra: &str, env: &[(String, String)]) -> Result<Self, String> {
+    fn spawn(
+        dir: &Path,
+        extra: &str,
+        env: &[(String, String)],
+        args: &[String],
+    ) -> Result<Self, String> {
         let cfg = dir.join("test.toml");
         // Port and data directory come from the command line (as an
         // operator overrides them), so `extra` may use any table.
@@ -115,7 +135,7 @@ impl Server {
             .arg(&cfg)
             .arg("--data-dir")
             .arg(dir.join("data"))
-            .args(backend_args(dir))
+            .args(args)
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -143,6 +163,7 @@ impl Server {
             dir: dir.to_path_buf(),
             extra: extra.to_string(),
             env: env.to_vec(),
+            args: args.to_vec(),
             _tmp: None,
         })
     }
@@ -187,7 +208,7 @@ impl Server {
     /// Starts again; `Err` with the server log if it refuses to start.
     pub fn try_restart(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "stop or kill first");
-        let mut fresh = Self::spawn(&self.dir, &self.extra, &self.env)?;
+        let mut fresh = Self::spawn(&self.dir, &self.extra, &self.env, &self.args)?;
         self.child = fresh.child.take();
         self.addr = fresh.addr;
         Ok(())
