@@ -443,3 +443,186 @@ fn packing_while_another_node_writes_loses_no_point() {
     a.restart();
     check(&a);
 }
+
+/// Opens the test's tables directly (creating them if need be).
+fn open_tables(prefix: &str) -> std::sync::Arc<dyn hourglass::storage::Store> {
+    emulator();
+    let mut cfg = Config::default();
+    cfg.storage.backend = Backend::Bigtable;
+    cfg.storage.bigtable.project = "proof".into();
+    cfg.storage.bigtable.instance = "proof".into();
+    cfg.storage.bigtable.table_prefix = prefix.into();
+    hourglass::storage::open(&cfg, RetentionView::default()).expect("open tables")
+}
+
+fn put(table: Table, row: &[u8], column: &[u8], value: &[u8]) -> hourglass::storage::Mutation {
+    hourglass::storage::Mutation::Put {
+        table,
+        row: row.to_vec(),
+        column: column.to_vec(),
+        value: value.to_vec(),
+    }
+}
+
+/// `fam` byte ‖ qualifier, as the store names a column.
+fn col(fam: u8, q: &[u8]) -> Vec<u8> {
+    let mut c = vec![fam];
+    c.extend_from_slice(q);
+    c
+}
+
+#[test]
+fn tables_are_byte_compatible_with_opentsdb() {
+    use hourglass::storage::{Durability, family};
+    let p = prefix("compat");
+    let store = open_tables(&p);
+    // What OpenTSDB writes (reference §1.3–§1.7, §1.12), built by hand from
+    // the reference's vectors: UID 1 for metric sys.cpu.user, tag key host
+    // and tag value web01; the row `08 000001 50E22700 000001 000001` (salt
+    // 08, one of the reference's salt vectors) with two single-point cells
+    // and one compacted cell.
+    let one = [0u8, 0, 1];
+    let mut muts = Vec::new();
+    for (kind, name) in [
+        ("metrics", "sys.cpu.user"),
+        ("tagk", "host"),
+        ("tagv", "web01"),
+    ] {
+        muts.push(put(
+            Table::Uid,
+            &[0],
+            &col(family::ID, kind.as_bytes()),
+            &1i64.to_be_bytes(),
+        ));
+        muts.push(put(
+            Table::Uid,
+            name.as_bytes(),
+            &col(family::ID, kind.as_bytes()),
+            &one,
+        ));
+        muts.push(put(
+            Table::Uid,
+            &one,
+            &col(family::NAME, kind.as_bytes()),
+            name.as_bytes(),
+        ));
+    }
+    let row = [0x08, 0, 0, 1, 0x50, 0xE2, 0x27, 0x00, 0, 0, 1, 0, 0, 1];
+    // 42 at +0 s (1-byte integer), 42.5 at +1 s (float), then a compacted
+    // cell of 8-byte integers 4 at +2 s and 5 at +3 s.
+    muts.push(put(
+        Table::Data,
+        &row,
+        &col(family::DATA, &[0x00, 0x00]),
+        &[0x2A],
+    ));
+    muts.push(put(
+        Table::Data,
+        &row,
+        &col(family::DATA, &[0x00, 0x1B]),
+        &[0x42, 0x2A, 0, 0],
+    ));
+    let mut packed = 4i64.to_be_bytes().to_vec();
+    packed.extend_from_slice(&5i64.to_be_bytes());
+    packed.push(0);
+    muts.push(put(
+        Table::Data,
+        &row,
+        &col(family::DATA, &[0x00, 0x27, 0x00, 0x37]),
+        &packed,
+    ));
+    store
+        .write(muts, Durability::Sync)
+        .expect("write OpenTSDB rows");
+
+    // hourglass reads it: names, points, and the series index it builds
+    // once from the data rows of a table it did not write.
+    let mut s = node(&p, "");
+    let r =
+        s.query("/api/query?start=1356998400&end=1356998410&m=none:sys.cpu.user%7Bhost=web01%7D");
+    let got = series_points(&r[0]);
+    let want: BTreeMap<i64, f64> = [
+        (1356998400, 42.0),
+        (1356998401, 42.5),
+        (1356998402, 4.0),
+        (1356998403, 5.0),
+    ]
+    .into();
+    assert_eq!(got, want);
+    let j = s.get("/api/search/lookup?m=sys.cpu.user").json();
+    assert_eq!(j["results"][0]["tsuid"], "000001000001000001", "{j}");
+
+    // What hourglass writes is what OpenTSDB writes: the next UIDs from the
+    // counters, one cell per point with OpenTSDB's qualifier and smallest
+    // integer encoding, and after packing a compacted cell (§1.7).
+    let mut t = s.telnet();
+    t.send("put sys.mem 1356998400 4 host=web01\nput sys.mem 1356998401 5 host=web01\n");
+    assert!(t.sync().is_empty());
+    let fwd = store.get_row(Table::Uid, b"sys.mem").expect("uid row");
+    assert_eq!(fwd[0].column, col(family::ID, b"metrics"));
+    assert_eq!(&fwd[0].value[..], [0, 0, 2]);
+    let rev = store.get_row(Table::Uid, &[0, 0, 2]).expect("reverse row");
+    assert_eq!(&rev[0].value[..], b"sys.mem");
+    let counter = store.get_row(Table::Uid, &[0]).expect("counter row");
+    let metrics = counter
+        .iter()
+        .find(|c| c.column == col(family::ID, b"metrics"))
+        .expect("metrics counter");
+    assert_eq!(&metrics.value[..], 2i64.to_be_bytes());
+    // Row `salt 000002 50E22700 000001 000001`; the salt is Java's
+    // Arrays.hashCode of metric and tags, mod 20.
+    let mut h: i32 = 1;
+    for b in [0u8, 0, 2, 0, 0, 1, 0, 0, 1] {
+        h = h.wrapping_mul(31).wrapping_add(i32::from(b as i8));
+    }
+    let salt = (h % 20).unsigned_abs() as u8;
+    let row2 = [salt, 0, 0, 2, 0x50, 0xE2, 0x27, 0x00, 0, 0, 1, 0, 0, 1];
+    let cells = store.get_row(Table::Data, &row2).expect("data row");
+    let raw: Vec<(Vec<u8>, Vec<u8>)> = cells
+        .iter()
+        .map(|c| (c.column.clone(), c.value.to_vec()))
+        .collect();
+    assert_eq!(
+        raw,
+        vec![
+            (col(family::DATA, &[0x00, 0x00]), vec![4]),
+            (col(family::DATA, &[0x00, 0x10]), vec![5]),
+        ]
+    );
+    s.stop();
+    let out = std::process::Command::new(common::binary())
+        .arg("compact")
+        .args(node_args(&p))
+        .output()
+        .expect("run compact");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cells = store.get_row(Table::Data, &row2).expect("data row");
+    assert_eq!(cells.len(), 1);
+    assert_eq!(
+        cells[0].column,
+        col(family::DATA, &[0x00, 0x00, 0x00, 0x10])
+    );
+    assert_eq!(&cells[0].value[..], [4, 5, 0]);
+    // OpenTSDB's own row was packed the same way, its points unchanged;
+    // integers are re-encoded on their smallest width, as OpenTSDB writes
+    // them on put (its own compaction would keep the 8-byte ones: both are
+    // valid compacted cells).
+    let cells = store.get_row(Table::Data, &row).expect("data row");
+    assert_eq!(cells.len(), 1);
+    assert_eq!(
+        cells[0].column,
+        col(
+            family::DATA,
+            &[0x00, 0x00, 0x00, 0x1B, 0x00, 0x20, 0x00, 0x30]
+        )
+    );
+    assert_eq!(&cells[0].value[..], [0x2A, 0x42, 0x2A, 0, 0, 4, 5, 0]);
+    s.restart();
+    let r =
+        s.query("/api/query?start=1356998400&end=1356998410&m=none:sys.cpu.user%7Bhost=web01%7D");
+    assert_eq!(series_points(&r[0]), want);
+}
