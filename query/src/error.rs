@@ -58,6 +58,10 @@ pub enum QueryError {
     /// with `Retry-After`.
     #[error("{0}")]
     Overloaded(String),
+    /// The storage is unreachable for now; retrying later may succeed. The
+    /// root answers 503 with `Retry-After`.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl QueryError {

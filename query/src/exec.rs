@@ -101,6 +101,10 @@ pub enum SourceError {
     /// Any storage failure.
     #[error("{0}")]
     Storage(String),
+    /// The storage is unreachable for now (a remote store timing out or
+    /// throttling); the same query may succeed later.
+    #[error("{0}")]
+    Unavailable(String),
     /// The query would fetch more points than the source allows.
     #[error(
         "Sorry, you have attempted to fetch more than our limit of {limit} data points. Please try filtering using more tags or decrease your time range."
@@ -164,6 +168,7 @@ fn source_error(e: SourceError) -> QueryError {
     match e {
         SourceError::NoSuchName { kind, name } => QueryError::NoSuchName { kind, name },
         SourceError::Storage(msg) => QueryError::Source(msg),
+        SourceError::Unavailable(msg) => QueryError::Unavailable(msg),
         too_many @ SourceError::TooManyPoints { .. } => QueryError::Limit(too_many.to_string()),
     }
 }

@@ -67,7 +67,18 @@ fn source_err(e: UidError) -> SourceError {
             kind: kind.as_str(),
             name,
         },
+        UidError::Storage(s) => storage_source_err(&s),
         other => SourceError::Storage(other.to_string()),
+    }
+}
+
+/// A storage failure for the query layer: transient ones (a remote store
+/// timing out) can be retried by the client (503).
+fn storage_source_err(e: &crate::storage::StorageError) -> SourceError {
+    if e.is_retryable() {
+        SourceError::Unavailable(e.to_string())
+    } else {
+        SourceError::Storage(e.to_string())
     }
 }
 
@@ -231,7 +242,7 @@ impl Engine {
                 }
                 Ok(scan.take(out.len() - before))
             })
-            .map_err(|e| SourceError::Storage(e.to_string()))?;
+            .map_err(|e| storage_source_err(&e))?;
         let mut all = HashMap::new();
         for slot in slots {
             let (m, _) = slot

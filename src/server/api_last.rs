@@ -42,6 +42,7 @@ fn last_err(e: LastError) -> ApiError {
         LastError::Index(i) => index_err(i),
         LastError::Budget(q) => q.into(),
         LastError::Uid(u) => u.into(),
+        LastError::Storage(s) => super::error::storage_error(&s),
         other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
     }
 }

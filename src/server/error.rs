@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::engine::wal::WalError;
 use crate::engine::{AnnotationError, EngineError, IndexError};
+use crate::storage::StorageError;
 use crate::uid::UidError;
 
 /// How an error body is written.
@@ -153,10 +154,10 @@ impl From<hourglass_query::error::QueryError> for ApiError {
             Q::Source(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Q::Limit(_) | Q::Timeout(_) => StatusCode::PAYLOAD_TOO_LARGE,
             // The client is gone or the server is stopping: nobody reads it.
-            Q::Cancelled | Q::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Q::Cancelled | Q::Overloaded(_) | Q::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         };
-        let retry = matches!(e, Q::Overloaded(_));
+        let retry = matches!(e, Q::Overloaded(_) | Q::Unavailable(_));
         let mut err = ApiError::new(status, e.message());
         if let Some(d) = e.details() {
             err = err.with_details(d);
@@ -182,12 +183,26 @@ impl From<WalError> for ApiError {
     }
 }
 
+/// The status of a storage failure: 503 when the engine or a remote store
+/// may take the same request later (`Retry-After` when it is transient),
+/// else 500.
+pub(crate) fn storage_error(e: &StorageError) -> ApiError {
+    match e {
+        StorageError::Poisoned => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        e if e.is_retryable() => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).with_retry_after(1)
+        }
+        e => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 impl From<UidError> for ApiError {
     fn from(e: UidError) -> Self {
         match e {
             UidError::NoSuchName { .. } | UidError::Exists { .. } => {
                 ApiError::bad_request(e.to_string())
             }
+            UidError::Storage(s) => storage_error(&s),
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }
     }
@@ -200,7 +215,7 @@ impl From<AnnotationError> for ApiError {
                 ApiError::bad_request(e.to_string())
             }
             AnnotationError::Query(q) => q.into(),
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+            AnnotationError::Storage(s) => storage_error(&s),
         }
     }
 }
@@ -214,7 +229,7 @@ impl From<IndexError> for ApiError {
             }
             IndexError::Budget(q) => q.into(),
             IndexError::Uid(u) => u.into(),
-            other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+            IndexError::Storage(s) => storage_error(&s),
         }
     }
 }
@@ -226,9 +241,8 @@ impl From<EngineError> for ApiError {
             EngineError::Overloaded { .. } => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).with_retry_after(1)
             }
-            EngineError::Storage(crate::storage::StorageError::Poisoned) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
-            }
+            EngineError::Storage(s) => storage_error(&s),
+            EngineError::Uid(u) => u.into(),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }

@@ -69,7 +69,7 @@ fn node_args(prefix: &str) -> Vec<String> {
 }
 
 fn node(prefix: &str, extra: &str) -> Server {
-    Server::start_with_args(extra, &node_args(prefix))
+    Server::start_with_args(extra, &node_args(prefix), &[])
 }
 
 /// metric → host → ts (s) → value.
@@ -625,4 +625,57 @@ fn tables_are_byte_compatible_with_opentsdb() {
     let r =
         s.query("/api/query?start=1356998400&end=1356998410&m=none:sys.cpu.user%7Bhost=web01%7D");
     assert_eq!(series_points(&r[0]), want);
+}
+
+/// Google's emulator binary, as `.ci/bigtable.sh` finds it.
+fn emulator_binary() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "dpkg -L google-cloud-cli-bigtable-emulator 2>/dev/null | grep '/cbtemulator$' | head -n1"])
+        .output()
+        .expect("dpkg");
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        !path.is_empty(),
+        "this test starts an emulator of its own: install google-cloud-cli-bigtable-emulator"
+    );
+    path
+}
+
+#[test]
+fn a_store_that_stops_answering_gets_503_and_nothing_is_acknowledged() {
+    emulator();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        l.local_addr().expect("addr").port()
+    };
+    let mut emu = std::process::Command::new(emulator_binary())
+        .args(["-host", "127.0.0.1", "-port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start a private emulator");
+    let host = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&host).is_err() {
+        assert!(Instant::now() < deadline, "private emulator did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let p = prefix("lost");
+    let s = Server::start_with_args(
+        "[storage.bigtable]\ntimeout_ms = 2000\n",
+        &node_args(&p),
+        &[("BIGTABLE_EMULATOR_HOST", host.as_str())],
+    );
+    let body = format!(r#"{{"metric":"lost.m","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#);
+    assert_eq!(s.post_json("/api/put", &body).status, 204);
+    let _ = emu.kill();
+    let _ = emu.wait();
+    // The write cannot reach the store: 503 with Retry-After, so clients
+    // send it again; the query cannot either.
+    let body = format!(r#"{{"metric":"lost.m","timestamp":{},"value":2,"tags":{{"h":"a"}}}}"#, T0 + 1);
+    let r = s.post_json("/api/put", &body);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.header("Retry-After").is_some());
+    assert!(r.text().contains("bigtable"), "{}", r.text());
+    let r = s.get(&format!("/api/query?start={T0}&m=sum:lost.m"));
+    assert_eq!(r.status, 503, "{}", r.text());
 }

@@ -93,10 +93,14 @@ impl Server {
     /// flags instead of the test backend's (e.g. several nodes over one
     /// set of Bigtable tables: `tests/bigtable`).
     #[allow(dead_code)]
-    pub fn start_with_args(extra: &str, args: &[String]) -> Self {
+    pub fn start_with_args(extra: &str, args: &[String], env: &[(&str, &str)]) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
-        let mut s = Self::spawn(&dir, extra, &[], args).unwrap_or_else(|e| panic!("{e}"));
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut s = Self::spawn(&dir, extra, &env, args).unwrap_or_else(|e| panic!("{e}"));
         s._tmp = Some(tmp);
         s
     }

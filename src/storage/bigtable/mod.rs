@@ -98,6 +98,7 @@ impl BigtableStore {
         let (prefix, create) = (cfg.table_prefix.clone(), cfg.create_tables);
         let retention = retention.clone();
         let emu = emulator.clone();
+        let max_message = cfg.max_decoding_message_bytes;
         let connect = async move {
             let (conn, admin) = match emu {
                 Some(host) => (
@@ -147,7 +148,15 @@ impl BigtableStore {
                 admin::ensure_tables(&admin, &project, &instance, &prefix, &retention, timeout)
                     .await?;
             }
-            Ok::<_, StorageError>(conn.client())
+            let mut client = conn.client();
+            // tonic's default of 4 MiB per message is below what one
+            // response of large rows may hold.
+            let inner = client.get_client();
+            *inner = inner
+                .clone()
+                .max_decoding_message_size(max_message)
+                .max_encoding_message_size(max_message);
+            Ok::<_, StorageError>(client)
         };
         let client = match wait(rt.spawn(connect)) {
             Ok(r) => r?,
