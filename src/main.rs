@@ -140,6 +140,9 @@ fn main() -> ExitCode {
 
 fn fsck(at: Location, repair: bool) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let cfg = at.load()?;
+    if cfg.storage.backend != Backend::Embedded {
+        return Err("fsck checks the embedded backend's data directory; a node on Bigtable keeps no data of its own (`hourglass compact` packs a shared store's rows)".into());
+    }
     let report = hourglass::tools::fsck::check(&cfg);
     let clean = hourglass::tools::fsck::print(&report);
     if !repair {

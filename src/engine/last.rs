@@ -6,8 +6,9 @@
 //! * any other series starts at the current hour, as OpenTSDB does without
 //!   meta counters;
 //! * on a shared store (Bigtable), where other nodes write too, a series in
-//!   the head is read from the current hour down to its newest hour here
-//!   (at most a day), the rows fetched in one batch;
+//!   the head is read from the current hour down to (at most a day of) the
+//!   hours above its newest hour here, then from that hour, the rows
+//!   fetched in one batch;
 //! * each hour merges the stored row, rows being flushed and the head's
 //!   hour (newer sources win on an equal timestamp); the first hour with a
 //!   point answers, else up to `back_scan` earlier hours are read, one row
@@ -108,18 +109,22 @@ impl Engine {
         // node's head knows: start at the current hour and read down to the
         // head's newest hour (at most a day of rows), all in one batch.
         let shared = self.log.is_none();
-        let (start, extra) = match newest_here {
-            Some(b) if shared => {
-                let top = b.max(now_hour);
-                (top, ((top - b) / 3600).min(SHARED_CATCH_UP_HOURS))
-            }
-            Some(b) => (b, 0),
-            None => (now_hour, 0),
+        // Hours to read, newest first: from `start` down `back_scan` more;
+        // on a shared store, from the current hour down to the newest hour
+        // this node knows (at most a day above it), then down from that one.
+        let down = |from: u32, steps: u32| {
+            (0..=steps).map_while(move |s| from.checked_sub(s.saturating_mul(3600)))
         };
-        let steps = back_scan.saturating_add(extra);
-        let bases: Vec<u32> = (0..=steps)
-            .map_while(|s| start.checked_sub(s.saturating_mul(3600)))
-            .collect();
+        let bases: Vec<u32> = match newest_here {
+            Some(b) if shared && now_hour > b => {
+                let catch_up = ((now_hour - b) / 3600).min(SHARED_CATCH_UP_HOURS);
+                let mut v: Vec<u32> = down(now_hour, catch_up.saturating_sub(1)).collect();
+                v.extend(down(b, back_scan));
+                v
+            }
+            Some(b) => down(b, back_scan).collect(),
+            None => down(now_hour, back_scan).collect(),
+        };
         let mut prefetched: Vec<Vec<crate::storage::Cell>> = if shared {
             budget.check()?;
             let rows: Vec<Vec<u8>> = bases
