@@ -139,6 +139,12 @@ pub struct ServerConfig {
     /// written at once, across all connections.
     pub max_inflight_bytes: usize,
     pub telnet_error_queue: usize,
+    /// Bytes of series text the line-protocol connections cache, all
+    /// connections together (raw series text → resolved series).
+    pub telnet_series_cache_bytes: usize,
+    /// Batches a line-protocol connection may have in the WAL, not yet
+    /// durable, while it reads on.
+    pub telnet_batches_in_flight: usize,
     pub first_byte_timeout_secs: u64,
     /// A line-protocol connection holding an incomplete line this long is
     /// closed.
@@ -169,6 +175,8 @@ impl Default for ServerConfig {
             max_body_bytes: 64 << 20,
             max_inflight_bytes: 256 << 20,
             telnet_error_queue: 64,
+            telnet_series_cache_bytes: 64 << 20,
+            telnet_batches_in_flight: 8,
             first_byte_timeout_secs: 30,
             line_timeout_secs: 60,
             http_header_timeout_secs: 30,

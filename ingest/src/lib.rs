@@ -42,7 +42,9 @@ pub use json::{BodyError, JsonPoint, decode_put_body};
 pub use names::{decode_name, encode_name};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
-pub use telnet::{Command, LineResult, next_line, parse_line, unknown_command_line};
+pub use telnet::{
+    Command, FastPut, LineResult, fast_put, next_line, parse_line, unknown_command_line,
+};
 pub use timestamp::{
     MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_query_timestamp, parse_timestamp,
     timestamp_from_millis, timestamp_from_secs,

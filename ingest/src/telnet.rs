@@ -28,7 +28,7 @@
 use std::borrow::Cow;
 
 use crate::Limits;
-use crate::point::{Point, PutError, complete, java_map};
+use crate::point::{Point, PutError, Timestamp, Value, complete, java_map};
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
 
 /// Outcome of looking for the next line in a receive buffer.
@@ -150,6 +150,64 @@ fn parse_str<'a>(s: &'a str, limits: &Limits) -> Command<'a> {
 
 fn illegal(msg: String) -> PutError {
     PutError::IllegalArgument(msg)
+}
+
+/// A `put` line as a series cache sees it: the series' text as sent
+/// (metric and tag words, raw bytes) and the point's timestamp and value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FastPut<'a> {
+    pub metric: &'a [u8],
+    /// From the first tag word to the end of the line, trailing spaces
+    /// removed.
+    pub tags: &'a [u8],
+    pub timestamp: Timestamp,
+    pub value: Value,
+}
+
+fn word(s: &[u8]) -> (&[u8], &[u8]) {
+    let s = trim_start_spaces(s);
+    let end = memchr_space(s);
+    (&s[..end], &s[end..])
+}
+
+fn trim_start_spaces(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&b| b == b' ').count();
+    &s[n..]
+}
+
+fn memchr_space(s: &[u8]) -> usize {
+    s.iter().position(|&b| b == b' ').unwrap_or(s.len())
+}
+
+/// Splits a `put` line for a series cache without parsing its tags:
+/// `Some` only if the line has the words of a put and its timestamp and
+/// value are valid; whatever [`parse_line`] would refuse for other reasons
+/// (names, tags, limits) depends only on `metric` and `tags`, so a cache
+/// filled from lines [`parse_line`] accepted may skip those checks. When
+/// both succeed, the timestamp and value are [`parse_line`]'s. Anything
+/// else (`None`) goes through [`parse_line`], which gives the exact error.
+pub fn fast_put(line: &[u8]) -> Option<FastPut<'_>> {
+    let rest = line.strip_prefix(b"put ")?;
+    let (metric, rest) = word(rest);
+    let (ts, rest) = word(rest);
+    let (value, rest) = word(rest);
+    let tags = trim_start_spaces(rest);
+    let end = tags.len() - tags.iter().rev().take_while(|&&b| b == b' ').count();
+    let tags = &tags[..end];
+    if metric.is_empty() || value.is_empty() || tags.is_empty() {
+        return None;
+    }
+    let timestamp = parse_timestamp(std::str::from_utf8(ts).ok()?).ok()?;
+    let value = crate::number::parse_value(std::str::from_utf8(value).ok()?).ok()?;
+    if timestamp.0 == 0 {
+        return None;
+    }
+    Some(FastPut {
+        metric,
+        tags,
+        timestamp,
+        value,
+    })
 }
 
 /// `put` steps 1–7 of OpenTSDB's `PutDataPointRpc.importDataPoint`, in order.

@@ -25,8 +25,30 @@ pub fn is_valid_name_char(c: char) -> bool {
 /// (first offending char). `what` is e.g. `metric name`, `tag name with value [<v>]`,
 /// `tag value with key [<k>]`, or a UID kind (`metric`, `tagk`, `tagv`).
 pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
+    check_name(s, || what.to_owned())
+}
+
+/// ASCII bytes allowed in names: letters, digits, `-`, `_`, `.`, `/`.
+const NAME_BYTE: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/');
+        b += 1;
+    }
+    t
+};
+
+/// [`validate_name`] with the `what` of the error message built only when
+/// there is an error (the check runs for every name of every point).
+fn check_name(s: &str, what: impl FnOnce() -> String) -> Result<(), String> {
     if s.is_empty() {
-        return Err(format!("Invalid {what}: empty string"));
+        return Err(format!("Invalid {}: empty string", what()));
+    }
+    // Fast path: plain ASCII names, one table lookup per byte.
+    if s.bytes().all(|b| b < 128 && NAME_BYTE[b as usize]) {
+        return Ok(());
     }
     let mut chars = s.char_indices();
     while let Some((i, c)) = chars.next() {
@@ -34,7 +56,10 @@ pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
             // The two hex digits are ASCII: skip them.
             chars.nth(1);
         } else if !is_valid_name_char(c) {
-            return Err(format!("Invalid {what} (\"{s}\"): illegal character: {c}"));
+            return Err(format!(
+                "Invalid {} (\"{s}\"): illegal character: {c}",
+                what()
+            ));
         }
     }
     Ok(())
@@ -95,8 +120,8 @@ pub fn check_series<K: AsRef<str>, V: AsRef<str>>(
     validate_name("metric name", metric)?;
     for (k, v) in tags {
         let (k, v) = (k.as_ref(), v.as_ref());
-        validate_name(&format!("tag name with value [{v}]"), k)?;
-        validate_name(&format!("tag value with key [{k}]"), v)?;
+        check_name(k, || format!("tag name with value [{v}]"))?;
+        check_name(v, || format!("tag value with key [{k}]"))?;
     }
     Ok(())
 }

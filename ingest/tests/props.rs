@@ -218,6 +218,60 @@ proptest! {
         check_command(parse_line(line.as_bytes(), &Limits::default()), &Limits::default());
     }
 
+    /// The series-cache split agrees with the full parser: whenever both
+    /// accept a line they give one timestamp and value, and a line whose
+    /// timestamp and value the split accepts fails the full parse only for
+    /// reasons that depend on its metric and tag words alone (so a line with
+    /// the same words that parsed once is never refused).
+    #[test]
+    fn fast_put_agrees_with_parse_line(
+        p in valid_point(),
+        junk in prop::collection::vec(put_word(), 3..9),
+        mix in 0u8..4,
+        other in prop::collection::vec(put_word(), 2..3),
+        sep in prop_oneof![Just(" "), Just("  ")],
+    ) {
+        let limits = Limits::default();
+        // A valid line, the same with junk in one place, or junk alone.
+        let line = match mix {
+            0 => put_line(&p),
+            1 => format!("put {} {} {}", junk[0], p.timestamp.0, p.value)
+                + &put_line(&p)[4..].splitn(4, ' ').nth(3).map(|t| format!(" {t}")).unwrap_or_default(),
+            2 => format!("{} {}", put_line(&p), junk[1]),
+            _ => format!("put {}", junk.join(sep)),
+        };
+        if mix == 0 {
+            // A valid line always takes the fast path.
+            let f = hourglass_ingest::fast_put(line.as_bytes());
+            prop_assert!(f.is_some(), "{line:?}");
+        }
+        let fast = hourglass_ingest::fast_put(line.as_bytes());
+        if let (Some(f), Command::Put(Ok(p))) = (fast, parse_line(line.as_bytes(), &limits)) {
+            prop_assert_eq!(p.timestamp, f.timestamp);
+            prop_assert_eq!(p.value, f.value);
+            // Same metric and tag words, another timestamp and value.
+            let line2 = format!(
+                "put {} {} {} {}",
+                String::from_utf8_lossy(f.metric),
+                other[0],
+                other[1],
+                String::from_utf8_lossy(f.tags)
+            );
+            if let Some(f2) = hourglass_ingest::fast_put(line2.as_bytes())
+                && f2.metric == f.metric
+                && f2.tags == f.tags
+            {
+                match parse_line(line2.as_bytes(), &limits) {
+                    Command::Put(Ok(p2)) => {
+                        prop_assert_eq!(p2.timestamp, f2.timestamp);
+                        prop_assert_eq!(p2.value, f2.value);
+                    }
+                    other => prop_assert!(false, "{line2:?} refused after {line:?} parsed: {other:?}"),
+                }
+            }
+        }
+    }
+
     #[test]
     fn next_line_finds_short_lines(line in prop::collection::vec(any::<u8>().prop_filter("no LF", |b| *b != b'\n'), 0..1100),
                                    crlf in any::<bool>()) {

@@ -11,6 +11,8 @@
 //! * [`read`] — queries: one scan per salt bucket, merged with the head.
 //! * [`open`] — opening the backend, the UID table, and on the embedded
 //!   backend the data directory, the head checkpoint and the WAL replay.
+//! * [`write`] — the write path: series resolution (cache, UIDs, or a
+//!   series the caller resolved before), the WAL frame, the head inserts.
 //! * [`shared`] — the write path and the packing of rows on a shared store
 //!   (Cloud Bigtable), where the store, not a local log, makes a point
 //!   durable.
@@ -50,13 +52,13 @@ mod read;
 pub mod retention;
 mod shared;
 pub mod wal;
+mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hourglass_ingest::{Point, Value};
 use quick_cache::sync::Cache;
 
 pub use self::annotations::AnnotationError;
@@ -65,8 +67,9 @@ use self::head::{Head, Take};
 pub use self::index::IndexError;
 pub use self::last::LastError;
 use self::retention::Retention;
-use self::wal::{FrameBuilder, Wal, WalError};
-use crate::codec::{KeyLayout, StoredValue};
+use self::wal::{Wal, WalError};
+pub use self::write::{Entry, SeriesRef, WriteReceipt};
+use crate::codec::KeyLayout;
 use crate::metrics::Metrics;
 use crate::storage::{StorageError, Store};
 use crate::uid::{UidError, UidKind, Uids};
@@ -111,16 +114,6 @@ pub enum PointError {
 /// One internal statistic: name (without the `tsd.` prefix), value, tags.
 pub type Stat = (String, i64, Vec<(&'static str, String)>);
 
-/// Outcome of [`Engine::write`].
-#[derive(Debug, Default)]
-pub struct WriteReceipt {
-    /// WAL position to await before acknowledging (0 = nothing written).
-    pub lsn: u64,
-    pub accepted: usize,
-    /// Index in the batch and reason, for points that were not written.
-    pub errors: Vec<(usize, PointError)>,
-}
-
 /// Settings the engine reads at run time.
 #[derive(Debug, Clone)]
 struct Settings {
@@ -132,40 +125,6 @@ struct Settings {
     max_series: usize,
 }
 
-fn stored(v: Value) -> StoredValue {
-    match v {
-        Value::Int(i) => StoredValue::Int(i),
-        Value::Float(f) => StoredValue::Float(f),
-        Value::Double(d) => StoredValue::Double(d),
-    }
-}
-
-/// Writes the canonical text of a point's series (metric and tags sorted by
-/// key) into `buf`.
-fn series_text(p: &Point<'_>, buf: &mut String, order: &mut Vec<usize>) {
-    buf.clear();
-    order.clear();
-    order.extend(0..p.tags.len());
-    order.sort_unstable_by(|&a, &b| p.tags[a].0.cmp(&p.tags[b].0));
-    buf.push_str(&p.metric);
-    for &i in order.iter() {
-        buf.push('\0');
-        buf.push_str(&p.tags[i].0);
-        buf.push('=');
-        buf.push_str(&p.tags[i].1);
-    }
-}
-
-/// Largest raw timestamp whose base hour fits a row key.
-const MAX_RAW_TS_MS: u64 = 4_294_967_295_999;
-
-fn ts_fits(raw: u64) -> bool {
-    raw <= MAX_RAW_TS_MS
-}
-
-/// Where the embedded backend's acknowledged points are durable before
-/// their hour is flushed: the write-ahead log, with the head checkpoints
-/// that let old segments go, in the locked data directory.
 #[derive(Debug)]
 struct LocalLog {
     wal: Arc<Wal>,
@@ -255,157 +214,6 @@ impl Engine {
         self.clock.now_ms().div_euclid(1000)
     }
 
-    /// Logs and buffers a batch of validated points. Blocking (UID I/O, a
-    /// full WAL buffer): call from a blocking context. The points are
-    /// durable once the WAL reaches the returned LSN
-    /// ([`Engine::write_durable`] waits for it).
-    pub fn write(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
-        let mut receipt = WriteReceipt::default();
-        if points.is_empty() {
-            return Ok(receipt);
-        }
-        let mut text = String::with_capacity(128);
-        let mut order = Vec::new();
-        // Phase 1: series cache lookups (no engine lock).
-        let mut ids: Vec<Option<(u32, u32)>> = Vec::with_capacity(points.len());
-        let mut misses: Vec<usize> = Vec::new();
-        for (i, p) in points.iter().enumerate() {
-            if !ts_fits(p.timestamp.0) {
-                receipt
-                    .errors
-                    .push((i, PointError::Timestamp(p.timestamp.0)));
-                ids.push(None);
-                continue;
-            }
-            series_text(p, &mut text, &mut order);
-            let hit = self.series_cache.get(text.as_str());
-            if hit.is_none() {
-                misses.push(i);
-            }
-            ids.push(hit);
-        }
-        // Phase 2: resolve misses without the lock (may do storage I/O).
-        let mut resolved: Vec<(usize, Arc<[u8]>, u64)> = Vec::new();
-        for &i in &misses {
-            match self.resolve(&points[i]) {
-                Ok((key, metric)) => resolved.push((i, key, metric)),
-                Err(e) => {
-                    self.metrics
-                        .points_rejected
-                        .with_label_values(&["unknown_name"])
-                        .inc();
-                    receipt.errors.push((i, e.into()));
-                }
-            }
-        }
-        if !resolved.is_empty() {
-            // Series the head does not know get their index rows before
-            // their WAL frame exists (see `index` for the crash argument).
-            let fresh: Vec<&[u8]> = {
-                let head = self.head();
-                resolved
-                    .iter()
-                    .filter(|(_, key, _)| head.id_of(key).is_none())
-                    .map(|(_, key, _)| &key[..])
-                    .collect()
-            };
-            self.index_series(fresh)?;
-            // New UIDs must be durable before any logged point refers to them.
-            self.uids.sync_if_needed().map_err(EngineError::Uid)?;
-        }
-        // Phase 3: register, log, buffer — under the head lock, so the head
-        // and the WAL see writes in the same order.
-        let mut head = self.head();
-        let hard_limit = self.settings.head_max_bytes.saturating_mul(2);
-        if head.bytes >= hard_limit {
-            let bytes = head.bytes;
-            drop(head);
-            self.wake_flusher();
-            return Err(EngineError::Overloaded {
-                bytes,
-                limit: hard_limit,
-            });
-        }
-        // Cache hits whose slot was reused since: resolve by key instead.
-        let mut stale = Vec::new();
-        for (i, slot) in ids.iter_mut().enumerate() {
-            if let Some((id, generation)) = *slot
-                && !head.is_current(id, generation)
-            {
-                *slot = None;
-                stale.push(i);
-            }
-        }
-        if !stale.is_empty() {
-            drop(head);
-            for i in stale {
-                match self.resolve(&points[i]) {
-                    Ok((key, metric)) => resolved.push((i, key, metric)),
-                    Err(e) => receipt.errors.push((i, e.into())),
-                }
-            }
-            head = self.head();
-        }
-        for (i, key, metric) in resolved {
-            let (id, generation) = head.register(key, metric);
-            series_text(&points[i], &mut text, &mut order);
-            self.series_cache
-                .insert(text.clone().into_boxed_str(), (id, generation));
-            ids[i] = Some((id, generation));
-        }
-        let head_bytes = match &self.log {
-            Some(log) => {
-                let epoch = log.wal.epoch();
-                let mut frame = FrameBuilder::new();
-                for (i, p) in points.iter().enumerate() {
-                    let Some((id, _)) = ids[i] else { continue };
-                    let Some(e) = head.entry_mut(id) else {
-                        continue;
-                    };
-                    if e.wal_epoch != epoch {
-                        frame.series(id, &e.key);
-                        e.wal_epoch = epoch;
-                    }
-                    frame.point(id, p.timestamp.0, stored(p.value));
-                }
-                if frame.is_empty() {
-                    return Ok(receipt);
-                }
-                receipt.lsn = log.wal.append(frame)?;
-                for (i, p) in points.iter().enumerate() {
-                    if let Some((id, _)) = ids[i] {
-                        head.insert(id, p.timestamp.0, stored(p.value));
-                        receipt.accepted += 1;
-                    }
-                }
-                self.note_head(&mut head)
-            }
-            None => {
-                let keys: Vec<Option<Arc<[u8]>>> = ids
-                    .iter()
-                    .map(|id| {
-                        id.and_then(|(id, _)| head.entry(id))
-                            .map(|e| Arc::clone(&e.key))
-                    })
-                    .collect();
-                // The store round trip runs without the head lock.
-                drop(head);
-                receipt.accepted = self.write_shared(points, &ids, &keys)?;
-                if receipt.accepted == 0 {
-                    return Ok(receipt);
-                }
-                self.note_head(&mut self.head())
-            }
-        };
-        self.metrics.points_written.inc_by(receipt.accepted as u64);
-        let wal_bytes = self.wal_bytes();
-        self.metrics.wal_bytes.set(wal_bytes as i64);
-        if head_bytes > self.settings.head_max_bytes || wal_bytes > self.settings.checkpoint_bytes {
-            self.wake_flusher();
-        }
-        Ok(receipt)
-    }
-
     /// Updates the head gauges and evicts idle series past the bound;
     /// returns the head's bytes.
     fn note_head(&self, head: &mut Head) -> usize {
@@ -436,28 +244,6 @@ impl Engine {
             log.wal.wait_durable(lsn).await?;
         }
         Ok(())
-    }
-
-    /// Writes a batch and waits until it is durable under the fsync policy:
-    /// the acknowledgement of a write. Call from a multi-threaded runtime.
-    pub async fn write_durable(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
-        let receipt = tokio::task::block_in_place(|| self.write(points))?;
-        self.wait_durable(receipt.lsn).await?;
-        Ok(receipt)
-    }
-
-    /// UIDs and series key of a point (assigning UIDs if allowed).
-    fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
-        let metric = self.uids.get_or_create(UidKind::Metric, &p.metric)?;
-        let mut tags = Vec::with_capacity(p.tags.len());
-        for (k, v) in &p.tags {
-            tags.push((
-                self.uids.get_or_create(UidKind::TagK, k)?,
-                self.uids.get_or_create(UidKind::TagV, v)?,
-            ));
-        }
-        tags.sort_unstable();
-        Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
     }
 
     fn wake_flusher(&self) {

@@ -14,9 +14,7 @@
 
 use std::sync::Arc;
 
-use hourglass_ingest::Point;
-
-use super::{Engine, EngineError, stored};
+use super::{Engine, EngineError};
 use crate::codec::StoredValue;
 use crate::codec::cell::{DecodedPoint, encode_packed_cell};
 use crate::codec::pack::{Rewrite, repack};
@@ -70,22 +68,18 @@ fn push_rewrite(muts: &mut Vec<Mutation>, row: &[u8], r: Rewrite) {
 }
 
 impl Engine {
-    /// Writes the points whose series `keys` names to the store, then
-    /// caches them in the head (series `ids` still current). Returns the
-    /// points written. Blocking: one store round trip.
+    /// Writes points (series key, raw timestamp, value) to the store, then
+    /// caches them in the head under their series `at` (slot, generation)
+    /// if still current. Returns the points written. Blocking: one store
+    /// round trip.
     pub(super) fn write_shared(
         &self,
-        points: &[Point<'_>],
-        ids: &[Option<(u32, u32)>],
-        keys: &[Option<Arc<[u8]>>],
+        cells: &[(Arc<[u8]>, u64, StoredValue)],
+        at: &[(u32, u32)],
     ) -> Result<usize, EngineError> {
-        let muts: Vec<Mutation> = points
+        let muts: Vec<Mutation> = cells
             .iter()
-            .zip(keys)
-            .filter_map(|(p, key)| {
-                key.as_ref()
-                    .map(|k| point_put(self, k, p.timestamp.0, stored(p.value)))
-            })
+            .map(|(key, ts, value)| point_put(self, key, *ts, *value))
             .collect();
         let n = muts.len();
         if n == 0 {
@@ -93,11 +87,9 @@ impl Engine {
         }
         self.store.write(muts, Durability::Sync)?;
         let mut head = self.head();
-        for (p, id) in points.iter().zip(ids) {
-            if let Some((id, generation)) = *id
-                && head.is_current(id, generation)
-            {
-                head.insert(id, p.timestamp.0, stored(p.value));
+        for ((_, ts, value), &(id, generation)) in cells.iter().zip(at) {
+            if head.is_current(id, generation) {
+                head.insert(id, *ts, *value);
             }
         }
         Ok(n)

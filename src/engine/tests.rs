@@ -204,6 +204,89 @@ fn unknown_names_are_per_point_errors() {
     assert_eq!(r.errors[0].1.to_string(), "No such name for 'tagv': 'a'");
 }
 
+#[test]
+fn known_series_write_like_named_ones_and_come_back_after_eviction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.head.max_series = 1;
+    let clock = ManualClock::new(T0_MS);
+    let e = open(&c, &clock);
+    // Named points: the receipt gives each one's series, once per run.
+    let named = vec![
+        Entry::Point(point("e.m", 1_700_000_000, 1, "a")),
+        Entry::Point(point("e.m", 1_700_000_010, 2, "a")),
+        Entry::Point(point("e.m", 1_700_000_000, 3, "b")),
+    ];
+    let r = e.write_entries(&[], &named).unwrap();
+    assert_eq!(r.accepted, 3);
+    let idx: Vec<usize> = r.series.iter().map(|(i, _)| *i).collect();
+    assert_eq!(idx, vec![0, 2]);
+    let refs: Vec<SeriesRef> = r.series.into_iter().map(|(_, s)| s).collect();
+    // Known points land in their series.
+    let known = vec![
+        Entry::Known {
+            series: 0,
+            timestamp: 1_700_000_020,
+            value: Value::Int(4),
+        },
+        Entry::Known {
+            series: 1,
+            timestamp: 1_700_000_020,
+            value: Value::Int(5),
+        },
+    ];
+    let r = e.write_entries(&refs, &known).unwrap();
+    assert_eq!((r.accepted, r.refreshed.len()), (2, 0));
+    // Flush and evict every series (max_series = 1, no points left in
+    // memory): the refs are stale, and are registered again by key.
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    assert_eq!(e.series_count(), 0);
+    let again = vec![Entry::Known {
+        series: 1,
+        timestamp: 1_700_000_030,
+        value: Value::Int(6),
+    }];
+    let r = e.write_entries(&refs, &again).unwrap();
+    assert_eq!(r.accepted, 1);
+    assert_eq!(r.refreshed.len(), 1);
+    assert_eq!(r.refreshed[0].0, 1);
+    // A slot given up and taken by another series never receives a stale
+    // ref's points: register a new series into the freed slot first.
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    write(&e, &[point("e.m", 1_700_000_000, 9, "c")]);
+    let r = e
+        .write_entries(
+            &refs,
+            &[Entry::Known {
+                series: 0,
+                timestamp: 1_700_000_040,
+                value: Value::Int(7),
+            }],
+        )
+        .unwrap();
+    assert_eq!(r.refreshed.len(), 1);
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
+    let s = |t: i64| (1_700_000_000 + t) * 1000;
+    assert_eq!(
+        read(&e),
+        vec![
+            (
+                "a".into(),
+                vec![(s(0), 1), (s(10), 2), (s(20), 4), (s(40), 7)]
+            ),
+            ("b".into(), vec![(s(0), 3), (s(20), 5), (s(30), 6)]),
+            ("c".into(), vec![(s(0), 9)]),
+        ]
+    );
+    // An index beyond the refs is refused, not a panic.
+    assert!(e.write_entries(&refs[..1], &known).is_err());
+}
+
 fn series_key(e: &Engine, metric: &str, host: &str) -> Vec<u8> {
     let m = e.uids().lookup(UidKind::Metric, metric).unwrap().unwrap();
     let k = e.uids().lookup(UidKind::TagK, "host").unwrap().unwrap();

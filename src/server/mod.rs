@@ -15,6 +15,8 @@
 //!   `api_config` (`/api/config`, `/api/serializers`), `api_arrow` (the
 //!   Arrow output format of `/api/query`), `api_annotation`
 //!   (`/api/annotation[/bulk]`, `/api/annotations`).
+//! * `series_cache` — a line-protocol connection's raw series text →
+//!   resolved series, under a budget shared by all connections.
 
 pub mod api;
 pub mod api_annotation;
@@ -30,6 +32,7 @@ pub mod http;
 pub mod influx;
 pub mod limits;
 pub mod prom;
+pub mod series_cache;
 pub mod telnet;
 
 use std::future::Future;
@@ -60,6 +63,8 @@ pub struct Ctx {
     pub addresses: limits::AddressLimits,
     /// Query admission, shared query memory, running and recent queries.
     pub queries: Arc<limits::QueryGate>,
+    /// Series text cached by line-protocol connections, all together.
+    pub series_cache_budget: Arc<series_cache::CacheBudget>,
 }
 
 impl Ctx {
@@ -79,6 +84,9 @@ impl Ctx {
         Arc::new(Self {
             engine,
             inflight: limits::Inflight::new(config.server.max_inflight_bytes),
+            series_cache_budget: Arc::new(series_cache::CacheBudget::new(
+                config.server.telnet_series_cache_bytes,
+            )),
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
             config,

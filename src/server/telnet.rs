@@ -18,24 +18,37 @@
 //! blocking ingest. Replies to commands (`version`, `stats`, `help`, …) are
 //! never dropped: the connection waits for room in the queue (and so stops
 //! reading) until the client reads. Points of a read are written as one
-//! batch; the next read waits until the batch is durable, which is the
-//! backpressure. A line longer than the limit closes the connection, as in
+//! batch; the connection reads on while up to
+//! `server.telnet_batches_in_flight` batches wait to be durable (the WAL's
+//! group commit then covers several), and a command is answered only once
+//! every point before it is durable: a client that sends `version` (or any
+//! command) after its puts knows they survive a crash when the answer
+//! comes. A line longer than the limit closes the connection, as in
 //! OpenTSDB.
+//!
+//! Each connection caches the series of its put lines by their raw text
+//! (`series_cache`): a repeated series skips tag parsing and validation
+//! and reaches the engine already resolved ([`crate::engine::Entry::Known`]).
 
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::VecDeque;
+
 use hourglass_ingest::influx::{self, Precision};
 use hourglass_ingest::port::{LineKind, classify_line, influx_shaped};
-use hourglass_ingest::{Command, LineResult, Point, next_line, parse_line, unknown_command_line};
+use hourglass_ingest::{
+    Command, LineResult, Point, fast_put, next_line, parse_line, unknown_command_line,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use super::Ctx;
-use crate::engine::PointError;
+use super::series_cache::SeriesCache;
+use crate::engine::{Entry, PointError};
 use crate::uid::UidError;
 
 const READ_CHUNK: usize = 64 << 10;
@@ -71,38 +84,81 @@ impl Replies {
     }
 }
 
+/// What a connection keeps between reads.
+struct Conn {
+    replies: Replies,
+    cache: SeriesCache,
+    /// Log positions of written batches not known to be durable yet, oldest
+    /// first.
+    in_flight: VecDeque<u64>,
+    max_in_flight: usize,
+    line_no: u64,
+}
+
+impl Conn {
+    /// Waits until every point written so far is durable (before a command
+    /// is answered); a failure becomes an error line.
+    async fn settle(&mut self, ctx: &Ctx) {
+        let Some(&lsn) = self.in_flight.back() else {
+            return;
+        };
+        self.in_flight.clear();
+        if let Err(e) = ctx.engine.wait_durable(lsn).await {
+            self.replies.error(format!("put: storage error: {e}"));
+        }
+    }
+
+    /// Keeps at most `max_in_flight` batches waiting: waits for the oldest
+    /// ones beyond that (the backpressure on a client that outruns fsync).
+    async fn bound(&mut self, ctx: &Ctx) {
+        while self.in_flight.len() > self.max_in_flight {
+            let Some(lsn) = self.in_flight.pop_front() else {
+                break;
+            };
+            if let Err(e) = ctx.engine.wait_durable(lsn).await {
+                self.in_flight.clear();
+                self.replies.error(format!("put: storage error: {e}"));
+            }
+        }
+    }
+}
+
 /// Points parsed from one read, with the protocol each came in (error
 /// lines name it).
 #[derive(Default)]
 struct Batch<'a> {
-    points: Vec<Point<'a>>,
+    entries: Vec<Entry<'a>>,
     /// `true` where the point came from an InfluxDB line.
     influx: Vec<bool>,
+    /// Raw series text of named put points (entry index), cached once the
+    /// engine has resolved them.
+    new_series: Vec<(usize, Box<[u8]>)>,
 }
 
 impl<'a> Batch<'a> {
     fn push(&mut self, p: Point<'a>, influx: bool) {
-        self.points.push(p);
+        self.entries.push(Entry::Point(p));
         self.influx.push(influx);
     }
 
     fn len(&self) -> usize {
-        self.points.len()
+        self.entries.len()
     }
 }
 
-/// Writes a batch and waits for it to be durable; failures become reply
-/// lines.
-async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, replies: &Replies) {
-    if batch.points.is_empty() {
+/// Writes a batch (not waiting for it to be durable: see [`Conn::bound`]
+/// and [`Conn::settle`]); failures become reply lines.
+async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, conn: &mut Conn) {
+    if batch.entries.is_empty() {
         return;
     }
-    let points = &mut batch.points;
     // The line protocol has no way to say "retry later": while storage is
     // behind, hold the batch and stop reading, so TCP slows the client down.
     let mut backoff = Duration::from_millis(10);
     let res = loop {
-        match ctx.engine.write_durable(points).await {
+        let cache = &conn.cache;
+        let entries = &batch.entries;
+        match tokio::task::block_in_place(|| ctx.engine.write_entries(cache.refs(), entries)) {
             Err(crate::engine::EngineError::Overloaded { .. }) => {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(500));
@@ -110,8 +166,9 @@ async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, replies: &Replies) {
             other => break other,
         }
     };
-    points.clear();
+    batch.entries.clear();
     let origins = std::mem::take(&mut batch.influx);
+    let mut new_series = std::mem::take(&mut batch.new_series);
     match res {
         Ok(receipt) => {
             for (i, e) in &receipt.errors {
@@ -120,13 +177,30 @@ async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, replies: &Replies) {
                 } else {
                     "put"
                 };
-                replies.error(match e {
+                conn.replies.error(match e {
                     PointError::Uid(u @ UidError::NoSuchName { .. }) => {
                         format!("{word}: unknown metric: {u}")
                     }
                     PointError::Uid(u) => format!("{word}: illegal argument: {u}"),
                     PointError::Timestamp(_) => format!("{word}: illegal argument: {e}"),
                 });
+            }
+            for (index, series) in receipt.refreshed {
+                conn.cache.refresh(index, series);
+            }
+            // Both lists are in entry order.
+            let mut keys = new_series.drain(..).peekable();
+            for (i, series) in receipt.series {
+                while keys.peek().is_some_and(|(k, _)| *k < i) {
+                    keys.next();
+                }
+                if let Some((_, key)) = keys.next_if(|(k, _)| *k == i) {
+                    conn.cache.insert(key, series);
+                }
+            }
+            if receipt.lsn > 0 {
+                conn.in_flight.push_back(receipt.lsn);
+                conn.bound(ctx).await;
             }
         }
         Err(e) => {
@@ -135,7 +209,7 @@ async fn flush(ctx: &Arc<Ctx>, batch: &mut Batch<'_>, replies: &Replies) {
             } else {
                 "put"
             };
-            replies.error(format!("{word}: storage error: {e}"));
+            conn.replies.error(format!("{word}: storage error: {e}"));
         }
     }
 }
@@ -196,7 +270,7 @@ fn push_influx<'a>(ctx: &Ctx, line: influx::InfluxLine<'a>, points: &mut Batch<'
 
 /// Handles every complete line in `buf`; returns how many bytes it used.
 /// `line_no` counts the connection's lines (InfluxDB errors name them).
-async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u64) -> Outcome {
+async fn process(ctx: &Arc<Ctx>, buf: &[u8], conn: &mut Conn) -> Outcome {
     let mut pos = 0;
     let mut points = Batch::default();
     let frame = frame_limit(ctx);
@@ -209,20 +283,21 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                 let rest = &buf[pos..];
                 if rest.len() > ctx.limits.max_line_len && classify_line(rest) == LineKind::OpenTsdb
                 {
-                    flush(ctx, &mut points, replies).await;
-                    too_long(ctx.limits.max_line_len, replies);
+                    flush(ctx, &mut points, conn).await;
+                    too_long(ctx.limits.max_line_len, &conn.replies);
                     return Outcome::Close;
                 }
                 break;
             }
             LineResult::TooLong => {
-                flush(ctx, &mut points, replies).await;
-                too_long(frame, replies);
+                flush(ctx, &mut points, conn).await;
+                too_long(frame, &conn.replies);
                 return Outcome::Close;
             }
             LineResult::Line { line, consumed } => {
                 pos += consumed;
-                *line_no += 1;
+                conn.line_no += 1;
+                let line_no = conn.line_no;
                 ctx.metrics.telnet_lines.inc();
                 if classify_line(line) == LineKind::Influx && influx_shaped(line) {
                     let now_ms = ctx.engine.clock().now_ms();
@@ -230,7 +305,7 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                         Ok(Some(l)) => {
                             push_influx(ctx, l, &mut points);
                             if points.len() >= BATCH_POINTS {
-                                flush(ctx, &mut points, replies).await;
+                                flush(ctx, &mut points, conn).await;
                             }
                         }
                         Ok(None) => {}
@@ -239,7 +314,7 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                                 .points_rejected
                                 .with_label_values(&["invalid"])
                                 .inc();
-                            replies.error(format!(
+                            conn.replies.error(format!(
                                 "influx: line {line_no}: {}",
                                 influx::line_error_text(line, &reason)
                             ));
@@ -249,15 +324,36 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                 }
                 if line.len() > ctx.limits.max_line_len {
                     // OpenTSDB's own bound for its commands.
-                    flush(ctx, &mut points, replies).await;
-                    too_long(ctx.limits.max_line_len, replies);
+                    flush(ctx, &mut points, conn).await;
+                    too_long(ctx.limits.max_line_len, &conn.replies);
                     return Outcome::Close;
+                }
+                // A series this connection has written before: no tag
+                // parsing, no validation, no lookup beyond its own cache.
+                let mut new_key = None;
+                if let Some(f) = fast_put(line) {
+                    if let Some(series) = conn.cache.lookup(f.metric, f.tags) {
+                        points.entries.push(Entry::Known {
+                            series,
+                            timestamp: f.timestamp.0,
+                            value: f.value,
+                        });
+                        points.influx.push(false);
+                        if points.len() >= BATCH_POINTS {
+                            flush(ctx, &mut points, conn).await;
+                        }
+                        continue;
+                    }
+                    new_key = Some(SeriesCache::owned_key(f.metric, f.tags));
                 }
                 match parse_line(line, &ctx.limits) {
                     Command::Put(Ok(p)) => {
+                        if let Some(key) = new_key {
+                            points.new_series.push((points.len(), key));
+                        }
                         points.push(p, false);
                         if points.len() >= BATCH_POINTS {
-                            flush(ctx, &mut points, replies).await;
+                            flush(ctx, &mut points, conn).await;
                         }
                     }
                     Command::Put(Err(e)) => {
@@ -265,14 +361,19 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                             .points_rejected
                             .with_label_values(&["invalid"])
                             .inc();
-                        replies.error(e.telnet_line());
+                        conn.replies.error(e.telnet_line());
                     }
+                    // A command is answered after every point before it is
+                    // durable.
                     Command::Version => {
-                        flush(ctx, &mut points, replies).await;
-                        replies.reply(super::version_lines()).await;
+                        flush(ctx, &mut points, conn).await;
+                        conn.settle(ctx).await;
+                        conn.replies.reply(super::version_lines()).await;
                     }
                     Command::Help => {
-                        replies
+                        flush(ctx, &mut points, conn).await;
+                        conn.settle(ctx).await;
+                        conn.replies
                             .reply(
                                 "available commands: put stats dropcaches version help exit "
                                     .into(),
@@ -280,24 +381,28 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], replies: &Replies, line_no: &mut u6
                             .await
                     }
                     Command::Stats => {
-                        flush(ctx, &mut points, replies).await;
-                        replies.reply(stats_lines(ctx)).await;
+                        flush(ctx, &mut points, conn).await;
+                        conn.settle(ctx).await;
+                        conn.replies.reply(stats_lines(ctx)).await;
                     }
                     Command::DropCaches => {
-                        flush(ctx, &mut points, replies).await;
+                        flush(ctx, &mut points, conn).await;
+                        conn.settle(ctx).await;
                         ctx.engine.drop_caches();
-                        replies.reply("Caches dropped.".into()).await;
+                        conn.cache.clear();
+                        conn.replies.reply("Caches dropped.".into()).await;
                     }
                     Command::Exit => {
-                        flush(ctx, &mut points, replies).await;
+                        flush(ctx, &mut points, conn).await;
+                        conn.settle(ctx).await;
                         return Outcome::Close;
                     }
-                    Command::Unknown(word) => replies.error(unknown_command_line(&word)),
+                    Command::Unknown(word) => conn.replies.error(unknown_command_line(&word)),
                 }
             }
         }
     }
-    flush(ctx, &mut points, replies).await;
+    flush(ctx, &mut points, conn).await;
     Outcome::Continue(pos)
 }
 
@@ -317,15 +422,19 @@ pub async fn serve(
         }
         let _ = wr.shutdown().await;
     });
-    let mut replies = Replies {
-        tx: Some(tx),
-        ctx: Arc::clone(&ctx),
+    let mut conn = Conn {
+        replies: Replies {
+            tx: Some(tx),
+            ctx: Arc::clone(&ctx),
+        },
+        cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
+        in_flight: VecDeque::new(),
+        max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
+        line_no: 0,
     };
     // Bounded: at most one over-long line (frame_limit) plus one read chunk;
     // sized for OpenTSDB lines, it grows only for long InfluxDB lines.
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
-    let mut line_no = 0u64;
-    let mut chunk = vec![0u8; READ_CHUNK];
     let idle_timeout = match ctx.config.server.idle_timeout_secs {
         0 => None,
         s => Some(Duration::from_secs(s)),
@@ -347,13 +456,17 @@ pub async fn serve(
                 None => std::future::pending().await,
             }
         };
+        // Read straight into the line buffer (no copy); it holds at most one
+        // unfinished line before the read.
+        buf.reserve(READ_CHUNK);
+        let mut limited = (&mut rd).take(READ_CHUNK as u64);
         let n = tokio::select! {
-            r = rd.read(&mut chunk) => match r { Ok(n) => n, Err(_) => break },
+            r = limited.read_buf(&mut buf) => match r { Ok(n) => n, Err(_) => break },
             _ = stop.changed() => break,
             () = timer => {
                 if partial_since.is_some() {
                     ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
-                    replies.error(format!(
+                    conn.replies.error(format!(
                         "put: illegal argument: no end of line within {} s; closing the connection",
                         line_timeout.as_secs()
                     ));
@@ -365,11 +478,10 @@ pub async fn serve(
             // An unterminated last line is dropped: it may be cut short.
             break;
         }
-        buf.extend_from_slice(&chunk[..n]);
         // Bounded across connections: wait (stop reading) while the server
         // holds too much input in flight.
         let _inflight = ctx.inflight.take(buf.len()).await;
-        let used = match process(&ctx, &buf, &replies, &mut line_no).await {
+        let used = match process(&ctx, &buf, &mut conn).await {
             Outcome::Continue(used) => {
                 buf.drain(..used);
                 used
@@ -383,8 +495,12 @@ pub async fn serve(
             (false, _) => Some(tokio::time::Instant::now()),
         };
     }
-    replies.tx = None;
-    drop(replies);
+    // Points still in flight become durable whether or not anyone waits;
+    // waiting keeps a closing client's last points acknowledged by the
+    // close, as before pipelining.
+    conn.settle(&ctx).await;
+    conn.replies.tx = None;
+    drop(conn);
     // Give a reading client its last replies; never wait on one that
     // does not read.
     let mut writer = writer;

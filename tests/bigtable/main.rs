@@ -671,7 +671,10 @@ fn a_store_that_stops_answering_gets_503_and_nothing_is_acknowledged() {
     let _ = emu.wait();
     // The write cannot reach the store: 503 with Retry-After, so clients
     // send it again; the query cannot either.
-    let body = format!(r#"{{"metric":"lost.m","timestamp":{},"value":2,"tags":{{"h":"a"}}}}"#, T0 + 1);
+    let body = format!(
+        r#"{{"metric":"lost.m","timestamp":{},"value":2,"tags":{{"h":"a"}}}}"#,
+        T0 + 1
+    );
     let r = s.post_json("/api/put", &body);
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(r.header("Retry-After").is_some());

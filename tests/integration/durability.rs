@@ -132,6 +132,46 @@ fn write_until_killed(s: &mut Server, cycle: i64, run_for: Duration) -> Written 
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     let mut writers = Vec::new();
+    // A telnet writer too: its batches count as acknowledged when the
+    // `help` sent after them is answered (a command is answered only once
+    // every point before it is durable), through the connection's series
+    // cache and its pipelined batches.
+    {
+        let out = Arc::clone(&out);
+        let stop = Arc::clone(&stop);
+        writers.push(std::thread::spawn(move || {
+            use std::io::{BufRead, BufReader, Write};
+            let Ok(mut conn) = std::net::TcpStream::connect(addr) else {
+                return;
+            };
+            let Ok(reader) = conn.try_clone() else { return };
+            let mut reader = BufReader::new(reader);
+            let mut batch = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                let ts: Vec<i64> = (0..50)
+                    .map(|i| 1_300_000_000 + cycle * 400_000 + batch * 50 + i * 7)
+                    .collect();
+                let mut text = String::new();
+                for t in &ts {
+                    text.push_str(&format!("put k.m {t} {t} w=telnet\n"));
+                }
+                text.push_str("help\n");
+                out.lock().expect("lock").sent.extend(&ts);
+                if conn.write_all(text.as_bytes()).is_err() {
+                    break;
+                }
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(n) if n > 0 && line.starts_with("available commands") => {
+                        out.lock().expect("lock").acked.extend(&ts)
+                    }
+                    _ => break,
+                }
+                batch += 1;
+                std::thread::sleep(Duration::from_millis(4));
+            }
+        }));
+    }
     for w in 0..4i64 {
         let out = Arc::clone(&out);
         let stop = Arc::clone(&stop);
@@ -197,7 +237,7 @@ fn write_until_killed(s: &mut Server, cycle: i64, run_for: Duration) -> Written 
 /// Every stored point of `k.m` as (writer tag, timestamp), checking that
 /// each value equals its timestamp.
 fn stored(s: &Server) -> Vec<(String, i64)> {
-    let r = s.query("/api/query?start=1400000000&end=4000000000&m=none:k.m{w=*}&ms=true");
+    let r = s.query("/api/query?start=1300000000&end=4000000000&m=none:k.m{w=*}&ms=true");
     let mut have = Vec::new();
     for series in r.as_array().expect("array") {
         let w = series["tags"]["w"].as_str().expect("w tag").to_string();
@@ -241,7 +281,9 @@ fn kill9_at_random_moments_during_flush_checkpoint_and_compaction() {
         // Writers w<3 use disjoint timestamps per cycle; the current-hour
         // writer may rewrite a timestamp with the same value.
         let tag = |ts: i64| -> String {
-            if ts > 1_500_000_000 {
+            if ts < 1_400_000_000 {
+                "telnet".into()
+            } else if ts > 1_500_000_000 {
                 "3".into()
             } else {
                 (((ts - 1_400_000_000) % 400_000) / 100_000).to_string()
@@ -290,6 +332,11 @@ fn kill9_at_random_moments_during_flush_checkpoint_and_compaction() {
     assert!(
         total_acked >= 2000,
         "too few acknowledged points: {total_acked}"
+    );
+    let telnet_acked = acked.iter().filter(|(w, _)| w == "telnet").count();
+    assert!(
+        telnet_acked >= 200,
+        "too few points acknowledged over telnet: {telnet_acked}"
     );
     let [flushes, checkpoints, compactions] = work;
     assert!(

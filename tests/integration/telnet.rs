@@ -304,3 +304,41 @@ fn empty_connections_are_harmless() {
     let mut t = s.telnet();
     assert!(t.sync().is_empty());
 }
+
+/// A connection's cached series stay right when the engine gives their
+/// slots up (idle series past `head.max_series` after a flush) and other
+/// series take the slots: every point lands in its own series.
+#[test]
+fn repeated_series_stay_exact_across_evictions() {
+    let s = Server::start_with(
+        "[head]\nmax_series = 3\nflush_grace_secs = 0\nflush_interval_secs = 1\n",
+    );
+    let mut t = s.telnet();
+    let t0 = 1_356_998_400u64;
+    for round in 0..6u64 {
+        let mut lines = String::new();
+        for h in 0..12u64 {
+            // Two spellings of one series: the cache keys on the text.
+            let sep = if h % 2 == 0 { " " } else { "  " };
+            lines.push_str(&format!(
+                "put ev.m {} {} host=h{h}{sep}dc=x\n",
+                t0 + round * 10,
+                round * 100 + h
+            ));
+        }
+        t.send(&lines);
+        assert!(t.sync().is_empty());
+        // Let the flush loop write the (closed) hour out and evict.
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    for h in 0..12u64 {
+        let r = s.query(&format!(
+            "/api/query?start={t0}&end={}&m=sum:ev.m%7Bhost=h{h}%7D",
+            t0 + 100
+        ));
+        let want: Vec<(i64, f64)> = (0..6u64)
+            .map(|round| ((t0 + round * 10) as i64, (round * 100 + h) as f64))
+            .collect();
+        assert_eq!(dps(&r[0]), pts(&want), "host h{h}");
+    }
+}

@@ -1,0 +1,424 @@
+//! The write path: a batch of points becomes series, log records and head
+//! points (or, on a shared store, cells written before the answer).
+//!
+//! A point reaches the engine either named ([`Entry::Point`]: metric and
+//! tags, resolved through the series cache, or through the UID table on a
+//! miss) or by a series the caller resolved before ([`Entry::Known`]: a
+//! [`SeriesRef`] from an earlier receipt — a telnet connection keeps one per
+//! raw series text, so its steady state parses no tags and looks up nothing
+//! but its own table).
+//!
+//! 1. Series of named points: the series cache, without the engine lock.
+//! 2. Misses: UIDs fetched or assigned (storage I/O, no lock); series new to
+//!    the head get their index rows; new UIDs are made durable.
+//! 3. Under the head lock, so that the head and the WAL see writes in one
+//!    order: series whose head slot was given up since they were resolved
+//!    are registered again (by key for known series; named ones are
+//!    resolved again after dropping the lock, then every series is checked
+//!    again), then one WAL frame for the batch and the head inserts.
+
+use std::sync::Arc;
+
+use hourglass_ingest::{Point, Value};
+
+use super::head::Head;
+use super::wal::FrameBuilder;
+use super::{Engine, EngineError, PointError};
+use crate::codec::StoredValue;
+use crate::uid::{UidError, UidKind};
+
+/// A series as the head knows it, for callers that keep their own cache of
+/// resolved series (valid while the head keeps the slot; the engine checks
+/// and, if need be, registers it again by key).
+#[derive(Clone, Debug)]
+pub struct SeriesRef {
+    id: u32,
+    generation: u32,
+    key: Arc<[u8]>,
+    metric: u64,
+}
+
+/// One point of [`Engine::write_entries`].
+#[derive(Clone, Debug)]
+pub enum Entry<'a> {
+    /// A point named by metric and tags.
+    Point(Point<'a>),
+    /// A point of a series resolved before: `series` indexes the `refs`
+    /// slice passed with the entries.
+    Known {
+        series: u32,
+        timestamp: u64,
+        value: Value,
+    },
+}
+
+/// Outcome of a write.
+#[derive(Debug, Default)]
+pub struct WriteReceipt {
+    /// WAL position to await before acknowledging (0 = nothing to await).
+    pub lsn: u64,
+    pub accepted: usize,
+    /// Index in the batch and reason, for points that were not written.
+    pub errors: Vec<(usize, PointError)>,
+    /// From [`Engine::write_entries`]: the series of each written
+    /// [`Entry::Point`] (entry index, series), for the caller's cache.
+    pub series: Vec<(usize, SeriesRef)>,
+    /// From [`Engine::write_entries`]: known series registered again (their
+    /// slot had been given up), as (refs index, new series).
+    pub refreshed: Vec<(u32, SeriesRef)>,
+}
+
+pub(super) fn stored(v: Value) -> StoredValue {
+    match v {
+        Value::Int(i) => StoredValue::Int(i),
+        Value::Float(f) => StoredValue::Float(f),
+        Value::Double(d) => StoredValue::Double(d),
+    }
+}
+
+/// Writes the canonical text of a point's series (metric and tags sorted by
+/// key) into `buf`.
+fn series_text(p: &Point<'_>, buf: &mut String, order: &mut Vec<usize>) {
+    buf.clear();
+    order.clear();
+    order.extend(0..p.tags.len());
+    order.sort_unstable_by(|&a, &b| p.tags[a].0.cmp(&p.tags[b].0));
+    buf.push_str(&p.metric);
+    for &i in order.iter() {
+        buf.push('\0');
+        buf.push_str(&p.tags[i].0);
+        buf.push('=');
+        buf.push_str(&p.tags[i].1);
+    }
+}
+
+/// Largest raw timestamp whose base hour fits a row key.
+const MAX_RAW_TS_MS: u64 = 4_294_967_295_999;
+
+fn ts_fits(raw: u64) -> bool {
+    raw <= MAX_RAW_TS_MS
+}
+
+/// One point as the write path reads it.
+enum Item<'p, 'a> {
+    Named(&'p Point<'a>),
+    /// The series, its index in the caller's refs, timestamp and value.
+    Known(&'p SeriesRef, u32, u64, Value),
+}
+
+impl Item<'_, '_> {
+    fn timestamp(&self) -> u64 {
+        match self {
+            Item::Named(p) => p.timestamp.0,
+            Item::Known(_, _, ts, _) => *ts,
+        }
+    }
+
+    fn value(&self) -> StoredValue {
+        match self {
+            Item::Named(p) => stored(p.value),
+            Item::Known(_, _, _, v) => stored(*v),
+        }
+    }
+}
+
+/// Where a point's series stands during a write.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Refused (its error is in the receipt).
+    Skip,
+    /// Not resolved yet.
+    Unresolved,
+    /// Head slot and generation.
+    At(u32, u32),
+}
+
+impl Engine {
+    /// Logs and buffers a batch of validated points. Blocking (UID I/O, a
+    /// full WAL buffer): call from a blocking context. The points are
+    /// durable once the WAL reaches the returned LSN
+    /// ([`Engine::wait_durable`] waits for it).
+    pub fn write(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
+        self.write_items(points.len(), false, |i| Item::Named(&points[i]))
+    }
+
+    /// [`Engine::write`] for entries that may name a series resolved
+    /// before (`refs`); the receipt tells the series of the named entries
+    /// and of the known ones registered again, for the caller's cache.
+    pub fn write_entries(
+        &self,
+        refs: &[SeriesRef],
+        entries: &[Entry<'_>],
+    ) -> Result<WriteReceipt, EngineError> {
+        for (i, e) in entries.iter().enumerate() {
+            if let Entry::Known { series, .. } = e
+                && *series as usize >= refs.len()
+            {
+                return Err(EngineError::Damaged(format!(
+                    "internal error: write entry {i} names series {series} of {}",
+                    refs.len()
+                )));
+            }
+        }
+        self.write_items(entries.len(), true, |i| match &entries[i] {
+            Entry::Point(p) => Item::Named(p),
+            Entry::Known {
+                series,
+                timestamp,
+                value,
+            } => Item::Known(&refs[*series as usize], *series, *timestamp, *value),
+        })
+    }
+
+    /// Writes a batch and waits until it is durable under the fsync policy:
+    /// the acknowledgement of a write. Call from a multi-threaded runtime.
+    pub async fn write_durable(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
+        let receipt = tokio::task::block_in_place(|| self.write(points))?;
+        self.wait_durable(receipt.lsn).await?;
+        Ok(receipt)
+    }
+
+    fn write_items<'p, 'a: 'p>(
+        &self,
+        n: usize,
+        want_series: bool,
+        mut item: impl FnMut(usize) -> Item<'p, 'a>,
+    ) -> Result<WriteReceipt, EngineError> {
+        let mut receipt = WriteReceipt::default();
+        if n == 0 {
+            return Ok(receipt);
+        }
+        let items: Vec<Item<'p, 'a>> = (0..n).map(&mut item).collect();
+        let mut text = String::with_capacity(128);
+        let mut order = Vec::new();
+        // Phase 1: series cache lookups (no engine lock).
+        let mut slots: Vec<Slot> = Vec::with_capacity(n);
+        let mut misses: Vec<usize> = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            if !ts_fits(it.timestamp()) {
+                receipt
+                    .errors
+                    .push((i, PointError::Timestamp(it.timestamp())));
+                slots.push(Slot::Skip);
+                continue;
+            }
+            match it {
+                Item::Known(r, ..) => slots.push(Slot::At(r.id, r.generation)),
+                Item::Named(p) => {
+                    series_text(p, &mut text, &mut order);
+                    match self.series_cache.get(text.as_str()) {
+                        Some((id, g)) => slots.push(Slot::At(id, g)),
+                        None => {
+                            misses.push(i);
+                            slots.push(Slot::Unresolved);
+                        }
+                    }
+                }
+            }
+        }
+        // Phase 2: resolve misses without the lock (may do storage I/O).
+        let mut resolved = self.resolve_named(&items, &misses, &mut receipt)?;
+        // Phase 3: register, log, buffer — under the head lock.
+        let mut head = self.head();
+        loop {
+            let hard_limit = self.settings.head_max_bytes.saturating_mul(2);
+            if head.bytes >= hard_limit {
+                let bytes = head.bytes;
+                drop(head);
+                self.wake_flusher();
+                return Err(EngineError::Overloaded {
+                    bytes,
+                    limit: hard_limit,
+                });
+            }
+            for (i, key, metric) in resolved.drain(..) {
+                let (id, generation) = head.register(key, metric);
+                if let Item::Named(p) = &items[i] {
+                    series_text(p, &mut text, &mut order);
+                    self.series_cache
+                        .insert(text.clone().into_boxed_str(), (id, generation));
+                }
+                slots[i] = Slot::At(id, generation);
+            }
+            // Series whose slot was given up since they were resolved:
+            // known ones are registered again by key here; named ones are
+            // resolved again without the lock, and then every series is
+            // checked again (the lock was let go).
+            let mut again = Vec::new();
+            for (i, slot) in slots.iter_mut().enumerate() {
+                let Slot::At(id, generation) = *slot else {
+                    continue;
+                };
+                if head.is_current(id, generation) {
+                    continue;
+                }
+                match &items[i] {
+                    Item::Known(r, ..) => {
+                        let (id, generation) = head.register(Arc::clone(&r.key), r.metric);
+                        *slot = Slot::At(id, generation);
+                    }
+                    Item::Named(_) => {
+                        *slot = Slot::Unresolved;
+                        again.push(i);
+                    }
+                }
+            }
+            if again.is_empty() {
+                break;
+            }
+            drop(head);
+            resolved = self.resolve_named(&items, &again, &mut receipt)?;
+            head = self.head();
+        }
+        if want_series {
+            self.report_series(&head, &items, &slots, &mut receipt);
+        }
+        let head_bytes = match &self.log {
+            Some(log) => {
+                let epoch = log.wal.epoch();
+                let mut frame = FrameBuilder::new();
+                for (it, slot) in items.iter().zip(&slots) {
+                    let Slot::At(id, _) = *slot else { continue };
+                    let Some(e) = head.entry_mut(id) else {
+                        continue;
+                    };
+                    if e.wal_epoch != epoch {
+                        frame.series(id, &e.key);
+                        e.wal_epoch = epoch;
+                    }
+                    frame.point(id, it.timestamp(), it.value());
+                }
+                if frame.is_empty() {
+                    return Ok(receipt);
+                }
+                receipt.lsn = log.wal.append(frame)?;
+                for (it, slot) in items.iter().zip(&slots) {
+                    if let Slot::At(id, _) = *slot {
+                        head.insert(id, it.timestamp(), it.value());
+                        receipt.accepted += 1;
+                    }
+                }
+                self.note_head(&mut head)
+            }
+            None => {
+                let mut cells = Vec::with_capacity(n);
+                let mut at = Vec::with_capacity(n);
+                for (it, slot) in items.iter().zip(&slots) {
+                    if let Slot::At(id, generation) = *slot
+                        && let Some(e) = head.entry(id)
+                    {
+                        cells.push((Arc::clone(&e.key), it.timestamp(), it.value()));
+                        at.push((id, generation));
+                    }
+                }
+                // The store round trip runs without the head lock.
+                drop(head);
+                receipt.accepted = self.write_shared(&cells, &at)?;
+                if receipt.accepted == 0 {
+                    return Ok(receipt);
+                }
+                self.note_head(&mut self.head())
+            }
+        };
+        self.metrics.points_written.inc_by(receipt.accepted as u64);
+        let wal_bytes = self.wal_bytes();
+        self.metrics.wal_bytes.set(wal_bytes as i64);
+        if head_bytes > self.settings.head_max_bytes || wal_bytes > self.settings.checkpoint_bytes {
+            self.wake_flusher();
+        }
+        Ok(receipt)
+    }
+
+    /// Resolves the named points at `which` (UID lookups or assignments);
+    /// writes index rows for series the head does not know and makes new
+    /// UIDs durable. Returns (item, series key, metric UID).
+    #[allow(clippy::type_complexity)]
+    fn resolve_named(
+        &self,
+        items: &[Item<'_, '_>],
+        which: &[usize],
+        receipt: &mut WriteReceipt,
+    ) -> Result<Vec<(usize, Arc<[u8]>, u64)>, EngineError> {
+        let mut resolved = Vec::new();
+        for &i in which {
+            let Item::Named(p) = &items[i] else { continue };
+            match self.resolve(p) {
+                Ok((key, metric)) => resolved.push((i, key, metric)),
+                Err(e) => {
+                    self.metrics
+                        .points_rejected
+                        .with_label_values(&["unknown_name"])
+                        .inc();
+                    receipt.errors.push((i, e.into()));
+                }
+            }
+        }
+        if !resolved.is_empty() {
+            // Series the head does not know get their index rows before
+            // their WAL frame exists (see `index` for the crash argument).
+            let fresh: Vec<&[u8]> = {
+                let head = self.head();
+                resolved
+                    .iter()
+                    .filter(|(_, key, _)| head.id_of(key).is_none())
+                    .map(|(_, key, _)| &key[..])
+                    .collect()
+            };
+            self.index_series(fresh)?;
+            // New UIDs must be durable before any logged point refers to them.
+            self.uids.sync_if_needed().map_err(EngineError::Uid)?;
+        }
+        Ok(resolved)
+    }
+
+    /// The series of named points, and of known series registered again,
+    /// for the receipt (one entry per series, not per point).
+    fn report_series(
+        &self,
+        head: &Head,
+        items: &[Item<'_, '_>],
+        slots: &[Slot],
+        receipt: &mut WriteReceipt,
+    ) {
+        let mut last: Option<(u32, u32)> = None;
+        for (i, (it, slot)) in items.iter().zip(slots).enumerate() {
+            let Slot::At(id, generation) = *slot else {
+                continue;
+            };
+            let Some(e) = head.entry(id) else { continue };
+            let sref = || SeriesRef {
+                id,
+                generation,
+                key: Arc::clone(&e.key),
+                metric: e.metric,
+            };
+            match it {
+                Item::Named(_) if last != Some((id, generation)) => {
+                    receipt.series.push((i, sref()));
+                    last = Some((id, generation));
+                }
+                Item::Known(r, index, ..)
+                    if (r.id, r.generation) != (id, generation)
+                        && receipt.refreshed.last().is_none_or(|(j, _)| j != index) =>
+                {
+                    receipt.refreshed.push((*index, sref()));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// UIDs and series key of a point (assigning UIDs if allowed).
+    fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
+        let metric = self.uids.get_or_create(UidKind::Metric, &p.metric)?;
+        let mut tags = Vec::with_capacity(p.tags.len());
+        for (k, v) in &p.tags {
+            tags.push((
+                self.uids.get_or_create(UidKind::TagK, k)?,
+                self.uids.get_or_create(UidKind::TagV, v)?,
+            ));
+        }
+        tags.sort_unstable();
+        Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
+    }
+}

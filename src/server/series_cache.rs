@@ -1,0 +1,163 @@
+//! A line-protocol connection's cache of the series it has written: the
+//! raw text of a `put` line's series (metric and tag words exactly as
+//! sent) → the engine's [`SeriesRef`]. A hit skips tag splitting, name
+//! validation, sorting and the engine's series lookup: the steady state of
+//! a collector that sends the same series again and again.
+//!
+//! Bounded twice: per connection (entries) and across connections (bytes
+//! of keys, shared budget); a connection whose insert would pass either
+//! bound empties its cache and starts over (its lines then take the full
+//! path until they are cached again).
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::engine::SeriesRef;
+
+/// xxh3 of a key in one call (a `[u8]` key hashes its length, then its
+/// bytes): far cheaper per lookup than a streaming hasher's state.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 ^= n as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Most series one connection caches.
+const MAX_ENTRIES: usize = 1 << 16;
+/// Bytes an entry costs beyond its key (map slot, `SeriesRef`, `Arc`).
+const ENTRY_OVERHEAD: usize = 96;
+
+/// Key bytes cached by all connections, against `server.telnet_series_cache_bytes`.
+#[derive(Debug, Default)]
+pub struct CacheBudget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl CacheBudget {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            used: AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    fn take(&self, n: usize) -> bool {
+        let prev = self.used.fetch_add(n, Ordering::Relaxed);
+        if prev + n > self.limit {
+            self.used.fetch_sub(n, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn give(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug)]
+pub struct SeriesCache {
+    /// Raw series text → index into `refs`.
+    map: HashMap<Box<[u8]>, u32, BuildHasherDefault<KeyHasher>>,
+    refs: Vec<SeriesRef>,
+    bytes: usize,
+    budget: Arc<CacheBudget>,
+    /// Scratch for building keys.
+    key: Vec<u8>,
+}
+
+impl SeriesCache {
+    pub fn new(budget: Arc<CacheBudget>) -> Self {
+        Self {
+            map: HashMap::default(),
+            refs: Vec::new(),
+            bytes: 0,
+            budget,
+            key: Vec::with_capacity(256),
+        }
+    }
+
+    /// The cached series of a series text (metric and tag words as sent),
+    /// as an index into [`SeriesCache::refs`].
+    pub fn lookup(&mut self, metric: &[u8], tags: &[u8]) -> Option<u32> {
+        self.key.clear();
+        self.key.extend_from_slice(metric);
+        self.key.push(0);
+        self.key.extend_from_slice(tags);
+        self.map.get(&self.key[..]).copied()
+    }
+
+    /// The key of a series text, to [`SeriesCache::insert`] it once the
+    /// engine has resolved it.
+    pub fn owned_key(metric: &[u8], tags: &[u8]) -> Box<[u8]> {
+        let mut k = Vec::with_capacity(metric.len() + 1 + tags.len());
+        k.extend_from_slice(metric);
+        k.push(0);
+        k.extend_from_slice(tags);
+        k.into_boxed_slice()
+    }
+
+    /// Every cached series, indexed as [`SeriesCache::lookup`] answers.
+    pub fn refs(&self) -> &[SeriesRef] {
+        &self.refs
+    }
+
+    /// Caches a series under its raw text; false if the bounds refused it.
+    pub fn insert(&mut self, key: Box<[u8]>, series: SeriesRef) -> bool {
+        if self.map.contains_key(&key) {
+            return true;
+        }
+        let cost = key.len() + ENTRY_OVERHEAD;
+        if self.map.len() >= MAX_ENTRIES || !self.budget.take(cost) {
+            self.clear();
+            if !self.budget.take(cost) {
+                return false;
+            }
+        }
+        self.bytes += cost;
+        let index = self.refs.len() as u32;
+        self.refs.push(series);
+        self.map.insert(key, index);
+        true
+    }
+
+    /// Replaces a series the engine registered again.
+    pub fn refresh(&mut self, index: u32, series: SeriesRef) {
+        if let Some(r) = self.refs.get_mut(index as usize) {
+            *r = series;
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.refs.clear();
+        self.budget.give(self.bytes);
+        self.bytes = 0;
+    }
+}
+
+impl Drop for SeriesCache {
+    fn drop(&mut self) {
+        self.budget.give(self.bytes);
+    }
+}
