@@ -23,6 +23,7 @@
 //! * [`checksum`] — xxh3-64 of every on-disk byte range (relaxed only
 //!   under `cfg(fuzzing)`, so fuzzers reach the parsers).
 //! * [`fb`] — FlatBuffers encoding of on-disk metadata.
+//! * [`hashing`] — xxh3 hashing for in-memory maps of byte keys.
 //! * [`metrics`] — Prometheus metrics, also rendered as `/api/stats`.
 //! * [`failpoint`] — named I/O failure points for fault-injection tests.
 //!
@@ -36,6 +37,7 @@ pub mod config;
 pub mod engine;
 pub mod failpoint;
 pub mod fb;
+pub mod hashing;
 pub mod logfile;
 pub mod metrics;
 pub mod server;

@@ -52,7 +52,7 @@ use crate::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::{TimestampError, timestamp_from_millis, timestamp_from_secs};
-use crate::validate::check_series;
+use crate::validate::{check_series, validate_name};
 
 /// Timestamp unit of a write (`precision=` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -793,9 +793,18 @@ fn build<'a>(
         .collect();
     let measurement = encode_name(&raw.measurement);
     let mut fields = Vec::with_capacity(raw.fields.len());
-    for (key, value) in raw.fields {
-        let metric = format!("{measurement}.{}", encode_name(&key));
-        check_series(&metric, &tags, limits)?;
+    for (i, (key, value)) in raw.fields.into_iter().enumerate() {
+        let mut metric = String::with_capacity(measurement.len() + 1 + key.len());
+        metric.push_str(&measurement);
+        metric.push('.');
+        metric.push_str(&encode_name(&key));
+        if i == 0 {
+            // The tags are the line's: checked once, with the first metric
+            // (OpenTSDB's order: tag count, metric name, then the tags).
+            check_series(&metric, &tags, limits)?;
+        } else {
+            validate_name("metric name", &metric)?;
+        }
         fields.push((metric, value));
     }
     Ok(InfluxLine {

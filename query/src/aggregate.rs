@@ -152,7 +152,7 @@ pub enum Aggregator {
 }
 
 /// Registry order matches [`AGGREGATOR_NAMES`].
-const ALL: [Aggregator; 35] = [
+pub(crate) const ALL: [Aggregator; 35] = [
     Aggregator::Sum,
     Aggregator::Min,
     Aggregator::Max,

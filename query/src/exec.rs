@@ -62,6 +62,10 @@ pub struct Series {
     pub tags: Vec<SeriesTag>,
     /// Points with ms timestamps, strictly increasing, deduplicated.
     pub points: Vec<(i64, Num)>,
+    /// Annotations found in the series' rows, start time in the scan window
+    /// (the source reads them with the points); each note's `tsuid` is its
+    /// series' hex TSUID.
+    pub annotations: Vec<Annotation>,
 }
 
 /// What [`execute`] asks the source for.
@@ -137,19 +141,6 @@ pub trait SeriesSource {
             kind: "metrics",
             name: hex_upper(metric_uid),
         })
-    }
-
-    /// Annotations of the given series (TSUID bytes) whose start time falls
-    /// in `[start_ms, end_ms)` (the scan window). Each note's `tsuid` must be
-    /// its series' hex TSUID. The default has none.
-    fn series_annotations(
-        &self,
-        tsuids: &[&[u8]],
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<Vec<Annotation>, SourceError> {
-        let _ = (tsuids, start_ms, end_ms);
-        Ok(Vec::new())
     }
 
     /// Global annotations (no TSUID) whose start time falls in
@@ -341,16 +332,12 @@ fn run_sub_query(
         query_end: q.end_ms,
     };
     let mut notes_by_tsuid: BTreeMap<String, Vec<Annotation>> = BTreeMap::new();
-    if !q.no_annotations && !series.is_empty() {
-        let ids: Vec<&[u8]> = series.iter().map(|s| s.tsuid.as_slice()).collect();
-        for note in src
-            .series_annotations(&ids, scan_start, scan_end)
-            .map_err(source_error)?
-        {
+    if !q.no_annotations {
+        for note in series.iter().flat_map(|s| &s.annotations) {
             notes_by_tsuid
                 .entry(note.tsuid.to_ascii_uppercase())
                 .or_default()
-                .push(note);
+                .push(note.clone());
         }
     }
     for group in groups {
@@ -462,6 +449,29 @@ fn aggregate_group(
     tz: &TimeZone,
     budget: &QueryBudget,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
+    // Raw points (no downsampling, no rate) of aligned series — the common
+    // case: every host reports at every step — take the merge's fast path,
+    // on the fetched slices themselves (nothing is materialised).
+    if sub.rate.is_none() && sub.downsample.is_none() {
+        let slices: Vec<&[(i64, Num)]> = group.iter().map(|s| s.points.as_slice()).collect();
+        let start = merge_start(sub, bounds, tz);
+        if let Some(points) = crate::merge::aggregate_aligned(
+            &slices,
+            start,
+            bounds.scan_end,
+            sub.aggregator,
+            budget,
+        )? {
+            let mut out = Vec::new();
+            for (t, v) in points {
+                if t >= bounds.query_start && t <= bounds.query_end {
+                    budget.hold(1)?;
+                    out.push((t, v));
+                }
+            }
+            return Ok(out);
+        }
+    }
     let mut iters: Vec<PointIter<'_>> = Vec::with_capacity(group.len());
     for s in group {
         let stage: PointIter<'_> = match &sub.downsample {

@@ -205,7 +205,7 @@ fn push_value(out: &mut String, v: Num, nan_as_null: bool) {
                 "\"-Infinity\""
             });
         }
-        Num::Float(f) => out.push_str(&java_double(f)),
+        Num::Float(f) => push_java_double(out, f),
     }
 }
 
@@ -251,39 +251,94 @@ fn sci_parts(sci: &str) -> (String, i32) {
 /// fractional digit when `1e-3 <= |v| < 1e7`, otherwise as
 /// `<d>.<ddd>E<exp>` (e.g. `2.0`, `0.03333333333333333`, `1.0E10`, `1.0E-5`).
 pub fn java_double(v: f64) -> String {
+    let mut out = String::with_capacity(24);
+    push_java_double(&mut out, v);
+    out
+}
+
+/// [`java_double`] appended to `out`, without allocating: Rust's shortest
+/// round-trip digits (`{:e}`) are written to a stack buffer and laid out
+/// from there (this runs for every value of every answer).
+pub fn push_java_double(out: &mut String, v: f64) {
     if v.is_nan() {
-        return "NaN".to_string();
+        return out.push_str("NaN");
     }
     if v.is_infinite() {
-        return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
+        return out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
+        return out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
     }
-    // Rust's `{:e}` prints the shortest round-trip digits: "1.2345e-7".
-    let (mut digits, mut exp) = sci_parts(&format!("{:e}", v.abs()));
-    if digits.len() == 1 {
+    let mut buf = StackText::default();
+    if write!(buf, "{:e}", v.abs()).is_err() {
+        return out.push_str(&java_double_slow(v));
+    }
+    // "1.2345e-7": significant digits and the exponent of the first one.
+    let text = buf.as_str();
+    let (mantissa, exp) = text.split_once('e').unwrap_or((text, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits = [0u8; 24];
+    let mut n = 0;
+    for b in mantissa.bytes().filter(u8::is_ascii_digit) {
+        if n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    if n == 1 && v.abs() < f64::MIN_POSITIVE {
         // Java never prints fewer than two significant digits and then picks
         // the two-digit decimal closest to the value; that only differs from
         // "<d>.0" for subnormals (4.9E-324 for the smallest double).
-        let two = format!("{:.1e}", v.abs());
-        if two.parse::<f64>().ok() == Some(v.abs()) {
-            (digits, exp) = sci_parts(&two);
-            let trimmed = digits.trim_end_matches('0').len().max(1);
-            digits.truncate(trimmed);
+        return out.push_str(&java_double_slow(v));
+    }
+    // The digits are ASCII by construction.
+    let digits = std::str::from_utf8(&digits[..n]).unwrap_or("0");
+    write_java(out, v.is_sign_negative(), v.abs(), digits, exp);
+}
+
+/// A small text buffer on the stack for one formatted number.
+struct StackText {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        Self {
+            buf: [0; 40],
+            len: 0,
         }
     }
-    let negative = v.is_sign_negative();
-    let mut out = String::with_capacity(digits.len() + 8);
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// Java's layout of significant `digits` with decimal exponent `exp`.
+fn write_java(out: &mut String, negative: bool, abs: f64, digits: &str, exp: i32) {
     if negative {
         out.push('-');
     }
-    let abs = v.abs();
     if (1e-3..1e7).contains(&abs) {
         if exp >= 0 {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
-                out.push_str(&digits);
+                out.push_str(digits);
                 out.extend(std::iter::repeat_n('0', int_len - digits.len()));
                 out.push_str(".0");
             } else {
@@ -294,7 +349,7 @@ pub fn java_double(v: f64) -> String {
         } else {
             out.push_str("0.");
             out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
-            out.push_str(&digits);
+            out.push_str(digits);
         }
     } else {
         out.push_str(&digits[..1]);
@@ -306,6 +361,22 @@ pub fn java_double(v: f64) -> String {
         }
         let _ = write!(out, "E{exp}");
     }
+}
+
+/// The general (allocating) form, through Rust's `{:e}` digits: one-digit
+/// values, where Java's two-digit rule needs a second look.
+fn java_double_slow(v: f64) -> String {
+    let (mut digits, mut exp) = sci_parts(&format!("{:e}", v.abs()));
+    if digits.len() == 1 {
+        let two = format!("{:.1e}", v.abs());
+        if two.parse::<f64>().ok() == Some(v.abs()) {
+            (digits, exp) = sci_parts(&two);
+            let trimmed = digits.trim_end_matches('0').len().max(1);
+            digits.truncate(trimmed);
+        }
+    }
+    let mut out = String::with_capacity(digits.len() + 8);
+    write_java(&mut out, v.is_sign_negative(), v.abs(), &digits, exp);
     out
 }
 
@@ -358,6 +429,23 @@ mod tests {
         }
         assert_eq!(java_double(f64::NAN), "NaN");
         assert_eq!(java_double(f64::INFINITY), "Infinity");
+    }
+
+    proptest::proptest! {
+        /// The allocation-free path agrees with the `{:e}`-based one for
+        /// every double (any bit pattern, and round-ish decimals).
+        #[test]
+        fn java_double_fast_path_matches_the_reference(
+            bits in proptest::prelude::any::<u64>(),
+            k in -100_000i64..100_000,
+            scale in 0i32..12,
+        ) {
+            for v in [f64::from_bits(bits), k as f64 / 10f64.powi(scale)] {
+                if v.is_finite() && v != 0.0 {
+                    proptest::prop_assert_eq!(java_double(v), java_double_slow(v), "{:e}", v);
+                }
+            }
+        }
     }
 
     fn query(extra: &[(&str, &str)], m: &str) -> TsQuery {

@@ -37,6 +37,7 @@ fn wide(n: u32, reports: bool) -> Wide {
                     value_uid: v[1..].to_vec(),
                 }],
                 points: vec![((START + 10) * 1000, Num::Int(i64::from(i)))],
+                annotations: Vec::new(),
             }
         })
         .collect();

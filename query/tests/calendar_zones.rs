@@ -49,6 +49,7 @@ impl SeriesSource for One {
                 .copied()
                 .filter(|(t, _)| *t >= req.scan_start_ms && *t < req.scan_end_ms)
                 .collect(),
+            annotations: Vec::new(),
         }])
     }
 }

@@ -39,9 +39,29 @@ fn note(tsuid: &str, start: i64, end: i64, text: &str) -> Annotation {
 
 impl SeriesSource for Store {
     /// Ignores `req.tsuids` on purpose: `execute` must drop extra series.
+    /// Each series carries the notes of its rows in the scan window, as a
+    /// storage source reads them with the points.
     fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError> {
         assert_eq!(req.metric, "sys.cpu.user");
-        Ok(self.series.clone())
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02X}")).collect::<String>();
+        Ok(self
+            .series
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.annotations = self
+                    .notes
+                    .iter()
+                    .filter(|n| !n.is_global() && n.tsuid == hex(&s.tsuid))
+                    .filter(|n| {
+                        n.start_time * 1000 >= req.scan_start_ms
+                            && n.start_time * 1000 < req.scan_end_ms
+                    })
+                    .cloned()
+                    .collect();
+                s
+            })
+            .collect())
     }
 
     fn metric_name(&self, uid: &[u8]) -> Result<String, SourceError> {
@@ -52,22 +72,6 @@ impl SeriesSource for Store {
                 name: format!("{uid:?}"),
             }),
         }
-    }
-
-    fn series_annotations(
-        &self,
-        tsuids: &[&[u8]],
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<Vec<Annotation>, SourceError> {
-        assert_eq!(tsuids.len(), self.series.len().min(tsuids.len()));
-        Ok(self
-            .notes
-            .iter()
-            .filter(|n| !n.is_global())
-            .filter(|n| n.start_time * 1000 >= start_ms && n.start_time * 1000 < end_ms)
-            .cloned()
-            .collect())
     }
 
     fn global_annotations(
@@ -98,11 +102,13 @@ fn store() -> Store {
                 tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 1],
                 tags: vec![tag(1)],
                 points: pts(1),
+                annotations: Vec::new(),
             },
             Series {
                 tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 2],
                 tags: vec![tag(2)],
                 points: pts(10),
+                annotations: Vec::new(),
             },
         ],
         notes: vec![

@@ -65,6 +65,7 @@ fn series(host: u8, points: Vec<(i64, Num)>) -> (String, Series) {
             tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, host],
             tags: vec![tag("host", name, 1, host)],
             points,
+            annotations: Vec::new(),
         },
     )
 }

@@ -57,7 +57,7 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
 }
 
 /// A note time in ms (seconds unless above `u32::MAX`, as OpenTSDB reads it).
-fn time_ms(t: i64) -> i64 {
+pub(super) fn time_ms(t: i64) -> i64 {
     if t > i64::from(u32::MAX) || t < 0 {
         t
     } else {

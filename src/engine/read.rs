@@ -16,6 +16,7 @@ use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, 
 use super::Engine;
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
+use crate::hashing::BytesMap;
 use crate::storage::{KeyRange, Table};
 use crate::uid::{UidError, UidKind};
 
@@ -99,9 +100,21 @@ struct Scan<'a> {
     metric: u64,
     lo: u32,
     hi: u32,
+    /// The scan window in ms (annotations are kept by their start time).
+    start_ms: i64,
+    end_ms: i64,
     pf: &'a Prefilter,
     budget: &'a QueryBudget,
 }
+
+/// What a fetch found of one series.
+#[derive(Default)]
+struct Found {
+    points: Points,
+    notes: Vec<hourglass_query::Annotation>,
+}
+
+type FoundMap = BytesMap<Vec<u8>, Found>;
 
 impl Scan<'_> {
     /// Charges `n` points read; false once the query must stop (over its
@@ -152,6 +165,55 @@ fn decode_row_into(
     Ok(())
 }
 
+/// Most points a series' buffer is sized for up front.
+const MAX_PRESIZE: usize = 1 << 20;
+
+/// Points in a row's cells, as far as cheaply known (one native cell).
+fn row_point_estimate(cells: &[crate::storage::Cell]) -> usize {
+    use crate::codec::row::{CellKind, classify};
+    match cells {
+        [c] => match classify(&c.column, &c.value) {
+            CellKind::Native { cell, .. } => {
+                crate::codec::native::cell_point_count(cell).unwrap_or(0)
+            }
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// The annotation cells of a data row whose start time falls in the scan
+/// window, as notes of the row's series (a row's notes ride along with its
+/// points: no second scan).
+fn collect_notes(
+    layout: &KeyLayout,
+    row: &[u8],
+    cells: &[crate::storage::Cell],
+    scan: &Scan<'_>,
+    out: &mut Vec<hourglass_query::Annotation>,
+) {
+    use crate::codec::row::{CellKind, classify};
+    for c in cells {
+        if classify(&c.column, &c.value) != CellKind::Annotation {
+            continue;
+        }
+        let Ok(mut note) = hourglass_query::Annotation::from_storage_json(&c.value) else {
+            tracing::warn!(row = ?row, "unreadable annotation cell skipped");
+            continue;
+        };
+        let t = super::annotations::time_ms(note.start_time);
+        if t < scan.start_ms || t > scan.end_ms {
+            continue;
+        }
+        if let Some(p) = layout.parse_row_key(row) {
+            let mut tsuid = p.metric.to_vec();
+            tsuid.extend_from_slice(p.tags);
+            note.tsuid = super::index::hex_upper(&tsuid);
+        }
+        out.push(note);
+    }
+}
+
 impl Engine {
     fn prefilter(&self, req: &FetchRequest<'_>) -> Result<Prefilter, SourceError> {
         let uids = self.uids();
@@ -199,9 +261,10 @@ impl Engine {
         Ok(pf)
     }
 
-    /// Points per series key from the store: one range per salt bucket,
-    /// which the store scans in parallel.
-    fn scan_store(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+    /// Points (and annotations) per series key from the store: one range
+    /// per salt bucket, which the store scans in parallel; tag filters are
+    /// checked on row keys before any cell is read.
+    fn scan_store(&self, scan: &Scan<'_>) -> Result<FoundMap, SourceError> {
         let layout = *self.layout();
         let buckets = if layout.salt_width == 0 {
             1
@@ -214,25 +277,44 @@ impl Engine {
                 end: layout.scan_key(b, scan.metric, scan.hi),
             })
             .collect();
+        let filter = |row: &[u8]| {
+            layout
+                .parse_row_key(row)
+                .is_some_and(|p| scan.pf.matches(&layout, p.tags))
+        };
         // One slot per range: a range is visited by one thread at a time,
         // so its lock is never contended.
-        type Slot = (HashMap<Vec<u8>, Points>, Vec<DecodedPoint>);
+        type Slot = (FoundMap, Vec<DecodedPoint>, Vec<u8>);
         let slots: Vec<Mutex<Slot>> = (0..buckets).map(|_| Mutex::default()).collect();
         self.store
-            .scan_ranges(Table::Data, &ranges, &|i, row, cells| {
+            .scan_ranges(Table::Data, &ranges, &filter, &|i, row, cells| {
                 let Some(parts) = layout.parse_row_key(row) else {
                     return Ok(true);
                 };
-                if !scan.pf.matches(&layout, parts.tags) {
-                    return Ok(true);
-                }
                 let mut slot = slots[i]
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let (local, pts) = &mut *slot;
-                let out = local.entry(layout.series_of_row(row)).or_default();
-                let before = out.len();
-                if let Err(e) = decode_row_into(&cells, parts.base_time, out, pts) {
+                let (local, pts, key) = &mut *slot;
+                // The series key without allocating for a series seen before.
+                key.clear();
+                key.extend_from_slice(&row[..layout.prefix_width()]);
+                key.extend_from_slice(parts.tags);
+                let found = match local.get_mut(key.as_slice()) {
+                    Some(f) => f,
+                    None => {
+                        // Room for every hour of the scan at this row's
+                        // size, so the series' points are not moved as it
+                        // grows.
+                        let hours = ((scan.hi - scan.lo) / 3600) as usize;
+                        let per_row = row_point_estimate(&cells);
+                        let f = local.entry(key.clone()).or_default();
+                        f.points
+                            .reserve(hours.saturating_mul(per_row).min(MAX_PRESIZE));
+                        f
+                    }
+                };
+                let before = found.points.len();
+                if let Err(e) = decode_row_into(&cells, parts.base_time, &mut found.points, pts) {
                     // Never skip damage silently: fail the query.
                     return Err(crate::storage::StorageError::Corrupt {
                         path: std::path::PathBuf::from("<data row>"),
@@ -240,12 +322,14 @@ impl Engine {
                         reason: format!("row {row:02X?}: {e}"),
                     });
                 }
-                Ok(scan.take(out.len() - before))
+                collect_notes(&layout, row, &cells, scan, &mut found.notes);
+                let n = found.points.len() - before;
+                Ok(scan.take(n))
             })
             .map_err(|e| storage_source_err(&e))?;
-        let mut all = HashMap::new();
+        let mut all = FoundMap::default();
         for slot in slots {
-            let (m, _) = slot
+            let (m, _, _) = slot
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             all.extend(m);
@@ -328,21 +412,6 @@ impl SeriesSource for Engine {
         self.layout().metric_width
     }
 
-    /// Notes in the queried series' rows of the window (the rows the fetch
-    /// just read and charged to the query budget).
-    fn series_annotations(
-        &self,
-        tsuids: &[&[u8]],
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<Vec<hourglass_query::Annotation>, SourceError> {
-        let list: Vec<Vec<u8>> = tsuids.iter().map(|t| t.to_vec()).collect();
-        let notes = self
-            .notes_in(Some(&list), start_ms, end_ms, &QueryBudget::unlimited())
-            .map_err(|e| SourceError::Storage(e.to_string()))?;
-        Ok(notes.into_iter().map(|(_, _, n)| n).collect())
-    }
-
     fn global_annotations(
         &self,
         start_ms: i64,
@@ -413,6 +482,8 @@ impl SeriesSource for Engine {
             metric,
             lo,
             hi,
+            start_ms: req.scan_start_ms,
+            end_ms: req.scan_end_ms,
             pf: &pf,
             budget: req.budget,
         };
@@ -431,28 +502,36 @@ impl SeriesSource for Engine {
             .max(req.scan_start_ms);
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
-        let mut finish = |key: Vec<u8>, mut pts: Points| -> Result<(), SourceError> {
-            // Rows arrive in hour order, so this is usually sorted already;
-            // when the head overlaps the store, a stable sort keeps the later
-            // (newer) source last for equal instants.
-            if !pts.windows(2).all(|w| w[0].0 <= w[1].0) {
+        let mut finish = |key: Vec<u8>, mut pts: Points, notes| -> Result<(), SourceError> {
+            if pts.windows(2).all(|w| w[0].0 < w[1].0) {
+                // The usual case (rows arrive in hour order, one source):
+                // trim the ends by binary search.
+                let hi = pts.partition_point(|p| p.0 < req.scan_end_ms);
+                pts.truncate(hi);
+                let lo = pts.partition_point(|p| p.0 < horizon);
+                if lo > 0 {
+                    pts.drain(..lo);
+                }
+            } else {
+                // The head overlaps the store: a stable sort keeps the later
+                // (newer) source last for equal instants; keep the window
+                // and the newest point per instant, in place.
                 pts.sort_by_key(|p| p.0);
-            }
-            // Keep the window and the newest point per instant, in place.
-            let mut n = 0usize;
-            for i in 0..pts.len() {
-                let (ts, v) = pts[i];
-                if ts < horizon || ts >= req.scan_end_ms {
-                    continue;
+                let mut n = 0usize;
+                for i in 0..pts.len() {
+                    let (ts, v) = pts[i];
+                    if ts < horizon || ts >= req.scan_end_ms {
+                        continue;
+                    }
+                    if n > 0 && pts[n - 1].0 == ts {
+                        pts[n - 1].1 = v;
+                    } else {
+                        pts[n] = (ts, v);
+                        n += 1;
+                    }
                 }
-                if n > 0 && pts[n - 1].0 == ts {
-                    pts[n - 1].1 = v;
-                } else {
-                    pts[n] = (ts, v);
-                    n += 1;
-                }
+                pts.truncate(n);
             }
-            pts.truncate(n);
             if pts.is_empty() {
                 return Ok(());
             }
@@ -460,17 +539,19 @@ impl SeriesSource for Engine {
                 tsuid: key[prefix..].to_vec(),
                 tags: self.resolve_tags(&key)?,
                 points: pts,
+                annotations: notes,
             });
             Ok(())
         };
-        for (key, mut pts) in stored {
+        for (key, found) in stored {
+            let mut pts = found.points;
             if let Some(mem) = memory.remove(&key) {
                 pts.extend(mem);
             }
-            finish(key, pts)?;
+            finish(key, pts, found.notes)?;
         }
         for (key, pts) in memory {
-            finish(key, pts)?;
+            finish(key, pts, Vec::new())?;
         }
         Ok(out)
     }

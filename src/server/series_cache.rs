@@ -9,33 +9,11 @@
 //! bound empties its cache and starts over (its lines then take the full
 //! path until they are cached again).
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use xxhash_rust::xxh3::xxh3_64_with_seed;
-
 use crate::engine::SeriesRef;
-
-/// xxh3 of a key in one call (a `[u8]` key hashes its length, then its
-/// bytes): far cheaper per lookup than a streaming hasher's state.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = xxh3_64_with_seed(bytes, self.0);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 ^= n as u64;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+use crate::hashing::BytesMap;
 
 /// Most series one connection caches.
 const MAX_ENTRIES: usize = 1 << 16;
@@ -78,7 +56,7 @@ impl CacheBudget {
 #[derive(Debug)]
 pub struct SeriesCache {
     /// Raw series text → index into `refs`.
-    map: HashMap<Box<[u8]>, u32, BuildHasherDefault<KeyHasher>>,
+    map: BytesMap<Box<[u8]>, u32>,
     refs: Vec<SeriesRef>,
     bytes: usize,
     budget: Arc<CacheBudget>,
@@ -89,7 +67,7 @@ pub struct SeriesCache {
 impl SeriesCache {
     pub fn new(budget: Arc<CacheBudget>) -> Self {
         Self {
-            map: HashMap::default(),
+            map: BytesMap::default(),
             refs: Vec::new(),
             bytes: 0,
             budget,

@@ -188,6 +188,11 @@ pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 /// A row visitor for scans: return `false` to stop early.
 pub type RowVisitor<'a> = dyn FnMut(&[u8], Vec<Cell>) -> Result<bool> + 'a;
 
+/// A predicate on row keys that a scan applies before it reads a row's
+/// cells (a tag filter on raw key bytes): rows it refuses cost the store no
+/// copy, and a remote store may evaluate it on its side.
+pub type KeyFilter<'a> = dyn Fn(&[u8]) -> bool + Sync + 'a;
+
 /// A row visitor for multi-range scans, called with the index of the range
 /// the row belongs to, possibly from several threads at once (never for
 /// the same range at once). Return `false` to stop every range.
@@ -197,6 +202,48 @@ pub type RangeVisitor<'a> = dyn Fn(usize, &[u8], Vec<Cell>) -> Result<bool> + Sy
 /// write will carry (the engine stamps it into cell qualifiers so that
 /// later cells of a row win over earlier ones).
 pub type DataBuilder<'a> = dyn FnMut(u64) -> Result<Vec<Mutation>> + 'a;
+
+/// Runs `scan_one` over `ranges` on the calling thread, then on helper
+/// threads once it lasts ([`fanout`]), handing rows to `visit` with their
+/// range's index; the first error or `false` stops every range.
+#[allow(clippy::type_complexity)]
+pub fn scan_ranges_with(
+    ranges: &[KeyRange],
+    visit: &RangeVisitor<'_>,
+    scan_one: &(dyn Fn(&KeyRange, &mut RowVisitor<'_>) -> Result<()> + Sync),
+) -> Result<()> {
+    let first_err: std::sync::Mutex<Option<StorageError>> = std::sync::Mutex::new(None);
+    fanout::for_each_bucket(
+        ranges.len(),
+        fanout::FIRST_SLICE,
+        fanout::helpers(ranges.len()),
+        || (),
+        |i, _| {
+            let mut go_on = true;
+            let res = scan_one(&ranges[i], &mut |row, cells| {
+                go_on = visit(i, row, cells)?;
+                Ok(go_on)
+            });
+            match res {
+                Ok(()) => go_on,
+                Err(e) => {
+                    first_err
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(e);
+                    false
+                }
+            }
+        },
+    );
+    match first_err
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
 
 /// What a compaction tells the row compactor.
 #[derive(Clone, Copy, Debug)]
@@ -255,47 +302,39 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         visit: &mut RowVisitor<'_>,
     ) -> Result<()>;
 
-    /// Visits the rows of several ranges (one per salt bucket), the ranges
-    /// in parallel as the backend sees fit, each range's rows in key order.
-    /// Stops every range once a visit returns `false` or fails.
+    /// [`Store::scan`] of the rows whose key `filter` accepts (checked
+    /// before the row's cells are read).
+    fn scan_filtered(
+        &self,
+        table: Table,
+        start: &[u8],
+        end: &[u8],
+        filter: &KeyFilter<'_>,
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        self.scan(table, start, end, &mut |row, cells| {
+            if filter(row) {
+                visit(row, cells)
+            } else {
+                Ok(true)
+            }
+        })
+    }
+
+    /// Visits the rows of several ranges (one per salt bucket) that
+    /// `filter` accepts, the ranges in parallel as the backend sees fit,
+    /// each range's rows in key order. Stops every range once a visit
+    /// returns `false` or fails.
     fn scan_ranges(
         &self,
         table: Table,
         ranges: &[KeyRange],
+        filter: &KeyFilter<'_>,
         visit: &RangeVisitor<'_>,
     ) -> Result<()> {
-        let first_err: std::sync::Mutex<Option<StorageError>> = std::sync::Mutex::new(None);
-        fanout::for_each_bucket(
-            ranges.len(),
-            fanout::FIRST_SLICE,
-            fanout::helpers(ranges.len()),
-            || (),
-            |i, _| {
-                let r = &ranges[i];
-                let mut go_on = true;
-                let res = self.scan(table, &r.start, &r.end, &mut |row, cells| {
-                    go_on = visit(i, row, cells)?;
-                    Ok(go_on)
-                });
-                match res {
-                    Ok(()) => go_on,
-                    Err(e) => {
-                        first_err
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .get_or_insert(e);
-                        false
-                    }
-                }
-            },
-        );
-        match first_err
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        scan_ranges_with(ranges, visit, &|r, v| {
+            self.scan_filtered(table, &r.start, &r.end, filter, v)
+        })
     }
 
     /// Applies a batch. Each row's mutations are applied atomically and in

@@ -44,7 +44,7 @@ use crate::codec::KeyLayout;
 use crate::config::BigtableConfig;
 use crate::storage::embedded::compaction::RetentionView;
 use crate::storage::{
-    Cell, DataBuilder, Durability, KeyRange, Mutation, RangeVisitor, Result, RowVisitor,
+    Cell, DataBuilder, Durability, KeyFilter, KeyRange, Mutation, RangeVisitor, Result, RowVisitor,
     StorageError, Store, Table,
 };
 
@@ -567,13 +567,22 @@ impl Store for BigtableStore {
         self.stream(table, &range, &mut |_, key, cells| visit(&key, cells))
     }
 
+    /// The key filter runs here, on the rows as they arrive (tag filters
+    /// on binary UIDs make poor `RowKeyRegexFilter`s).
     fn scan_ranges(
         &self,
         table: Table,
         ranges: &[KeyRange],
+        filter: &KeyFilter<'_>,
         visit: &RangeVisitor<'_>,
     ) -> Result<()> {
-        self.stream(table, ranges, &mut |i, key, cells| visit(i, &key, cells))
+        self.stream(table, ranges, &mut |i, key, cells| {
+            if filter(&key) {
+                visit(i, &key, cells)
+            } else {
+                Ok(true)
+            }
+        })
     }
 
     fn write(&self, batch: Vec<Mutation>, _durability: Durability) -> Result<()> {

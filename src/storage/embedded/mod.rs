@@ -562,8 +562,23 @@ impl EmbeddedStore {
             .collect()
     }
 
-    /// Merged, newest-wins entries of a range, grouped into rows.
-    fn scan_internal(&self, start: &[u8], end: &[u8], visit: &mut RowVisitor<'_>) -> Result<()> {
+    /// Merged, newest-wins entries of a range, grouped into rows; rows
+    /// `filter` refuses (key without the table byte) are skipped unread.
+    ///
+    /// `by_window` (the engine's salt-bucket ranges, whose keys are row
+    /// keys): data rows of one (salt, metric) range are ordered by base hour
+    /// first, so the window files of such a range hold consecutive key
+    /// ranges: they are read one window after the other, and only the files
+    /// of one window (a late write next to the window's merged file) are
+    /// merged.
+    fn scan_internal(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        filter: Option<&crate::storage::KeyFilter<'_>>,
+        by_window: bool,
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<()> {
         let table = start.first().copied().unwrap_or(0);
         let (mem_entries, files) = {
             let st = self.lock();
@@ -572,24 +587,78 @@ impl EmbeddedStore {
                 .mem
                 .range(lo..)
                 .take_while(|((row, _), _)| end.is_empty() || row.as_slice() < end)
+                .filter(|((row, _), _)| filter.is_none_or(|f| f(row.get(1..).unwrap_or_default())))
                 .map(mem_entry)
                 .collect();
             (mem_entries, Arc::clone(&st.files))
         };
-        let mut sources: Vec<merge::Source<'_>> = Vec::new();
-        if !mem_entries.is_empty() {
-            sources.push(Box::new(mem_entries.into_iter().map(Ok)));
-        }
         if table == Table::Data as u8 {
-            for t in self.data_sources(&files, start, end) {
-                sources.push(Box::new(t.range(start, end, Some(&self.cache))));
+            let l = &self.opts.layout;
+            let prefix = 1 + l.salt_width + l.metric_width;
+            let one_series_range =
+                start.len() >= prefix && end.len() >= prefix && start[..prefix] == end[..prefix];
+            let mut sources = self.data_sources(&files, start, end);
+            if by_window && one_series_range && mem_entries.is_empty() {
+                sources.sort_by_key(|t| (t.meta.window_start, t.number));
+                let mut i = 0;
+                while i < sources.len() {
+                    let w = sources[i].meta.window_start;
+                    let n = sources[i..]
+                        .iter()
+                        .take_while(|t| t.meta.window_start == w)
+                        .count();
+                    let window = &sources[i..i + n];
+                    let go_on = if let [only] = window {
+                        group_rows(
+                            only.range_filtered(start, end, Some(&self.cache), filter),
+                            visit,
+                        )?
+                    } else {
+                        let merged: Vec<merge::Source<'_>> = window
+                            .iter()
+                            .map(|t| {
+                                Box::new(t.range_filtered(start, end, Some(&self.cache), filter))
+                                    as merge::Source<'_>
+                            })
+                            .collect();
+                        group_rows(MergeIter::new(merged), visit)?
+                    };
+                    if !go_on {
+                        return Ok(());
+                    }
+                    i += n;
+                }
+                return Ok(());
             }
-        } else {
-            for t in files.meta.iter().filter(|t| t.overlaps(start, end)) {
-                sources.push(Box::new(t.range(start, end, Some(&self.cache))));
+            let mut merged: Vec<merge::Source<'_>> = Vec::new();
+            if !mem_entries.is_empty() {
+                merged.push(Box::new(mem_entries.into_iter().map(Ok)));
             }
+            for t in sources {
+                merged.push(Box::new(t.range_filtered(
+                    start,
+                    end,
+                    Some(&self.cache),
+                    filter,
+                )));
+            }
+            group_rows(MergeIter::new(merged), visit)?;
+            return Ok(());
         }
-        group_rows(MergeIter::new(sources), visit)
+        let mut merged: Vec<merge::Source<'_>> = Vec::new();
+        if !mem_entries.is_empty() {
+            merged.push(Box::new(mem_entries.into_iter().map(Ok)));
+        }
+        for t in files.meta.iter().filter(|t| t.overlaps(start, end)) {
+            merged.push(Box::new(t.range_filtered(
+                start,
+                end,
+                Some(&self.cache),
+                filter,
+            )));
+        }
+        group_rows(MergeIter::new(merged), visit)?;
+        Ok(())
     }
 
     /// Number of live table files (for stats and tests).
@@ -613,11 +682,12 @@ impl EmbeddedStore {
     }
 }
 
-/// Groups a merged entry stream into rows for a visitor.
+/// Groups a sorted entry stream into rows for a visitor; false once the
+/// visitor asked to stop.
 fn group_rows(
     entries: impl Iterator<Item = Result<Entry>>,
     visit: &mut RowVisitor<'_>,
-) -> Result<()> {
+) -> Result<bool> {
     let mut cur_row: Option<Vec<u8>> = None;
     let mut cells: Vec<Cell> = Vec::new();
     for e in entries {
@@ -625,7 +695,7 @@ fn group_rows(
         if cur_row.as_ref().is_some_and(|r| *r != e.row) {
             let r = cur_row.take().unwrap_or_default();
             if !cells.is_empty() && !visit(&r[1..], std::mem::take(&mut cells))? {
-                return Ok(());
+                return Ok(false);
             }
         }
         if cur_row.is_none() {
@@ -641,9 +711,9 @@ fn group_rows(
     if let Some(r) = cur_row
         && !cells.is_empty()
     {
-        visit(&r[1..], cells)?;
+        return visit(&r[1..], cells);
     }
-    Ok(())
+    Ok(true)
 }
 
 impl Store for EmbeddedStore {
@@ -706,7 +776,33 @@ impl Store for EmbeddedStore {
         visit: &mut RowVisitor<'_>,
     ) -> Result<()> {
         let (s, e) = internal_bounds(table, start, end);
-        self.scan_internal(&s, &e, visit)
+        self.scan_internal(&s, &e, None, false, visit)
+    }
+
+    fn scan_filtered(
+        &self,
+        table: Table,
+        start: &[u8],
+        end: &[u8],
+        filter: &crate::storage::KeyFilter<'_>,
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        let (s, e) = internal_bounds(table, start, end);
+        self.scan_internal(&s, &e, Some(filter), false, visit)
+    }
+
+    /// The engine's salt-bucket scans: row keys only, read window by window.
+    fn scan_ranges(
+        &self,
+        table: Table,
+        ranges: &[crate::storage::KeyRange],
+        filter: &crate::storage::KeyFilter<'_>,
+        visit: &crate::storage::RangeVisitor<'_>,
+    ) -> Result<()> {
+        crate::storage::scan_ranges_with(ranges, visit, &|r, v| {
+            let (s, e) = internal_bounds(table, &r.start, &r.end);
+            self.scan_internal(&s, &e, Some(filter), true, v)
+        })
     }
 
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()> {

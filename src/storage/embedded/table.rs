@@ -568,6 +568,18 @@ impl TableReader {
         end: &[u8],
         cache: Option<&'a BlockCache>,
     ) -> RangeIter<'a> {
+        self.range_filtered(start, end, cache, None)
+    }
+
+    /// [`TableReader::range`] of the entries whose row (internal key, table
+    /// byte first) `filter` accepts; refused entries are never copied.
+    pub fn range_filtered<'a>(
+        &'a self,
+        start: &[u8],
+        end: &[u8],
+        cache: Option<&'a BlockCache>,
+        filter: Option<&'a crate::storage::KeyFilter<'a>>,
+    ) -> RangeIter<'a> {
         let first = self
             .index
             .partition_point(|h| h.last_row.as_slice() < start);
@@ -580,6 +592,8 @@ impl TableReader {
             start: start.to_vec(),
             end: end.to_vec(),
             done: false,
+            filter,
+            filtered: None,
         }
     }
 
@@ -729,7 +743,6 @@ fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
 /// parsing entries in place: those before `start` (a point lookup usually
 /// skips most of a block, and a bloom false positive all of it) cost no
 /// allocation.
-#[derive(Debug)]
 pub struct RangeIter<'a> {
     table: &'a TableReader,
     cache: Option<&'a BlockCache>,
@@ -742,6 +755,20 @@ pub struct RangeIter<'a> {
     start: Vec<u8>,
     end: Vec<u8>,
     done: bool,
+    /// Rows (without the table byte) to keep.
+    filter: Option<&'a crate::storage::KeyFilter<'a>>,
+    /// The last row the filter judged, and its verdict (a row's cells are
+    /// consecutive entries).
+    filtered: Option<(Vec<u8>, bool)>,
+}
+
+impl std::fmt::Debug for RangeIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeIter")
+            .field("block", &self.block)
+            .field("filtered", &self.filter.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Iterator for RangeIter<'_> {
@@ -788,6 +815,19 @@ impl Iterator for RangeIter<'_> {
             if !self.end.is_empty() && self.row.as_slice() >= self.end.as_slice() {
                 self.done = true;
                 return None;
+            }
+            if let Some(f) = self.filter {
+                let keep = match &self.filtered {
+                    Some((r, keep)) if *r == self.row => *keep,
+                    _ => {
+                        let keep = f(self.row.get(1..).unwrap_or_default());
+                        self.filtered = Some((self.row.clone(), keep));
+                        keep
+                    }
+                };
+                if !keep {
+                    continue;
+                }
             }
             return Some(Ok(raw.materialize(&self.row, data)));
         }
