@@ -68,6 +68,7 @@ fn source() -> Memory {
                     .map(|(i, v)| (START_MS + i as i64 * 10_000, Num::Float(v as f64 / 100.0)))
                     .collect(),
                 annotations: Vec::new(),
+                downsampled: false,
             }
         })
         .collect();

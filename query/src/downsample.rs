@@ -321,6 +321,123 @@ pub(crate) fn downsample_iter<'a>(
     }))
 }
 
+/// A fixed-interval downsample a source may apply while it reads
+/// ([`crate::exec::FetchRequest::downsample`]): epoch-aligned buckets
+/// `[b, b + interval)` from the first one at or after the scan start, each
+/// bucket's values (as doubles, in time order) through `aggregator`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pushdown {
+    pub interval_ms: i64,
+    pub aggregator: Aggregator,
+}
+
+impl Pushdown {
+    /// The pushdown a downsample spec allows: fixed intervals without a
+    /// fill policy (the buckets a series yields do not depend on others).
+    pub fn of(spec: &DownsampleSpec) -> Option<Pushdown> {
+        match spec.interval {
+            DownsampleInterval::Fixed { ms } if spec.fill == FillPolicy::None && ms > 0 => {
+                Some(Pushdown {
+                    interval_ms: ms,
+                    aggregator: spec.aggregator,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A series' buckets built from its points as a source reads them (in time
+/// order): the same buckets and values as the query's own downsampler
+/// ([`DataBuckets`]) computes from the fetched points, without keeping the
+/// points.
+#[derive(Debug)]
+pub struct BucketSink {
+    interval: i64,
+    /// Points before the first whole bucket are skipped (the seek).
+    seek: i64,
+    /// Points at or after the scan end are outside the window.
+    end: i64,
+    agg: Aggregator,
+    /// The current bucket's start and end.
+    bucket: Option<(i64, i64)>,
+    /// The current bucket's span within the window (empty: none yet).
+    bucket_start: i64,
+    bucket_end: i64,
+    buf: Vec<f64>,
+    out: Vec<(i64, Num)>,
+    last: Option<i64>,
+}
+
+impl BucketSink {
+    /// Buckets for `[scan_start, scan_end)`.
+    pub fn new(p: Pushdown, scan_start: i64, scan_end: i64) -> Self {
+        let interval = p.interval_ms;
+        let align = |t: i64| t - t.rem_euclid(interval);
+        BucketSink {
+            interval,
+            seek: align(scan_start.saturating_add(interval - 1)),
+            end: scan_end,
+            agg: p.aggregator,
+            bucket: None,
+            bucket_start: 0,
+            bucket_end: 0,
+            buf: Vec::new(),
+            out: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// Adds a point; points come in strictly increasing time order (a
+    /// source that cannot promise it keeps the points instead). Points
+    /// outside the window are ignored.
+    #[inline]
+    pub fn push(&mut self, ts: i64, v: f64, budget: &QueryBudget) -> Result<(), QueryError> {
+        // The hot path: inside the current bucket.
+        if ts < self.bucket_end && ts >= self.bucket_start {
+            self.buf.push(v);
+            return Ok(());
+        }
+        self.push_slow(ts, v, budget)
+    }
+
+    #[cold]
+    fn push_slow(&mut self, ts: i64, v: f64, budget: &QueryBudget) -> Result<(), QueryError> {
+        if ts < self.seek || ts >= self.end {
+            return Ok(());
+        }
+        debug_assert!(self.last.is_none_or(|l| l < ts), "points out of order");
+        self.last = Some(ts);
+        self.close(budget)?;
+        let start = ts - ts.rem_euclid(self.interval);
+        self.bucket = Some((start, start.saturating_add(self.interval)));
+        // Within the window: the bucket end is capped at the scan end.
+        self.bucket_start = start;
+        self.bucket_end = start.saturating_add(self.interval).min(self.end);
+        self.buf.push(v);
+        Ok(())
+    }
+
+    fn close(&mut self, budget: &QueryBudget) -> Result<(), QueryError> {
+        if let Some((start, _)) = self.bucket.take()
+            && !self.buf.is_empty()
+        {
+            budget.hold(self.buf.len())?;
+            let v = self.agg.run_double(&self.buf);
+            budget.release(self.buf.len());
+            self.out.push((start, Num::Float(v?)));
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// The buckets, in time order.
+    pub fn finish(mut self, budget: &QueryBudget) -> Result<Vec<(i64, Num)>, QueryError> {
+        self.close(budget)?;
+        Ok(self.out)
+    }
+}
+
 /// Which bucket a timestamp falls in.
 enum Bucketer {
     /// Epoch-aligned fixed intervals.

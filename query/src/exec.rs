@@ -66,6 +66,9 @@ pub struct Series {
     /// (the source reads them with the points); each note's `tsuid` is its
     /// series' hex TSUID.
     pub annotations: Vec<Annotation>,
+    /// The points are the buckets of [`FetchRequest::downsample`] (built
+    /// with a [`crate::downsample::BucketSink`]), not raw points.
+    pub downsampled: bool,
 }
 
 /// What [`execute`] asks the source for.
@@ -84,6 +87,9 @@ pub struct FetchRequest<'a> {
     pub scan_start_ms: i64,
     /// Scan window end (ms, exclusive, hour aligned).
     pub scan_end_ms: i64,
+    /// A downsample the source may apply while it reads, series by series
+    /// ([`Series::downsampled`]); a source may ignore it.
+    pub downsample: Option<crate::downsample::Pushdown>,
     /// The query's budget: call [`QueryBudget::take_points`] for the points
     /// read and stop scanning when it returns false; check
     /// [`QueryBudget::check`] now and then in long scans.
@@ -269,6 +275,10 @@ fn run_sub_query(
         tsuids: (!tsuids.is_empty()).then_some(tsuids.as_slice()),
         scan_start_ms: scan_start,
         scan_end_ms: scan_end,
+        downsample: sub
+            .downsample
+            .as_ref()
+            .and_then(crate::downsample::Pushdown::of),
         budget,
     };
     let taken_before = budget.points_taken();
@@ -290,7 +300,10 @@ fn run_sub_query(
         .into_iter()
         .filter(|s| passes_filters(s, &sub.filters, sub.explicit_tags))
         .filter_map(|mut s| {
-            normalise_points(&mut s.points, scan_start, scan_end);
+            // Buckets built by the source are clipped already.
+            if !s.downsampled {
+                normalise_points(&mut s.points, scan_start, scan_end);
+            }
             (!s.points.is_empty()).then_some(s)
         })
         .collect();
@@ -449,10 +462,11 @@ fn aggregate_group(
     tz: &TimeZone,
     budget: &QueryBudget,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
-    // Raw points (no downsampling, no rate) of aligned series — the common
-    // case: every host reports at every step — take the merge's fast path,
-    // on the fetched slices themselves (nothing is materialised).
-    if sub.rate.is_none() && sub.downsample.is_none() {
+    // Raw points (no downsampling, no rate), or buckets the source built, of
+    // aligned series — the common case: every host reports at every step —
+    // take the merge's fast path, on the fetched slices themselves (nothing
+    // is materialised).
+    if sub.rate.is_none() && (sub.downsample.is_none() || group.iter().all(|s| s.downsampled)) {
         let slices: Vec<&[(i64, Num)]> = group.iter().map(|s| s.points.as_slice()).collect();
         let start = merge_start(sub, bounds, tz);
         if let Some(points) = crate::merge::aggregate_aligned(
@@ -475,8 +489,8 @@ fn aggregate_group(
     let mut iters: Vec<PointIter<'_>> = Vec::with_capacity(group.len());
     for s in group {
         let stage: PointIter<'_> = match &sub.downsample {
-            Some(ds) => downsample_iter(&s.points, ds, bounds, tz, budget)?,
-            None => Box::new(s.points.iter().copied().map(Ok)),
+            Some(ds) if !s.downsampled => downsample_iter(&s.points, ds, bounds, tz, budget)?,
+            _ => Box::new(s.points.iter().copied().map(Ok)),
         };
         let stage = match &sub.rate {
             Some(opts) => rates_iter(stage, opts.clone()),

@@ -38,6 +38,7 @@ fn wide(n: u32, reports: bool) -> Wide {
                 }],
                 points: vec![((START + 10) * 1000, Num::Int(i64::from(i)))],
                 annotations: Vec::new(),
+                downsampled: false,
             }
         })
         .collect();

@@ -50,6 +50,7 @@ impl SeriesSource for One {
                 .filter(|(t, _)| *t >= req.scan_start_ms && *t < req.scan_end_ms)
                 .collect(),
             annotations: Vec::new(),
+            downsampled: false,
         }])
     }
 }

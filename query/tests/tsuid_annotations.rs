@@ -103,12 +103,14 @@ fn store() -> Store {
                 tags: vec![tag(1)],
                 points: pts(1),
                 annotations: Vec::new(),
+                downsampled: false,
             },
             Series {
                 tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 2],
                 tags: vec![tag(2)],
                 points: pts(10),
                 annotations: Vec::new(),
+                downsampled: false,
             },
         ],
         notes: vec![

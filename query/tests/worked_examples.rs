@@ -66,6 +66,7 @@ fn series(host: u8, points: Vec<(i64, Num)>) -> (String, Series) {
             tags: vec![tag("host", name, 1, host)],
             points,
             annotations: Vec::new(),
+            downsampled: false,
         },
     )
 }

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use hourglass_query::QueryBudget;
+use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
@@ -103,14 +104,22 @@ struct Scan<'a> {
     /// The scan window in ms (annotations are kept by their start time).
     start_ms: i64,
     end_ms: i64,
+    /// Nothing older than this is returned (retention).
+    horizon_ms: i64,
+    /// A downsample to apply while decoding, for series with no points in
+    /// memory (those in `raw` keep their points for the merge).
+    pushdown: Option<Pushdown>,
+    raw: &'a HashMap<Vec<u8>, Points>,
     pf: &'a Prefilter,
     budget: &'a QueryBudget,
 }
 
-/// What a fetch found of one series.
+/// What a fetch found of one series: its points, or its buckets when the
+/// downsample is applied while decoding.
 #[derive(Default)]
 struct Found {
     points: Points,
+    sink: Option<BucketSink>,
     notes: Vec<hourglass_query::Annotation>,
 }
 
@@ -163,6 +172,54 @@ fn decode_row_into(
     crate::codec::row::decode_row(cells, scratch)?;
     push_row(out, base, scratch);
     Ok(())
+}
+
+/// Why feeding a row to a bucket sink failed.
+enum Fed {
+    Row(crate::codec::row::RowError),
+    Query(hourglass_query::QueryError),
+}
+
+/// Feeds a row's points (within the window and the retention horizon) to a
+/// series' bucket sink; returns the points read. One native cell (the
+/// common case) is decoded straight into the sink.
+fn feed_row(
+    cells: &[crate::storage::Cell],
+    base: u32,
+    scan: &Scan<'_>,
+    sink: &mut BucketSink,
+    scratch: &mut Vec<DecodedPoint>,
+) -> Result<usize, Fed> {
+    use crate::codec::row::{CellKind, classify};
+    let base_ms = i64::from(base) * 1000;
+    let lo = scan.horizon_ms;
+    let mut failed = None;
+    let mut n = 0usize;
+    let mut push = |off: u32, v: StoredValue| {
+        n += 1;
+        let ts = base_ms + i64::from(off);
+        if ts >= lo
+            && failed.is_none()
+            && let Err(e) = sink.push(ts, to_num(v).as_f64(), scan.budget)
+        {
+            failed = Some(e);
+        }
+    };
+    if let [c] = cells
+        && let CellKind::Native { cell, .. } = classify(&c.column, &c.value)
+    {
+        crate::codec::native::for_each_point(cell, &mut push).map_err(|e| Fed::Row(e.into()))?;
+    } else {
+        scratch.clear();
+        crate::codec::row::decode_row(cells, scratch).map_err(Fed::Row)?;
+        for p in scratch.iter() {
+            push(p.offset_ms, p.value);
+        }
+    }
+    match failed {
+        Some(e) => Err(Fed::Query(e)),
+        None => Ok(n),
+    }
 }
 
 /// Most points a series' buffer is sized for up front.
@@ -302,28 +359,47 @@ impl Engine {
                 let found = match local.get_mut(key.as_slice()) {
                     Some(f) => f,
                     None => {
-                        // Room for every hour of the scan at this row's
-                        // size, so the series' points are not moved as it
-                        // grows.
-                        let hours = ((scan.hi - scan.lo) / 3600) as usize;
-                        let per_row = row_point_estimate(&cells);
                         let f = local.entry(key.clone()).or_default();
-                        f.points
-                            .reserve(hours.saturating_mul(per_row).min(MAX_PRESIZE));
+                        match scan.pushdown {
+                            Some(p) if !scan.raw.contains_key(key.as_slice()) => {
+                                f.sink = Some(BucketSink::new(p, scan.start_ms, scan.end_ms));
+                            }
+                            _ => {
+                                // Room for every hour of the scan at this
+                                // row's size, so the series' points are not
+                                // moved as it grows.
+                                let hours = ((scan.hi - scan.lo) / 3600) as usize;
+                                let per_row = row_point_estimate(&cells);
+                                f.points
+                                    .reserve(hours.saturating_mul(per_row).min(MAX_PRESIZE));
+                            }
+                        }
                         f
                     }
                 };
-                let before = found.points.len();
-                if let Err(e) = decode_row_into(&cells, parts.base_time, &mut found.points, pts) {
+                let corrupt = |e: crate::codec::row::RowError| {
                     // Never skip damage silently: fail the query.
-                    return Err(crate::storage::StorageError::Corrupt {
+                    crate::storage::StorageError::Corrupt {
                         path: std::path::PathBuf::from("<data row>"),
                         offset: None,
                         reason: format!("row {row:02X?}: {e}"),
-                    });
-                }
+                    }
+                };
+                let n = match found.sink.as_mut() {
+                    Some(sink) => {
+                        feed_row(&cells, parts.base_time, scan, sink, pts).map_err(|e| match e {
+                            Fed::Row(e) => corrupt(e),
+                            Fed::Query(q) => crate::storage::StorageError::Damaged(q.to_string()),
+                        })?
+                    }
+                    None => {
+                        let before = found.points.len();
+                        decode_row_into(&cells, parts.base_time, &mut found.points, pts)
+                            .map_err(corrupt)?;
+                        found.points.len() - before
+                    }
+                };
                 collect_notes(&layout, row, &cells, scan, &mut found.notes);
-                let n = found.points.len() - before;
                 Ok(scan.take(n))
             })
             .map_err(|e| storage_source_err(&e))?;
@@ -478,12 +554,21 @@ impl SeriesSource for Engine {
         // the frozen rows, so rows that finish flushing during this query
         // are in the memory snapshot or in the later store scan (or both,
         // deduplicated below), never in neither.
-        let scan = Scan {
+        // Retention: nothing older than the metric's horizon.
+        let horizon = self
+            .retention
+            .horizon_ms(req.metric, self.clock.now_ms())
+            .max(req.scan_start_ms);
+        let no_memory = HashMap::new();
+        let mut scan = Scan {
             metric,
             lo,
             hi,
             start_ms: req.scan_start_ms,
             end_ms: req.scan_end_ms,
+            horizon_ms: horizon,
+            pushdown: req.downsample,
+            raw: &no_memory,
             pf: &pf,
             budget: req.budget,
         };
@@ -494,12 +579,10 @@ impl SeriesSource for Engine {
         } else {
             HashMap::new()
         };
+        // Series with points in memory keep raw points: theirs and the
+        // store's are merged below, then downsampled by the query.
+        scan.raw = &memory;
         let stored = self.scan_store(&scan)?;
-        // Retention: nothing older than the metric's horizon.
-        let horizon = self
-            .retention
-            .horizon_ms(req.metric, self.clock.now_ms())
-            .max(req.scan_start_ms);
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let mut finish = |key: Vec<u8>, mut pts: Points, notes| -> Result<(), SourceError> {
@@ -540,10 +623,27 @@ impl SeriesSource for Engine {
                 tags: self.resolve_tags(&key)?,
                 points: pts,
                 annotations: notes,
+                downsampled: false,
             });
             Ok(())
         };
+        let mut bucketed = Vec::new();
         for (key, found) in stored {
+            if let Some(sink) = found.sink {
+                let buckets = sink
+                    .finish(req.budget)
+                    .map_err(|e| SourceError::Storage(e.to_string()))?;
+                if !buckets.is_empty() {
+                    bucketed.push(Series {
+                        tsuid: key[prefix..].to_vec(),
+                        tags: self.resolve_tags(&key)?,
+                        points: buckets,
+                        annotations: found.notes,
+                        downsampled: true,
+                    });
+                }
+                continue;
+            }
             let mut pts = found.points;
             if let Some(mem) = memory.remove(&key) {
                 pts.extend(mem);
@@ -553,6 +653,7 @@ impl SeriesSource for Engine {
         for (key, pts) in memory {
             finish(key, pts, Vec::new())?;
         }
+        out.extend(bucketed);
         Ok(out)
     }
 }

@@ -56,6 +56,7 @@ fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
         explicit_tags: false,
         scan_start_ms: start_ms,
         scan_end_ms: end_ms,
+        downsample: None,
     };
     let mut out: Read = match e.fetch(&req) {
         Ok(series) => series
@@ -443,6 +444,30 @@ mod model {
     /// (metric, host, ts_ms) → value.
     type Oracle = BTreeMap<(usize, usize, i64), i64>;
 
+    /// The engine without the downsample pushdown: every series' raw
+    /// points go to the query's own downsampler.
+    struct RawOnly<'a>(&'a Engine);
+
+    impl SeriesSource for RawOnly<'_> {
+        fn fetch(
+            &self,
+            req: &FetchRequest<'_>,
+        ) -> Result<Vec<hourglass_query::exec::Series>, hourglass_query::exec::SourceError>
+        {
+            let mut r = *req;
+            r.downsample = None;
+            self.0.fetch(&r)
+        }
+
+        fn metric_uid_width(&self) -> usize {
+            self.0.metric_uid_width()
+        }
+
+        fn metric_name(&self, uid: &[u8]) -> Result<String, hourglass_query::exec::SourceError> {
+            self.0.metric_name(uid)
+        }
+    }
+
     fn visible(oracle: &Oracle, metric: usize, horizon: i64) -> Read {
         let mut out: Read = Vec::new();
         for (h, host) in HOSTS.iter().enumerate() {
@@ -477,6 +502,29 @@ mod model {
             let got = read_metric(e, METRICS[m], 0, 4_000_000_000_000);
             let want = visible(oracle, m, now - ttl_ms[m]);
             prop_assert_eq!(got, want, "metric {}", METRICS[m]);
+            // Downsampling applied while the engine decodes gives what the
+            // query computes from the raw points.
+            for ds in ["1h-max", "10m-avg", "1d-sum", "7m-count"] {
+                let q = hourglass_query::parse_query_string(
+                    &[
+                        ("start".to_string(), "0".to_string()),
+                        (
+                            "m".to_string(),
+                            format!("sum:{ds}:{}{{host=*}}", METRICS[m]),
+                        ),
+                    ],
+                    now + 86_400_000,
+                )
+                .unwrap();
+                let pushed = hourglass_query::exec::execute(&q, e)
+                    .map(|r| String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap());
+                let raw = hourglass_query::exec::execute(&q, &RawOnly(e))
+                    .map(|r| String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap());
+                match (pushed, raw) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{} {}", ds, METRICS[m]),
+                    (a, b) => prop_assert_eq!(a.is_err(), b.is_err(), "{} {}", ds, METRICS[m]),
+                }
+            }
             Ok(())
         };
         for op in ops {

@@ -341,6 +341,7 @@ fn run_query(
             tsuids: None,
             scan_start_ms: start,
             scan_end_ms: end.saturating_add(1),
+            downsample: None,
             budget,
         };
         let series: Vec<Series> = match engine.fetch(&req) {

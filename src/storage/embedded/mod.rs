@@ -567,10 +567,10 @@ impl EmbeddedStore {
     ///
     /// `by_window` (the engine's salt-bucket ranges, whose keys are row
     /// keys): data rows of one (salt, metric) range are ordered by base hour
-    /// first, so the window files of such a range hold consecutive key
-    /// ranges: they are read one window after the other, and only the files
-    /// of one window (a late write next to the window's merged file) are
-    /// merged.
+    /// first, so files of disjoint windows hold consecutive key ranges: they
+    /// are read one after the other, and only files whose windows overlap
+    /// (a late write next to a window's merged file, a small window inside
+    /// a merged day) are merged.
     fn scan_internal(
         &self,
         start: &[u8],
@@ -602,11 +602,16 @@ impl EmbeddedStore {
                 sources.sort_by_key(|t| (t.meta.window_start, t.number));
                 let mut i = 0;
                 while i < sources.len() {
-                    let w = sources[i].meta.window_start;
-                    let n = sources[i..]
-                        .iter()
-                        .take_while(|t| t.meta.window_start == w)
-                        .count();
+                    // Files whose windows overlap (a late write's small window
+                    // inside a merged day) are merged; disjoint ones chained.
+                    let mut window_end = sources[i].meta.window_end;
+                    let mut n = 1;
+                    while let Some(t) = sources.get(i + n)
+                        && t.meta.window_start < window_end
+                    {
+                        window_end = window_end.max(t.meta.window_end);
+                        n += 1;
+                    }
                     let window = &sources[i..i + n];
                     let go_on = if let [only] = window {
                         group_rows(
