@@ -207,6 +207,18 @@ pub struct LineError {
     pub reason: String,
 }
 
+impl LineError {
+    /// A refused entry (the text shown is the entry without its leading
+    /// blanks and trailing `\r`).
+    pub fn new(line_no: usize, entry: &[u8], reason: String) -> Self {
+        LineError {
+            line_no,
+            line: String::from_utf8_lossy(strip_cr(trim_start(entry))).into_owned(),
+            reason,
+        }
+    }
+}
+
 impl fmt::Display for LineError {
     /// InfluxDB's per-line text: `unable to parse '<line>': <reason>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -225,6 +237,9 @@ pub struct InfluxBatch<'a> {
     pub string_fields: usize,
     /// The body had no bytes at all (2.x answers `writing requires points`).
     pub empty_body: bool,
+    /// Lines accepted (those in `lines`, and any a caller took another way,
+    /// e.g. through a series cache).
+    pub accepted_lines: usize,
 }
 
 /// What to answer an InfluxDB client, and whether to write [`InfluxBatch::points`].
@@ -320,7 +335,7 @@ impl InfluxBatch<'_> {
     pub fn v1_response(&self) -> InfluxResponse {
         match self.error_text() {
             None => InfluxResponse::no_content(),
-            Some(text) if self.lines.is_empty() => {
+            Some(text) if self.accepted_lines == 0 => {
                 InfluxResponse::error_v1(text, self.first_error_line())
             }
             Some(text) => InfluxResponse::error_v1(
@@ -356,27 +371,45 @@ pub fn parse_body<'a>(
         empty_body: body.is_empty(),
         ..InfluxBatch::default()
     };
-    let mut pos = 0;
-    let mut line_no = 1;
-    while pos < body.len() {
-        let end = entry_end(body, pos);
-        let entry = &body[pos..end];
+    for (line_no, entry) in body_entries(body) {
         match parse_line(entry, precision, now_ms, limits) {
             Ok(Some(line)) => {
                 batch.string_fields += line.string_fields;
+                batch.accepted_lines += 1;
                 batch.lines.push(line);
             }
             Ok(None) => {}
-            Err(reason) => batch.errors.push(LineError {
-                line_no,
-                line: String::from_utf8_lossy(strip_cr(trim_start(entry))).into_owned(),
-                reason,
-            }),
+            Err(reason) => batch.errors.push(LineError::new(line_no, entry, reason)),
         }
-        line_no += 1 + entry.iter().filter(|&&b| b == b'\n').count();
-        pos = end + 1;
     }
     batch
+}
+
+/// The entries of a `/write` body (a line, or a string field spanning
+/// lines), with the 1-based number of their first line.
+pub fn body_entries(body: &[u8]) -> impl Iterator<Item = (usize, &[u8])> + '_ {
+    let mut pos = 0;
+    let mut line_no = 1;
+    // Without a quote anywhere no entry spans lines: split at newlines.
+    let quoted = body.contains(&b'"');
+    std::iter::from_fn(move || {
+        if pos >= body.len() {
+            return None;
+        }
+        let end = if quoted {
+            entry_end(body, pos)
+        } else {
+            body[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(body.len(), |p| pos + p)
+        };
+        let entry = &body[pos..end];
+        let at = line_no;
+        line_no += 1 + entry.iter().filter(|&&b| b == b'\n').count();
+        pos = end + 1;
+        Some((at, entry))
+    })
 }
 
 /// Where the entry starting at `start` ends (index of its `\n`, or the body length): at the
@@ -447,6 +480,83 @@ pub fn parse_line<'a>(
     let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_owned())?;
     let raw = scan(text)?;
     build(raw, precision, now_ms, limits).map(Some)
+}
+
+/// An InfluxDB line as a series cache sees it ([`fast_line`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FastLine<'a> {
+    /// Measurement and tags exactly as sent (up to the first space).
+    pub series: &'a [u8],
+    pub timestamp: Timestamp,
+}
+
+/// Splits a line for a series cache without parsing its tags: `Some` only
+/// for lines without escapes or string fields whose fields are numeric with
+/// distinct keys and whose timestamp is valid; the fields (raw key, value)
+/// are appended to `fields` in line order. When [`parse_line`] accepts such
+/// a line, its points are these fields in this order with these values and
+/// timestamp; whatever else it checks (names, tags, limits) depends only on
+/// `series` and the field keys, so a cache filled from accepted lines may
+/// skip those checks. Anything else (`None`) goes through [`parse_line`].
+pub fn fast_line<'a>(
+    line: &'a [u8],
+    precision: Precision,
+    now_ms: i64,
+    fields: &mut Vec<(&'a [u8], Value)>,
+) -> Option<FastLine<'a>> {
+    let start = fields.len();
+    let line = strip_cr(trim_start(line));
+    if line.is_empty() || line[0] == b'#' || line.iter().any(|&b| b == b'\\' || b == b'"') {
+        return None;
+    }
+    let sp = line.iter().position(|&b| b == b' ')?;
+    let series = &line[..sp];
+    let rest = &line[skip_spaces(line, sp)..];
+    let fend = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+    for field in rest[..fend].split(|&b| b == b',') {
+        let eq = field.iter().position(|&b| b == b'=');
+        let parsed = eq.and_then(|eq| {
+            let (k, v) = (&field[..eq], &field[eq + 1..]);
+            if k.is_empty() || v.is_empty() || fields[start..].iter().any(|(pk, _)| *pk == k) {
+                return None;
+            }
+            let v = field_value(std::str::from_utf8(v).ok()?).ok()?;
+            Some((k, v))
+        });
+        match parsed {
+            Some(kv) => fields.push(kv),
+            None => {
+                fields.truncate(start);
+                return None;
+            }
+        }
+    }
+    let after = skip_spaces(rest, fend);
+    let timestamp = if after < rest.len() {
+        let tend = rest[after..]
+            .iter()
+            .position(|&b| b == b' ')
+            .map_or(rest.len(), |p| after + p);
+        let text = std::str::from_utf8(&rest[after..tend]).ok();
+        let digits = text.map(|t| t.strip_prefix('-').unwrap_or(t));
+        let ts = match (text, digits) {
+            (Some(t), Some(d)) if !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()) => {
+                t.parse::<i64>().ok()
+            }
+            _ => None,
+        };
+        match ts {
+            Some(ts) if skip_spaces(rest, tend) >= rest.len() => precision.to_timestamp(ts).ok(),
+            _ => None,
+        }
+    } else {
+        timestamp_from_millis(now_ms).ok()
+    };
+    let Some(timestamp) = timestamp else {
+        fields.truncate(start);
+        return None;
+    };
+    Some(FastLine { series, timestamp })
 }
 
 /// InfluxDB's text for a refused line: `unable to parse '<line>': <reason>`.

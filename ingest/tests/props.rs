@@ -532,6 +532,45 @@ mod influx_props {
             check_batch(body.as_bytes(), &Limits { max_tags: 1, max_line_len: 8 });
         }
 
+        /// The series-cache split agrees with the full parser: whenever both
+        /// accept a line they give the same fields (order, values) and
+        /// timestamp, and another line with the same series and field keys
+        /// that the split accepts is accepted by the parser too.
+        #[test]
+        fn fast_line_agrees_with_parse_line(
+            body in "[a-z]{1,3}(,[a-z]{1,2}=[a-z0-9.]{1,3}){0,3} [a-z]{1,2}=[0-9.eiu-]{1,6}(,[a-z]{1,2}=(t|[0-9.eiu-]{1,6})){0,3}( -?[0-9]{1,19})?",
+            other in "(t|-?[0-9]{1,4}(\\.[0-9]{1,3})?i?)",
+            ts2 in 1_000_000_000_000_000_000i64..1_900_000_000_000_000_000,
+            precision in prop_oneof![Just(Precision::Nanoseconds), Just(Precision::Seconds)],
+        ) {
+            let limits = Limits::default();
+            let mut fields = Vec::new();
+            let fast = hourglass_ingest::influx::fast_line(body.as_bytes(), precision, 1_700_000_000_000, &mut fields);
+            let full = hourglass_ingest::influx::parse_line(body.as_bytes(), precision, 1_700_000_000_000, &limits);
+            if let (Some(f), Ok(Some(l))) = (fast, &full) {
+                prop_assert_eq!(l.timestamp, f.timestamp);
+                let got: Vec<_> = l.fields.iter().map(|(_, v)| *v).collect();
+                let want: Vec<_> = fields.iter().map(|(_, v)| *v).collect();
+                prop_assert_eq!(got, want, "{}", body);
+                // Same series and keys, other values and timestamp.
+                let line2 = format!(
+                    "{} {} {}",
+                    String::from_utf8_lossy(f.series),
+                    fields
+                        .iter()
+                        .map(|(k, _)| format!("{}={other}", String::from_utf8_lossy(k)))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    ts2 / if precision == Precision::Seconds { 1_000_000_000 } else { 1 }
+                );
+                let mut fields2 = Vec::new();
+                if hourglass_ingest::influx::fast_line(line2.as_bytes(), precision, 1, &mut fields2).is_some() {
+                    let full2 = hourglass_ingest::influx::parse_line(line2.as_bytes(), precision, 1, &limits);
+                    prop_assert!(matches!(full2, Ok(Some(_))), "{} refused after {} parsed: {:?}", line2, body, full2);
+                }
+            }
+        }
+
         #[test]
         fn influx_escaping_round_trips(
             measurement in lp_name().prop_filter("no leading blank or #", |m| !m.starts_with(['\t', '#'])),

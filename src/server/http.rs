@@ -599,6 +599,7 @@ async fn filters() -> Response {
 
 async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.engine.drop_caches();
+    ctx.http_series.clear();
     Json(serde_json::json!({"status": "200", "message": "Caches dropped"})).into_response()
 }
 

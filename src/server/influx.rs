@@ -19,6 +19,7 @@
 //! * Overload (503 with `Retry-After`) and storage failures (5xx) make
 //!   Telegraf retry; every 4xx makes it drop the batch, as InfluxDB's do.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -30,7 +31,9 @@ use hourglass_ingest::influx::{self, InfluxResponse, Precision};
 
 use super::Ctx;
 use super::error::{ApiError, ErrorFormat};
-use super::http::{Params, param, respond, write_and_wait};
+use super::http::{Params, param, respond};
+use super::series_cache::SharedSeriesCache;
+use crate::engine::{Entry, SeriesRef};
 
 /// The version string InfluxDB clients read from `X-Influxdb-Version`.
 const INFLUX_VERSION: &str = "1.8.10";
@@ -130,9 +133,14 @@ async fn write(
     let read = super::body::read(ctx, headers, body).await?;
     let now_ms = ctx.engine.clock().now_ms();
     // Parsing a large body is CPU work: keep it off the reactor's threads.
-    let batch = tokio::task::block_in_place(|| {
-        influx::parse_body(&read.bytes, precision, now_ms, &ctx.limits)
-    });
+    let parsed = tokio::task::block_in_place(|| parse(ctx, &read.bytes, precision, now_ms));
+    let Parsed {
+        batch,
+        entries,
+        refs,
+        new_series,
+        metrics,
+    } = parsed;
     if batch.string_fields > 0 {
         ctx.metrics
             .influx_string_fields
@@ -148,9 +156,21 @@ async fn write(
         Api::V1 => batch.v1_response(),
         Api::V2 => batch.v2_response(),
     };
-    if answer.write_points && batch.point_count() > 0 {
-        let points: Vec<Point<'_>> = batch.points().collect();
-        let receipt = write_and_wait(ctx, &points).await?;
+    if answer.write_points && !entries.is_empty() {
+        let receipt = tokio::task::block_in_place(|| ctx.engine.write_entries(&refs, &entries))?;
+        ctx.engine.wait_durable(receipt.lsn).await?;
+        // Cache the series of the lines that took the long way: a line
+        // whose every field came back resolved.
+        let by_entry: std::collections::HashMap<usize, &SeriesRef> =
+            receipt.series.iter().map(|(i, s)| (*i, s)).collect();
+        for (first, n, key) in new_series {
+            let refs: Option<Vec<SeriesRef>> = (first..first + n)
+                .map(|i| by_entry.get(&i).map(|s| (*s).clone()))
+                .collect();
+            if let Some(refs) = refs {
+                ctx.http_series.insert(key, refs.into());
+            }
+        }
         if !receipt.errors.is_empty() {
             // Points the engine refused (unknown metric with auto-create
             // off, a time past what a row key holds): the client's fault.
@@ -159,7 +179,7 @@ async fn write(
                 .iter()
                 .take(100)
                 .map(|(i, e)| {
-                    let metric = points.get(*i).map_or("", |p| p.metric.as_ref());
+                    let metric = metrics.get(*i).map_or("", String::as_str);
                     format!("unable to write '{metric}': {e}")
                 })
                 .collect();
@@ -179,6 +199,87 @@ async fn write(
         }
     }
     Ok(influx_response(answer))
+}
+
+/// A `/write` body as the engine takes it.
+struct Parsed<'a> {
+    /// Accepted and refused lines (for the answer; points are in `entries`).
+    batch: influx::InfluxBatch<'a>,
+    entries: Vec<Entry<'a>>,
+    /// Series of the `Entry::Known` entries.
+    refs: Vec<SeriesRef>,
+    /// Lines parsed in full: first entry, number of fields, and the line's
+    /// cache key, to cache once resolved.
+    new_series: Vec<(usize, usize, Box<[u8]>)>,
+    /// The metric of each entry that has one by name (error texts).
+    metrics: Vec<String>,
+}
+
+/// Splits a body into entries: lines whose every field's series is cached
+/// become known entries (no tag parsing); the others are parsed in full.
+fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Parsed<'a> {
+    let mut out = Parsed {
+        batch: influx::InfluxBatch {
+            empty_body: body.is_empty(),
+            ..influx::InfluxBatch::default()
+        },
+        entries: Vec::new(),
+        refs: Vec::new(),
+        new_series: Vec::new(),
+        metrics: Vec::new(),
+    };
+    let mut fields = Vec::new();
+    let mut scratch = Vec::new();
+    for (line_no, entry) in influx::body_entries(body) {
+        fields.clear();
+        let mut line_key = None;
+        if let Some(f) = influx::fast_line(entry, precision, now_ms, &mut fields) {
+            SharedSeriesCache::line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
+            if let Some(refs) = ctx.http_series.get(&scratch)
+                && refs.len() == fields.len()
+            {
+                for ((_, value), r) in fields.iter().zip(refs.iter()) {
+                    out.refs.push(r.clone());
+                    out.entries.push(Entry::Known {
+                        series: (out.refs.len() - 1) as u32,
+                        timestamp: f.timestamp.0,
+                        value: *value,
+                    });
+                    out.metrics.push(String::new());
+                }
+                out.batch.accepted_lines += 1;
+                continue;
+            }
+            line_key = Some(scratch.clone().into_boxed_slice());
+        }
+        match influx::parse_line(entry, precision, now_ms, &ctx.limits) {
+            Ok(Some(line)) => {
+                out.batch.string_fields += line.string_fields;
+                out.batch.accepted_lines += 1;
+                // The parser's points are the split's fields, in order.
+                if let Some(key) = line_key
+                    && fields.len() == line.fields.len()
+                {
+                    out.new_series.push((out.entries.len(), fields.len(), key));
+                }
+                for (metric, value) in line.fields {
+                    out.metrics.push(metric.clone());
+                    out.entries.push(Entry::Point(Point {
+                        metric: Cow::Owned(metric),
+                        timestamp: line.timestamp,
+                        value,
+                        tags: line.tags.clone(),
+                    }));
+                }
+            }
+            Ok(None) => {}
+            Err(reason) => out
+                .batch
+                .errors
+                .push(influx::LineError::new(line_no, entry, reason)),
+        }
+    }
+    out
 }
 
 /// `GET|HEAD /ping`: InfluxDB's liveness check (204 with its version).

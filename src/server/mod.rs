@@ -65,6 +65,8 @@ pub struct Ctx {
     pub queries: Arc<limits::QueryGate>,
     /// Series text cached by line-protocol connections, all together.
     pub series_cache_budget: Arc<series_cache::CacheBudget>,
+    /// Series text of the HTTP write endpoints.
+    pub http_series: series_cache::SharedSeriesCache,
 }
 
 impl Ctx {
@@ -87,6 +89,9 @@ impl Ctx {
             series_cache_budget: Arc::new(series_cache::CacheBudget::new(
                 config.server.telnet_series_cache_bytes,
             )),
+            http_series: series_cache::SharedSeriesCache::new(
+                config.server.telnet_series_cache_bytes,
+            ),
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
             config,

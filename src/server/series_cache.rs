@@ -8,6 +8,10 @@
 //! of keys, shared budget); a connection whose insert would pass either
 //! bound empties its cache and starts over (its lines then take the full
 //! path until they are cached again).
+//!
+//! HTTP writes (InfluxDB's `/write`) have no connection to keep a cache
+//! in: [`SharedSeriesCache`] serves them, one bounded concurrent cache with
+//! the same keys.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +89,28 @@ impl SeriesCache {
         self.map.get(&self.key[..]).copied()
     }
 
+    /// The cached series of an InfluxDB field: the line's measurement and
+    /// tags as sent, and the field key (kept apart from put texts by the
+    /// leading `0x01`).
+    pub fn lookup_field(&mut self, series: &[u8], field: &[u8]) -> Option<u32> {
+        self.key.clear();
+        self.key.push(1);
+        self.key.extend_from_slice(series);
+        self.key.push(0);
+        self.key.extend_from_slice(field);
+        self.map.get(&self.key[..]).copied()
+    }
+
+    /// The key of an InfluxDB field ([`SeriesCache::lookup_field`]).
+    pub fn owned_field_key(series: &[u8], field: &[u8]) -> Box<[u8]> {
+        let mut k = Vec::with_capacity(series.len() + 2 + field.len());
+        k.push(1);
+        k.extend_from_slice(series);
+        k.push(0);
+        k.extend_from_slice(field);
+        k.into_boxed_slice()
+    }
+
     /// The key of a series text, to [`SeriesCache::insert`] it once the
     /// engine has resolved it.
     pub fn owned_key(metric: &[u8], tags: &[u8]) -> Box<[u8]> {
@@ -137,5 +163,47 @@ impl SeriesCache {
 impl Drop for SeriesCache {
     fn drop(&mut self) {
         self.budget.give(self.bytes);
+    }
+}
+
+/// The raw-text series cache of the HTTP write endpoints, shared by all
+/// requests (bounded, least recently used entries go first): an InfluxDB
+/// line's measurement, tags and field keys as sent → the series of its
+/// fields, in order (one lookup per line).
+#[derive(Debug)]
+pub struct SharedSeriesCache {
+    cache: quick_cache::sync::Cache<Box<[u8]>, Arc<[SeriesRef]>>,
+}
+
+impl SharedSeriesCache {
+    /// A cache of about `bytes` of series text.
+    pub fn new(bytes: usize) -> Self {
+        Self {
+            cache: quick_cache::sync::Cache::new((bytes / (512 + ENTRY_OVERHEAD)).max(16)),
+        }
+    }
+
+    /// The key of a line: its series text and its field keys.
+    pub fn line_key<'k>(series: &[u8], fields: impl Iterator<Item = &'k [u8]>, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(2);
+        out.extend_from_slice(series);
+        for k in fields {
+            out.push(0);
+            out.extend_from_slice(k);
+        }
+    }
+
+    /// The series of a line's fields, by [`SharedSeriesCache::line_key`].
+    pub fn get(&self, key: &[u8]) -> Option<Arc<[SeriesRef]>> {
+        self.cache.get(key)
+    }
+
+    pub fn insert(&self, key: Box<[u8]>, series: Arc<[SeriesRef]>) {
+        self.cache.insert(key, series);
+    }
+
+    pub fn clear(&self) {
+        self.cache.clear();
     }
 }

@@ -301,8 +301,47 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], conn: &mut Conn) -> Outcome {
                 ctx.metrics.telnet_lines.inc();
                 if classify_line(line) == LineKind::Influx && influx_shaped(line) {
                     let now_ms = ctx.engine.clock().now_ms();
+                    // Every field's series cached: no tag parsing either.
+                    let mut fields = Vec::new();
+                    let mut new_keys = Vec::new();
+                    if let Some(f) =
+                        influx::fast_line(line, Precision::Nanoseconds, now_ms, &mut fields)
+                    {
+                        let known: Vec<Option<u32>> = fields
+                            .iter()
+                            .map(|(k, _)| conn.cache.lookup_field(f.series, k))
+                            .collect();
+                        if known.iter().all(Option::is_some) {
+                            for ((_, value), series) in
+                                fields.iter().zip(known.into_iter().flatten())
+                            {
+                                points.entries.push(Entry::Known {
+                                    series,
+                                    timestamp: f.timestamp.0,
+                                    value: *value,
+                                });
+                                points.influx.push(true);
+                            }
+                            if points.len() >= BATCH_POINTS {
+                                flush(ctx, &mut points, conn).await;
+                            }
+                            continue;
+                        }
+                        new_keys = fields
+                            .iter()
+                            .map(|(k, _)| SeriesCache::owned_field_key(f.series, k))
+                            .collect();
+                    }
                     match influx::parse_line(line, Precision::Nanoseconds, now_ms, &ctx.limits) {
                         Ok(Some(l)) => {
+                            // The parser's points are the split's fields, in
+                            // order (see `influx::fast_line`).
+                            if l.fields.len() == new_keys.len() {
+                                let first = points.len();
+                                for (j, key) in new_keys.into_iter().enumerate() {
+                                    points.new_series.push((first + j, key));
+                                }
+                            }
                             push_influx(ctx, l, &mut points);
                             if points.len() >= BATCH_POINTS {
                                 flush(ctx, &mut points, conn).await;
@@ -389,6 +428,7 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], conn: &mut Conn) -> Outcome {
                         flush(ctx, &mut points, conn).await;
                         conn.settle(ctx).await;
                         ctx.engine.drop_caches();
+                        ctx.http_series.clear();
                         conn.cache.clear();
                         conn.replies.reply("Caches dropped.".into()).await;
                     }

@@ -267,6 +267,48 @@ fn telegraf_http_output_with_gzip_reads_back_exact_values() {
     check_readback(&s, "db01", t0, &want);
 }
 
+/// Lines of series already seen skip parsing through the shared series
+/// cache: repeated writes, a cache dropped mid-way, a line whose field set
+/// changes and a bad line beside cached ones all read back exactly.
+#[test]
+fn repeated_influx_http_series_read_back_exact_values() {
+    let s = Server::start();
+    let t0 = 1_700_007_200;
+    let mut want = Vec::new();
+    for k in 0..12 {
+        let (mut lines, w) = telegraf_flush("app01", t0, k);
+        want.extend(w);
+        if k == 5 {
+            // A line that fails between cached ones: the others still land.
+            lines.push_str("cpu,host=app01 usage_idle=oops 1\n");
+        }
+        if k % 3 == 2 {
+            // The same series with one more field: a different line key.
+            let ts = (t0 + k * 10) * 1_000_000_000;
+            lines.push_str(&format!(
+                "cpu,cpu=cpu-total,dc=eu-1,host=app02 usage_idle=1,usage_steal={k}i {ts}\n"
+            ));
+        }
+        let r = s.http("POST", "/write?db=t", &[], lines.as_bytes());
+        if k == 5 {
+            assert_eq!(r.status, 400, "{}", r.text());
+            assert!(r.text().contains("oops"), "{}", r.text());
+        } else {
+            assert_eq!(r.status, 204, "{}", r.text());
+        }
+        if k == 8 {
+            assert_eq!(s.get("/api/dropcaches").status, 200);
+        }
+    }
+    check_readback(&s, "app01", t0, &want);
+    let steal = points(&s, "cpu.usage_steal{host=app02}", t0, t0 + 3600);
+    let expect: Vec<(String, f64)> = [2, 5, 8, 11]
+        .iter()
+        .map(|k| (((t0 + k * 10) * 1000).to_string(), *k as f64))
+        .collect();
+    assert_eq!(steal, expect);
+}
+
 #[test]
 fn influx_http_errors_name_the_line_and_keep_good_lines_as_influxdb_does() {
     let s = Server::start();
