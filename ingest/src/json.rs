@@ -32,8 +32,11 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::Limits;
-use crate::point::{Point, PutError, Timestamp, complete};
+use crate::number::parse_value;
+use crate::point::{Point, PutError, Timestamp, Value, complete};
+use crate::timestamp::MAX_TIMESTAMP_MS;
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
+use crate::validate::MAX_MS_TIMESTAMP;
 
 /// Per-point error for a `null` array element.
 pub const MSG_NULL: &str = "Unexpected null datapoint encountered in set.";
@@ -195,6 +198,43 @@ impl JsonPoint<'_> {
             PutError::InvalidValue(_) => MSG_BAD_NUMBER.to_owned(),
             PutError::IllegalArgument(m) => m,
         })
+    }
+
+    /// The element's `metric` and `tags` exactly as sent (raw JSON text),
+    /// for a series cache: whatever [`JsonPoint::to_point`] checks besides
+    /// the timestamp and the value depends only on these two texts, so a
+    /// cache filled from accepted elements may skip those checks.
+    pub fn series_text(&self) -> Option<(&str, &str)> {
+        match &self.repr {
+            Repr::Object(Fields {
+                metric: Some(m),
+                tags: Some(t),
+                ..
+            }) => Some((m.get(), t.get())),
+            _ => None,
+        }
+    }
+
+    /// The timestamp and value of an element whose series is known to be
+    /// valid (see [`JsonPoint::series_text`]): `Some` exactly when
+    /// [`JsonPoint::to_point`] would accept the element with that series,
+    /// with the same timestamp and value. On `None`, `to_point` gives the
+    /// error text.
+    pub fn time_value(&self) -> Option<(Timestamp, Value)> {
+        let Repr::Object(f) = &self.repr else {
+            return None;
+        };
+        let ts = checked_timestamp(f.timestamp.as_ref()?.get()).ok()?;
+        let text = value_text(f.value.as_ref()?.get())?;
+        if text.is_empty() {
+            return None;
+        }
+        let value = parse_value(&text).ok()?;
+        let t = ts.0;
+        if t == 0 || (ts.is_ms() && t > MAX_MS_TIMESTAMP) || t > MAX_TIMESTAMP_MS {
+            return None;
+        }
+        Some((ts, value))
     }
 
     /// The `datapoint` echoed in `details` errors: `{"metric":..,"timestamp":..,"value":"<text>",

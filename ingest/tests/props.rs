@@ -68,6 +68,7 @@ fn drive_json(body: &[u8], limits: &Limits) {
             if let Ok(point) = p.to_point(limits) {
                 assert!(point.timestamp.0 > 0);
                 assert!(check_point(&point, limits).is_ok());
+                assert_eq!(p.time_value(), Some((point.timestamp, point.value)));
             }
         }
     }
@@ -329,6 +330,33 @@ proptest! {
         let json = points[0].to_point(&Limits::default()).map(|p| p.value);
         prop_assert_eq!(&json, &telnet);
         prop_assert_eq!(json.ok(), parse_value(&text).ok());
+    }
+
+    /// The series cache's shortcut: with a valid series, `time_value`
+    /// accepts exactly what `to_point` accepts, with the same timestamp and
+    /// value.
+    #[test]
+    fn json_time_value_agrees_with_to_point(
+        ts in prop_oneof![
+            "-?[0-9]{1,20}(\\.[0-9]{0,4})?",
+            "\"[0-9.eE+-]{0,16}\"",
+            Just("null".to_owned()), Just("true".to_owned()), Just("{}".to_owned()),
+            (0u64..20_000_000_000_000).prop_map(|t| t.to_string()),
+        ],
+        value in prop_oneof![
+            "-?[0-9]{1,22}(\\.[0-9]{0,6})?([eE][+-]?[0-9]{1,3})?",
+            "\"[0-9a-zA-Z.eE+-]{0,16}\"",
+            Just("null".to_owned()), Just("[1]".to_owned()), Just("false".to_owned()),
+            Just("NaN".to_owned()), Just("\"Infinity\"".to_owned()),
+        ],
+    ) {
+        let body = format!(
+            "{{\"metric\":\"sys.cpu\",\"timestamp\":{ts},\"value\":{value},\"tags\":{{\"host\":\"a\"}}}}"
+        );
+        let Ok(points) = decode_put_body(body.as_bytes()) else { return Ok(()) };
+        let full = points[0].to_point(&Limits::default()).map(|p| (p.timestamp, p.value));
+        prop_assert_eq!(points[0].time_value(), full.ok(), "{}", body);
+        prop_assert_eq!(points[0].series_text(), Some(("\"sys.cpu\"", "{\"host\":\"a\"}")));
     }
 
     #[test]

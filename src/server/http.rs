@@ -298,33 +298,7 @@ async fn put_inner(
             None => err,
         }
     })?;
-    let mut points = Vec::with_capacity(items.len());
-    let mut index = Vec::with_capacity(items.len());
-    let mut errors: Vec<(usize, String)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        match item.to_point(&ctx.limits) {
-            Ok(p) => {
-                points.push(p);
-                index.push(i);
-            }
-            Err(msg) => errors.push((i, msg)),
-        }
-    }
-    if !errors.is_empty() {
-        ctx.metrics
-            .points_rejected
-            .with_label_values(&["invalid"])
-            .inc_by(errors.len() as u64);
-    }
-    let receipt = tokio::task::block_in_place(|| ctx.engine.write(&points))?;
-    drop(points);
-    for (j, e) in &receipt.errors {
-        let msg = match e {
-            PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
-            other => other.to_string(),
-        };
-        errors.push((index[*j], msg));
-    }
+    let (receipt, mut errors) = write_json_points(ctx, &items)?;
     let mut timeouts = 0usize;
     if receipt.lsn > 0 {
         let wait = ctx.engine.wait_durable(receipt.lsn);
@@ -376,6 +350,99 @@ async fn put_inner(
         status,
         serde_json::Value::Object(out).to_string(),
     ))
+}
+
+/// Writes the elements of an `/api/put` body: an element whose metric and
+/// tags text was accepted before skips tag decoding, validation and series
+/// lookup (the shared series cache); the others take the full path and
+/// fill the cache. Returns the receipt and the per-element errors.
+fn write_json_points(
+    ctx: &Ctx,
+    items: &[hourglass_ingest::JsonPoint<'_>],
+) -> Result<(crate::engine::WriteReceipt, Vec<(usize, String)>), ApiError> {
+    use super::series_cache::SharedSeriesCache;
+    use crate::engine::{Entry, SeriesRef};
+    let mut entries = Vec::with_capacity(items.len());
+    let mut refs: Vec<SeriesRef> = Vec::new();
+    // The element of each known series (to cache a series registered again).
+    let mut ref_items: Vec<usize> = Vec::new();
+    // Entry → element, and the cache keys of elements that took the long way.
+    let mut index = Vec::with_capacity(items.len());
+    let mut new_series: Vec<(usize, Box<[u8]>)> = Vec::new();
+    let mut errors: Vec<(usize, String)> = Vec::new();
+    let mut key = Vec::new();
+    tokio::task::block_in_place(|| {
+        for (i, item) in items.iter().enumerate() {
+            let mut line_key = None;
+            if let Some((metric, tags)) = item.series_text() {
+                SharedSeriesCache::put_key(metric, tags, &mut key);
+                if let Some(series) = ctx.http_series.get(&key)
+                    && let [series] = &series[..]
+                {
+                    if let Some((ts, value)) = item.time_value() {
+                        refs.push(series.clone());
+                        ref_items.push(i);
+                        entries.push(Entry::Known {
+                            series: (refs.len() - 1) as u32,
+                            timestamp: ts.0,
+                            value,
+                        });
+                        index.push(i);
+                        continue;
+                    }
+                } else {
+                    line_key = Some(key.clone().into_boxed_slice());
+                }
+            }
+            match item.to_point(&ctx.limits) {
+                Ok(p) => {
+                    if let Some(k) = line_key {
+                        new_series.push((entries.len(), k));
+                    }
+                    entries.push(Entry::Point(p));
+                    index.push(i);
+                }
+                Err(msg) => errors.push((i, msg)),
+            }
+        }
+    });
+    if !errors.is_empty() {
+        ctx.metrics
+            .points_rejected
+            .with_label_values(&["invalid"])
+            .inc_by(errors.len() as u64);
+    }
+    let receipt = tokio::task::block_in_place(|| ctx.engine.write_entries(&refs, &entries))?;
+    // A cached series whose head slot was given up was registered again:
+    // cache the new one, or every later write registers it again.
+    for (r, series) in &receipt.refreshed {
+        if let Some((metric, tags)) = ref_items
+            .get(*r as usize)
+            .and_then(|i| items.get(*i))
+            .and_then(|item| item.series_text())
+        {
+            SharedSeriesCache::put_key(metric, tags, &mut key);
+            ctx.http_series
+                .insert(key.clone().into_boxed_slice(), Arc::from([series.clone()]));
+        }
+    }
+    if !new_series.is_empty() {
+        let by_entry: std::collections::HashMap<usize, &SeriesRef> =
+            receipt.series.iter().map(|(i, s)| (*i, s)).collect();
+        for (entry, k) in new_series {
+            if let Some(s) = by_entry.get(&entry) {
+                ctx.http_series.insert(k, Arc::from([(*s).clone()]));
+            }
+        }
+    }
+    for (j, e) in &receipt.errors {
+        let msg = match e {
+            PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
+            other => other.to_string(),
+        };
+        errors.push((index[*j], msg));
+    }
+    Ok((receipt, errors))
 }
 
 async fn run_query(

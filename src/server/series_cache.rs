@@ -169,7 +169,8 @@ impl Drop for SeriesCache {
 /// The raw-text series cache of the HTTP write endpoints, shared by all
 /// requests (bounded, least recently used entries go first): an InfluxDB
 /// line's measurement, tags and field keys as sent → the series of its
-/// fields, in order (one lookup per line).
+/// fields, in order (one lookup per line); an `/api/put` element's metric
+/// and tags text → its series.
 #[derive(Debug)]
 pub struct SharedSeriesCache {
     cache: quick_cache::sync::Cache<Box<[u8]>, Arc<[SeriesRef]>>,
@@ -192,6 +193,16 @@ impl SharedSeriesCache {
             out.push(0);
             out.extend_from_slice(k);
         }
+    }
+
+    /// The key of an `/api/put` element: its `metric` and `tags` JSON text
+    /// as sent.
+    pub fn put_key(metric: &str, tags: &str, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(3);
+        out.extend_from_slice(metric.as_bytes());
+        out.push(0);
+        out.extend_from_slice(tags.as_bytes());
     }
 
     /// The series of a line's fields, by [`SharedSeriesCache::line_key`].

@@ -106,6 +106,66 @@ fn put_summary_and_details() {
     assert_eq!(r.json()["error"]["code"], 400);
 }
 
+/// Elements of a series already written skip decoding through the series
+/// cache: their bad timestamps and values still get the full path's error
+/// texts, and every good point reads back, across a dropped cache.
+#[test]
+fn put_of_known_series_keeps_values_and_error_texts() {
+    let s = Server::start();
+    let elem = |ts: &str, v: &str| {
+        format!(
+            r#"{{"metric":"k.cpu","timestamp":{ts},"value":{v},"tags":{{"host":"w1","dc":"x"}}}}"#
+        )
+    };
+    let mut want = Vec::new();
+    for k in 0..6i64 {
+        let t = 1_356_998_400 + k * 60;
+        let good = [
+            elem(&t.to_string(), &k.to_string()),
+            elem(&format!("\"{}\"", (t + 10) * 1000), &format!("\"{k}.5\"")),
+        ];
+        want.push((t, k as f64));
+        want.push((t + 10, k as f64 + 0.5));
+        let bad = [
+            elem(&t.to_string(), "\"NaN\""),
+            elem("0", "1"),
+            elem(&t.to_string(), "\"x\""),
+            elem(&t.to_string(), "null"),
+            elem("99999999999999", "1"),
+        ];
+        let body = format!("[{},{}]", good.join(","), bad.join(","));
+        let r = s.post_json("/api/put?details", &body);
+        let j = r.json();
+        assert_eq!(
+            (r.status, &j["success"], &j["failed"]),
+            (400, &2.into(), &5.into()),
+            "{j}"
+        );
+        let errors: Vec<&str> = j["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["error"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            errors[..4],
+            [
+                "Unable to parse value to a number",
+                "Invalid timestamp",
+                "Unable to parse value to a number",
+                "Empty value",
+            ],
+            "{j}"
+        );
+        assert!(errors[4].starts_with("bad timestamp=99999999999999"), "{j}");
+        if k == 3 {
+            assert_eq!(s.get("/api/dropcaches").status, 200);
+        }
+    }
+    let q = s.query("/api/query?start=1356998400&end=1357002000&m=sum:k.cpu{host=w1}");
+    assert_eq!(dps(&q[0]), pts(&want));
+}
+
 #[test]
 fn put_body_errors() {
     let s = Server::start();
