@@ -5,8 +5,9 @@
 #   bench/peers/start.sh victoriametrics|influxdb|prometheus
 #
 # Output (one line each, shell-sourceable): PEER, ADDR (HTTP host:port), PID,
-# DIR (data directory, also holding pid and log), and for VictoriaMetrics
-# OPENTSDB_TELNET and OPENTSDB_HTTP (its OpenTSDB listeners). Stop it with
+# DIR (data directory, also holding pid and log), and for VictoriaMetrics and InfluxDB
+# OPENTSDB_TELNET and OPENTSDB_HTTP (its OpenTSDB listeners; InfluxDB's one
+# port serves both, writing to database `bench`). Stop it with
 # bench/peers/stop.sh "$DIR".
 #
 # VictoriaMetrics: OpenTSDB telnet and HTTP listeners on, result cache off
@@ -62,6 +63,7 @@ case "$peer" in
     influxdb|influx)
         peer=influxdb
         rpc=127.0.0.1:$(free_port)
+        otsdb=127.0.0.1:$(free_port)
         cat >"$dir/influxdb.conf" <<CONF
 reporting-disabled = true
 bind-address = "$rpc"
@@ -78,8 +80,13 @@ bind-address = "$rpc"
   log-enabled = false
 [monitor]
   store-enabled = false
+[[opentsdb]]
+  enabled = true
+  bind-address = "$otsdb"
+  database = "bench"
 CONF
         influxd -config "$dir/influxdb.conf" >"$dir/log" 2>&1 &
+        extra=("OPENTSDB_TELNET=$otsdb" "OPENTSDB_HTTP=$otsdb")
         health=http://$addr/ping
         ;;
     prometheus|prom)

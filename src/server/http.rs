@@ -250,18 +250,6 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Writes validated points and waits until they are durable in the
-/// write-ahead log: the acknowledgement every HTTP write path gives.
-/// Overload (head or in-flight memory full) is a 503 with `Retry-After`.
-pub(super) async fn write_and_wait(
-    ctx: &Ctx,
-    points: &[hourglass_ingest::Point<'_>],
-) -> Result<crate::engine::WriteReceipt, ApiError> {
-    let receipt = tokio::task::block_in_place(|| ctx.engine.write(points))?;
-    ctx.engine.wait_durable(receipt.lsn).await?;
-    Ok(receipt)
-}
-
 async fn put(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,

@@ -35,7 +35,6 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hourglass_ingest::Point;
 use hourglass_ingest::prom::{self, MatchTarget, OpenTsdbMatcher, pb};
 use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
 use hourglass_query::filter::TagFilter;
@@ -43,8 +42,8 @@ use regex::Regex;
 
 use super::Ctx;
 use super::error::{ApiError, ErrorFormat};
-use super::http::{respond, write_and_wait};
-use crate::engine::{Engine, PointError};
+use super::http::respond;
+use crate::engine::{Engine, Entry, PointError};
 use crate::uid::{UidError, UidKind};
 
 /// Metric names one remote-read query without `__name__="…"` may look at.
@@ -132,10 +131,10 @@ async fn write(ctx: &Arc<Ctx>, headers: &HeaderMap, body: Body) -> Result<Respon
     }
     let mut problems: Vec<String> = decoded.error_text().into_iter().collect();
     if decoded.point_count() > 0 {
-        let points: Vec<Point<'_>> = decoded.points().collect();
-        let receipt = write_and_wait(ctx, &points).await?;
+        let receipt = tokio::task::block_in_place(|| write_series(&ctx.engine, &decoded.series))?;
+        ctx.engine.wait_durable(receipt.lsn).await?;
         let mut retry = None;
-        for (i, e) in &receipt.errors {
+        for (series, e) in &receipt.errors {
             // A storage failure while assigning a UID is worth resending;
             // an unknown name or a full UID space is not.
             if let PointError::Uid(
@@ -145,7 +144,10 @@ async fn write(ctx: &Arc<Ctx>, headers: &HeaderMap, body: Body) -> Result<Respon
                 retry = Some(e.to_string());
             }
             if problems.len() < 100 {
-                let metric = points.get(*i).map_or("", |p| p.metric.as_ref());
+                let metric = decoded
+                    .series
+                    .get(*series)
+                    .map_or("", |s| s.metric.as_str());
                 problems.push(format!("sample of '{metric}': {e}"));
             }
         }
@@ -157,6 +159,68 @@ async fn write(ctx: &Arc<Ctx>, headers: &HeaderMap, body: Body) -> Result<Respon
         return Err(ApiError::bad_request(problems.join("\n")));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// What [`write_series`] did: the WAL position to await and the refused
+/// samples, by series index.
+struct SeriesReceipt {
+    lsn: u64,
+    errors: Vec<(usize, PointError)>,
+}
+
+/// Writes remote-write series in two steps, so that a request's transient
+/// memory stays near its decoded size (a point with its own tag list per
+/// sample costs ~20 times a sample): the first sample of every series by
+/// name, then every other sample by the series the first resolved to. The
+/// samples of a series whose first one was refused all take the long way
+/// (a refusal may be the sample's own, like a time out of range).
+fn write_series(
+    engine: &Engine,
+    series: &[prom::PromSeries],
+) -> Result<SeriesReceipt, crate::engine::EngineError> {
+    let firsts: Vec<Entry<'_>> = series
+        .iter()
+        .filter_map(|s| s.points().next().map(Entry::Point))
+        .collect();
+    // Series without samples are never decoded; keep the mapping anyway.
+    let owners: Vec<usize> = series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.samples.is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    let first = engine.write_entries(&[], &firsts)?;
+    drop(firsts);
+    let mut errors: Vec<(usize, PointError)> = Vec::new();
+    let mut refs = Vec::with_capacity(first.series.len());
+    let mut rest = Vec::new();
+    let mut rest_owner = Vec::new();
+    for (entry, sref) in first.series {
+        let owner = owners[entry];
+        refs.push(sref);
+        for &(timestamp, value) in &series[owner].samples[1..] {
+            rest.push(Entry::Known {
+                series: (refs.len() - 1) as u32,
+                timestamp: timestamp.0,
+                value,
+            });
+            rest_owner.push(owner);
+        }
+    }
+    for (entry, e) in first.errors {
+        let owner = owners[entry];
+        errors.push((owner, e));
+        for p in series[owner].points().skip(1) {
+            rest.push(Entry::Point(p));
+            rest_owner.push(owner);
+        }
+    }
+    let second = engine.write_entries(&refs, &rest)?;
+    errors.extend(second.errors.into_iter().map(|(i, e)| (rest_owner[i], e)));
+    Ok(SeriesReceipt {
+        lsn: first.lsn.max(second.lsn),
+        errors,
+    })
 }
 
 /// `POST /api/v1/read`.

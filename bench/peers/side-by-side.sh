@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The side-by-side run behind BENCHMARKS.md's peer table: hourglass,
+# VictoriaMetrics, InfluxDB and Prometheus on this machine, the same cpu
+# workload (100 hosts x 10 metrics x 1 day at 10 s = 8.64 M points), the
+# same hourglass-bench, in one run:
+#
+#   bench/peers/side-by-side.sh [RUNS] [OUT_DIR]     (default 3 runs)
+#
+# Each run starts every server fresh and ingests the workload once per
+# write protocol each one speaks (a fresh instance per protocol), then
+# queries the four servers that hold the data written over their main
+# protocol (hourglass: telnet, VictoriaMetrics: its OpenTSDB telnet
+# listener, InfluxDB: /write, Prometheus: remote write) with
+# `hourglass-bench query`, which checks every answer. Every report is kept
+# as JSON in OUT_DIR; summary.py prints the medians (min-max) over runs.
+# Needs the release build and bench/peers/install.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+runs=${1:-3}
+out=${2:-$(mktemp -d /tmp/side-by-side.XXXXXX)}
+mkdir -p "$out"
+B=target/release/hourglass-bench
+S=target/release/hourglass
+for bin in "$B" "$S"; do
+    [ -x "$bin" ] || { echo "side-by-side: build first: cargo build --release -p hourglass -p hourglass-bench" >&2; exit 1; }
+done
+work=(--hosts 100 --duration 1d --start 1700006400)
+started=()
+
+cleanup() {
+    for d in "${started[@]}"; do
+        case "$d" in
+            /tmp/hourglass-peer-*) bench/peers/stop.sh "$d" >/dev/null 2>&1 || true ;;
+            *)
+                if [ -f "$d/pid" ]; then
+                    pid=$(cat "$d/pid")
+                    kill "$pid" 2>/dev/null || true
+                    # A clean shutdown writes on until it exits.
+                    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+                    kill -9 "$pid" 2>/dev/null || true
+                fi
+                rm -rf "$d" || true
+                ;;
+        esac
+    done
+    started=()
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Starts hourglass on a fresh data directory; sets HG_ADDR, HG_PID, HG_DIR.
+start_hourglass() {
+    HG_DIR=$(mktemp -d /tmp/hourglass-sbs.XXXXXX)
+    local port
+    port=$(free_port)
+    "$S" serve --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >"$HG_DIR/log" 2>&1 &
+    HG_PID=$!
+    echo "$HG_PID" >"$HG_DIR/pid"
+    HG_ADDR=127.0.0.1:$port
+    started+=("$HG_DIR")
+    for _ in $(seq 300); do
+        curl -sf "http://$HG_ADDR/api/version" >/dev/null && return 0
+        sleep 0.1
+    done
+    echo "side-by-side: hourglass did not start" >&2
+    cat "$HG_DIR/log" >&2
+    exit 1
+}
+
+# Starts a peer; sets ADDR, PID, DIR (and OPENTSDB_* where it has them).
+start_peer() {
+    eval "$(bench/peers/start.sh "$1")"
+    started+=("$DIR")
+}
+
+# ingest NAME PID ARGS...: one ingest run, its JSON report kept.
+ingest() {
+    local name=$1 pid=$2
+    shift 2
+    echo "  ingest $name"
+    # A run with errors still writes its report (errors are counted there).
+    "$B" ingest "${work[@]}" --server-pid "$pid" --no-progress --json "$@" \
+        >"$out/run$r-ingest-$name.json" || echo "  ($name: the server refused part of it)"
+}
+
+for r in $(seq "$runs"); do
+    echo "run $r of $runs"
+    # Write paths on instances used only for that protocol.
+    for p in influx-http prom-write http-put; do
+        start_hourglass
+        ingest "hourglass-$p" "$HG_PID" --addr "$HG_ADDR" --protocol "$p"
+        cleanup
+    done
+    start_peer victoriametrics
+    ingest vm-influx-http "$PID" --addr "$ADDR" --protocol influx-http
+    cleanup
+    start_peer victoriametrics
+    ingest vm-prom-write "$PID" --addr "$ADDR" --protocol prom-write
+    cleanup
+    start_peer victoriametrics
+    ingest vm-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
+    cleanup
+    start_peer influxdb
+    ingest influxdb-telnet "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close
+    cleanup
+    start_peer influxdb
+    # Its OpenTSDB HTTP path does not create the database it writes to.
+    curl -sf -XPOST "http://$ADDR/query" --data-urlencode "q=CREATE DATABASE bench" >/dev/null
+    ingest influxdb-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
+    cleanup
+
+    # The four servers queried side by side.
+    start_hourglass
+    ingest hourglass-telnet "$HG_PID" --addr "$HG_ADDR" --protocol telnet
+    hg=$HG_ADDR
+    start_peer victoriametrics
+    ingest vm-telnet "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close
+    vm=$ADDR
+    start_peer influxdb
+    ingest influxdb-influx-http "$PID" --addr "$ADDR" --protocol influx-http --create-db
+    influx=$ADDR
+    start_peer prometheus
+    ingest prometheus-prom-write "$PID" --addr "$ADDR" --protocol prom-write
+    prom=$ADDR
+    # VictoriaMetrics buffers the last second of rows in memory.
+    curl -sf "http://$vm/internal/force_flush" >/dev/null || true
+    sleep 2
+    echo "  query"
+    "$B" query "${work[@]}" --no-progress --json \
+        --target "hourglass=$hg" --target "vm=$vm" \
+        --target "influxdb=$influx" --target "prometheus=$prom" \
+        >"$out/run$r-query.json" || echo "  (some answers were wrong or failed: see $out/run$r-query.json)"
+    cleanup
+done
+python3 bench/peers/summary.py "$out"
+echo "reports: $out"
