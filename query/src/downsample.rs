@@ -29,6 +29,10 @@ use crate::filter::java_split;
 use crate::num::Num;
 use crate::time::parse_duration;
 
+/// Buckets of at most this many values are aggregated without charging the
+/// query budget: their buffer is reused, so its memory is bounded anyway.
+const SMALL_BUCKET: usize = 64;
+
 /// What to emit for a bucket without data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FillPolicy {
@@ -422,9 +426,19 @@ impl BucketSink {
         if let Some((start, _)) = self.bucket.take()
             && !self.buf.is_empty()
         {
-            budget.hold(self.buf.len())?;
+            // As in DataBuckets: small buckets are not charged.
+            let charge = if self.buf.len() > SMALL_BUCKET {
+                self.buf.len()
+            } else {
+                0
+            };
+            if charge > 0 {
+                budget.hold(charge)?;
+            }
             let v = self.agg.run_double(&self.buf);
-            budget.release(self.buf.len());
+            if charge > 0 {
+                budget.release(charge);
+            }
             self.out.push((start, Num::Float(v?)));
             self.buf.clear();
         }
@@ -502,11 +516,23 @@ impl Iterator for DataBuckets<'_> {
             self.buf.push(v.as_f64());
             self.pos += 1;
         }
-        if let Err(e) = self.budget.hold(self.buf.len()) {
+        // A bucket's values are held while it is aggregated; a small one
+        // (at most SMALL_BUCKET, in a reused buffer) is not worth the
+        // shared counters' atomic updates.
+        let charge = if self.buf.len() > SMALL_BUCKET {
+            self.buf.len()
+        } else {
+            0
+        };
+        if charge > 0
+            && let Err(e) = self.budget.hold(charge)
+        {
             return Some(Err(e));
         }
         let value = self.agg.run_double(&self.buf);
-        self.budget.release(self.buf.len());
+        if charge > 0 {
+            self.budget.release(charge);
+        }
         Some(value.map(|v| (bucket, Num::Float(v))))
     }
 }
