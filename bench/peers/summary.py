@@ -29,12 +29,23 @@ def ms(v):
     return f"{v:.3f}" if v < 1 else f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
 
+def load(path):
+    """A report, or None (with a warning) for one cut short."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"(skipped {os.path.basename(path)}: {e})", file=sys.stderr)
+        return None
+
+
 def main(out):
     ingest = {}  # name -> list of reports
     for path in sorted(glob.glob(os.path.join(out, "run*-ingest-*.json"))):
         name = re.sub(r"^run\d+-ingest-", "", os.path.basename(path))[:-5]
-        with open(path) as f:
-            ingest.setdefault(name, []).append(json.load(f))
+        rep = load(path)
+        if rep is not None:
+            ingest.setdefault(name, []).append(rep)
     runs = len(glob.glob(os.path.join(out, "run*-query.json")))
     print(f"## Ingest ({max((len(v) for v in ingest.values()), default=0)} runs; "
           "median (min–max))\n")
@@ -52,8 +63,9 @@ def main(out):
     queries = {}  # (query, kind) -> [p50 per run], checks
     checks = {}
     for path in sorted(glob.glob(os.path.join(out, "run*-query.json"))):
-        with open(path) as f:
-            rep = json.load(f)
+        rep = load(path)
+        if rep is None:
+            continue
         for res in rep["results"]:
             kind = re.split(r"[=/]", res["target"])[0]
             key = (res["query"], kind)
