@@ -33,6 +33,20 @@ pub struct HourData {
     pub chunk: Chunk,
     /// Out-of-order points in arrival order (a later one wins).
     pub ooo: Vec<DecodedPoint>,
+    /// Smallest and largest value in `chunk` (as doubles), kept as points
+    /// are appended so that a query wanting only that (hourly max or min
+    /// buckets) need not decode the chunk; NaN when not known (an hour
+    /// loaded from a checkpoint). Stored values are never NaN.
+    range: (f64, f64),
+}
+
+/// A stored value as the query layer reads it (`Num::as_f64`).
+pub fn value_f64(v: StoredValue) -> f64 {
+    match v {
+        StoredValue::Int(i) => i as f64,
+        StoredValue::Float(f) => f64::from(f),
+        StoredValue::Double(d) => d,
+    }
 }
 
 impl HourData {
@@ -41,7 +55,33 @@ impl HourData {
             base,
             chunk: Chunk::new(),
             ooo: Vec::new(),
+            range: (f64::NAN, f64::NAN),
         }
+    }
+
+    /// Appends a point to the chunk, or to the out-of-order buffer when it
+    /// is not after the chunk's last one.
+    fn push(&mut self, p: DecodedPoint) {
+        let was_empty = self.chunk.is_empty();
+        match self.chunk.push(p) {
+            Ok(()) => {
+                let v = value_f64(p.value);
+                if was_empty {
+                    self.range = (v, v);
+                } else if !self.range.0.is_nan() {
+                    self.range = (self.range.0.min(v), self.range.1.max(v));
+                }
+            }
+            Err(p) => self.ooo.push(p),
+        }
+    }
+
+    /// The smallest and largest value of the hour's points, when known
+    /// without decoding (no out-of-order points, a range kept since the
+    /// hour opened).
+    pub fn value_range(&self) -> Option<(f64, f64)> {
+        (self.ooo.is_empty() && !self.chunk.is_empty() && !self.range.0.is_nan())
+            .then_some(self.range)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -72,9 +112,7 @@ impl HourData {
     fn from_points(base: u32, points: &[DecodedPoint]) -> Self {
         let mut h = Self::new(base);
         for &p in points {
-            if let Err(p) = h.chunk.push(p) {
-                h.ooo.push(p);
-            }
+            h.push(p);
         }
         h
     }
@@ -259,9 +297,7 @@ impl Head {
         };
         let h = &mut e.hours[i];
         let before = h.heap_bytes();
-        if let Err(p) = h.chunk.push(p) {
-            h.ooo.push(p);
-        }
+        h.push(p);
         self.points += 1;
         // A chunk may shrink when it seals a block.
         self.bytes = (self.bytes + h.heap_bytes()).saturating_sub(before);
@@ -460,6 +496,8 @@ impl Head {
             base,
             chunk,
             ooo: late,
+            // Not known without decoding the cell.
+            range: (f64::NAN, f64::NAN),
         };
         self.bytes += h.heap_bytes();
         self.points += h.len();

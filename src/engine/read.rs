@@ -94,6 +94,51 @@ fn to_num(v: StoredValue) -> Num {
 
 type Points = Vec<(i64, Num)>;
 
+/// A head hour kept as the one value a pushdown needs of it (its largest or
+/// smallest), not decoded: see [`HourPick`].
+struct SummaryHour {
+    base: u32,
+    value: f64,
+    /// The hour's points, still encoded (a copy: cheap next to decoding),
+    /// for a series the store also holds, whose points are merged raw.
+    chunk: crate::codec::native::Chunk,
+}
+
+/// What a fetch found of one series in memory.
+#[derive(Default)]
+struct MemSeries {
+    /// Raw points, in the order found (frozen rows, then head hours).
+    points: Points,
+    /// Head hours kept as summaries, in hour order.
+    hours: Vec<SummaryHour>,
+}
+
+/// Which value of a head hour stands for all of its points, when the
+/// pushdown's buckets are whole hours and its aggregator keeps only the
+/// largest or smallest value: every point of such an hour falls in one
+/// bucket, and that bucket's max (min) over the hour's points is the max
+/// (min) of the hour's max (min) and its other values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HourPick {
+    Max,
+    Min,
+}
+
+impl HourPick {
+    fn of(p: Option<Pushdown>) -> Option<HourPick> {
+        use hourglass_query::Aggregator;
+        let p = p?;
+        if p.interval_ms <= 0 || p.interval_ms % 3_600_000 != 0 {
+            return None;
+        }
+        match p.aggregator {
+            Aggregator::Max | Aggregator::Mimmax => Some(HourPick::Max),
+            Aggregator::Min | Aggregator::Mimmin => Some(HourPick::Min),
+            _ => None,
+        }
+    }
+}
+
 /// What one fetch reads: a metric's rows with base hours in `[lo, hi)`
 /// that pass the prefilter, within the query's budget.
 #[derive(Clone, Copy)]
@@ -109,7 +154,7 @@ struct Scan<'a> {
     /// A downsample to apply while decoding, for series with no points in
     /// memory (those in `raw` keep their points for the merge).
     pushdown: Option<Pushdown>,
-    raw: &'a HashMap<Vec<u8>, Points>,
+    raw: &'a HashMap<Vec<u8>, MemSeries>,
     pf: &'a Prefilter,
     budget: &'a QueryBudget,
 }
@@ -171,6 +216,19 @@ fn decode_row_into(
     scratch.clear();
     crate::codec::row::decode_row(cells, scratch)?;
     push_row(out, base, scratch);
+    Ok(())
+}
+
+/// Appends the points of summarised head hours (see [`MemSeries`]).
+fn decode_summarised(hours: &[SummaryHour], out: &mut Points) -> Result<(), SourceError> {
+    let mut scratch = Vec::new();
+    for h in hours {
+        scratch.clear();
+        h.chunk
+            .decode(&mut scratch)
+            .map_err(|e| SourceError::Storage(format!("undecodable head chunk: {e}")))?;
+        push_row(out, h.base, &scratch);
+    }
     Ok(())
 }
 
@@ -414,12 +472,14 @@ impl Engine {
     }
 
     /// Points per series key held in memory (rows being flushed, then the
-    /// head), in that order so newer points come later.
-    fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, Points>, SourceError> {
+    /// head), in that order so newer points come later. Head hours wholly
+    /// inside the window are kept as summaries when the pushdown allows it
+    /// ([`HourPick`]) and the series has no rows being flushed.
+    fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, MemSeries>, SourceError> {
         let layout = *self.layout();
         let p = layout.prefix_width();
         let head = self.head();
-        let mut out: HashMap<Vec<u8>, Points> = HashMap::new();
+        let mut out: HashMap<Vec<u8>, MemSeries> = HashMap::new();
         let in_range = |base: u32| base >= scan.lo && base < scan.hi;
         for frozen in &head.frozen {
             for (key, hour) in frozen.rows.get(&scan.metric).into_iter().flatten() {
@@ -432,21 +492,60 @@ impl Engine {
                 if !scan.take(pts.len()) {
                     return Ok(out);
                 }
-                push_row(out.entry(key.to_vec()).or_default(), hour.base, &pts);
+                push_row(
+                    &mut out.entry(key.to_vec()).or_default().points,
+                    hour.base,
+                    &pts,
+                );
             }
         }
+        let pick = HourPick::of(scan.pushdown);
+        // Hours a summary may stand for: inside the window, the horizon
+        // and the first whole bucket (where the sink's seek starts).
+        let (summary_lo, summary_hi) = match scan.pushdown {
+            Some(pd) => {
+                let seek = scan.start_ms.saturating_add(pd.interval_ms - 1);
+                let seek = seek - seek.rem_euclid(pd.interval_ms);
+                (seek.max(scan.horizon_ms), scan.end_ms)
+            }
+            None => (0, 0),
+        };
         for e in head.series_of(scan.metric) {
             if e.hours.iter().all(|h| !in_range(h.base))
                 || !scan.pf.matches(&layout, e.key.get(p..).unwrap_or_default())
             {
                 continue;
             }
+            let had_frozen = out.contains_key(&e.key[..]);
+            let entry = out.entry(e.key.to_vec()).or_default();
             for hour in e.hours.iter().filter(|h| in_range(h.base)) {
+                let base_ms = i64::from(hour.base) * 1000;
+                let summary = match (pick, hour.value_range()) {
+                    (Some(pick), Some((min, max)))
+                        if !had_frozen
+                            && base_ms >= summary_lo
+                            && base_ms + 3_600_000 <= summary_hi =>
+                    {
+                        Some(if pick == HourPick::Max { max } else { min })
+                    }
+                    _ => None,
+                };
+                if let Some(value) = summary {
+                    if !scan.take(hour.chunk.len()) {
+                        return Ok(out);
+                    }
+                    entry.hours.push(SummaryHour {
+                        base: hour.base,
+                        value,
+                        chunk: hour.chunk.clone(),
+                    });
+                    continue;
+                }
                 let pts = hour.points();
                 if !scan.take(pts.len()) {
                     return Ok(out);
                 }
-                push_row(out.entry(e.key.to_vec()).or_default(), hour.base, &pts);
+                push_row(&mut entry.points, hour.base, &pts);
             }
         }
         Ok(out)
@@ -646,12 +745,51 @@ impl SeriesSource for Engine {
             }
             let mut pts = found.points;
             if let Some(mem) = memory.remove(&key) {
-                pts.extend(mem);
+                pts.extend(mem.points);
+                // The store holds this series too: its summarised hours
+                // are merged as points.
+                decode_summarised(&mem.hours, &mut pts)?;
             }
             finish(key, pts, found.notes)?;
         }
-        for (key, pts) in memory {
-            finish(key, pts, Vec::new())?;
+        for (key, mem) in memory {
+            if mem.hours.is_empty() {
+                finish(key, mem.points, Vec::new())?;
+                continue;
+            }
+            // Only in memory, with summarised hours: the pushdown's buckets
+            // from the raw points and the hours' values, in time order.
+            let Some(p) = req.downsample else {
+                return Err(SourceError::Storage(
+                    "internal error: summarised hours without a pushdown".into(),
+                ));
+            };
+            let mut sink = BucketSink::new(p, req.scan_start_ms, req.scan_end_ms);
+            let mut hours = mem.hours.iter().peekable();
+            let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
+            for &(ts, v) in &mem.points {
+                while let Some(h) = hours.next_if(|h| i64::from(h.base) * 1000 < ts) {
+                    sink.push(i64::from(h.base) * 1000, h.value, req.budget)
+                        .map_err(sink_err)?;
+                }
+                if ts >= horizon {
+                    sink.push(ts, v.as_f64(), req.budget).map_err(sink_err)?;
+                }
+            }
+            for h in hours {
+                sink.push(i64::from(h.base) * 1000, h.value, req.budget)
+                    .map_err(sink_err)?;
+            }
+            let buckets = sink.finish(req.budget).map_err(sink_err)?;
+            if !buckets.is_empty() {
+                bucketed.push(Series {
+                    tsuid: key[prefix..].to_vec(),
+                    tags: self.resolve_tags(&key)?,
+                    points: buckets,
+                    annotations: Vec::new(),
+                    downsampled: true,
+                });
+            }
         }
         out.extend(bucketed);
         Ok(out)

@@ -504,7 +504,7 @@ mod model {
             prop_assert_eq!(got, want, "metric {}", METRICS[m]);
             // Downsampling applied while the engine decodes gives what the
             // query computes from the raw points.
-            for ds in ["1h-max", "10m-avg", "1d-sum", "7m-count"] {
+            for ds in ["1h-max", "3h-min", "10m-avg", "1d-sum", "7m-count"] {
                 let q = hourglass_query::parse_query_string(
                     &[
                         ("start".to_string(), "0".to_string()),
