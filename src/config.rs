@@ -140,7 +140,8 @@ pub struct ServerConfig {
     pub max_inflight_bytes: usize,
     pub telnet_error_queue: usize,
     /// Bytes of series text the line-protocol connections cache, all
-    /// connections together (raw series text → resolved series).
+    /// connections together (raw series text → resolved series); also the
+    /// bound of the HTTP write endpoints' shared cache.
     pub telnet_series_cache_bytes: usize,
     /// Batches a line-protocol connection may have in the WAL, not yet
     /// durable, while it reads on.

@@ -173,14 +173,34 @@ impl Drop for SeriesCache {
 /// and tags text → its series.
 #[derive(Debug)]
 pub struct SharedSeriesCache {
-    cache: quick_cache::sync::Cache<Box<[u8]>, Arc<[SeriesRef]>>,
+    cache: quick_cache::sync::Cache<Box<[u8]>, Arc<[SeriesRef]>, EntryBytes>,
+}
+
+/// Longest key the shared cache keeps: an accepted line or element may
+/// still carry megabytes of text (JSON whitespace between tags, say); such
+/// a series takes the full path every time rather than push out thousands
+/// of others.
+const MAX_SHARED_KEY: usize = 4096;
+
+/// An entry's weight: its bytes (key, series handles, bookkeeping).
+#[derive(Clone, Debug)]
+struct EntryBytes;
+
+impl quick_cache::Weighter<Box<[u8]>, Arc<[SeriesRef]>> for EntryBytes {
+    fn weight(&self, key: &Box<[u8]>, val: &Arc<[SeriesRef]>) -> u64 {
+        (key.len() + ENTRY_OVERHEAD + std::mem::size_of_val(&val[..])) as u64
+    }
 }
 
 impl SharedSeriesCache {
-    /// A cache of about `bytes` of series text.
+    /// A cache of at most `bytes` of entries (keys as sent, series handles).
     pub fn new(bytes: usize) -> Self {
         Self {
-            cache: quick_cache::sync::Cache::new((bytes / (512 + ENTRY_OVERHEAD)).max(16)),
+            cache: quick_cache::sync::Cache::with_weighter(
+                (bytes / (256 + ENTRY_OVERHEAD)).max(16),
+                bytes.max(4 * MAX_SHARED_KEY) as u64,
+                EntryBytes,
+            ),
         }
     }
 
@@ -210,11 +230,39 @@ impl SharedSeriesCache {
         self.cache.get(key)
     }
 
+    /// Caches a key's series (a key longer than [`MAX_SHARED_KEY`] is not
+    /// kept).
     pub fn insert(&self, key: Box<[u8]>, series: Arc<[SeriesRef]>) {
-        self.cache.insert(key, series);
+        if key.len() <= MAX_SHARED_KEY {
+            self.cache.insert(key, series);
+        }
     }
 
     pub fn clear(&self) {
         self.cache.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_cache_is_bounded_by_bytes_and_skips_huge_keys() {
+        let cache = SharedSeriesCache::new(64 << 10);
+        let none: Arc<[SeriesRef]> = Arc::from(Vec::new());
+        for i in 0..1000u32 {
+            let mut key = vec![b'x'; 4000];
+            key[..4].copy_from_slice(&i.to_le_bytes());
+            cache.insert(key.into_boxed_slice(), Arc::clone(&none));
+        }
+        assert!(cache.cache.weight() <= 64 << 10, "{}", cache.cache.weight());
+        assert!(cache.cache.len() < 20, "{}", cache.cache.len());
+        let huge = vec![b'y'; MAX_SHARED_KEY + 1].into_boxed_slice();
+        cache.insert(huge.clone(), Arc::clone(&none));
+        assert!(cache.get(&huge).is_none());
+        let small = b"\x03\"m\"\x00{\"a\":\"b\"}".to_vec().into_boxed_slice();
+        cache.insert(small.clone(), Arc::clone(&none));
+        assert!(cache.get(&small).is_some());
     }
 }
