@@ -41,6 +41,16 @@ fn put_single_object_array_gzip_and_trailing_slash() {
     );
 }
 
+/// The `error` texts of a `details` answer, in order.
+fn error_texts(j: &serde_json::Value) -> Vec<&str> {
+    j["errors"]
+        .as_array()
+        .expect("an errors array")
+        .iter()
+        .map(|e| e["error"].as_str().expect("an error text"))
+        .collect()
+}
+
 #[test]
 fn put_summary_and_details() {
     let s = Server::start();
@@ -60,12 +70,7 @@ fn put_summary_and_details() {
     let j = r.json();
     assert_eq!(j["success"], 1);
     assert_eq!(j["failed"], 7);
-    let errors: Vec<&str> = j["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["error"].as_str().unwrap())
-        .collect();
+    let errors = error_texts(&j);
     assert_eq!(
         errors,
         [
@@ -141,12 +146,7 @@ fn put_of_known_series_keeps_values_and_error_texts() {
             (400, &2.into(), &5.into()),
             "{j}"
         );
-        let errors: Vec<&str> = j["errors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["error"].as_str().unwrap())
-            .collect();
+        let errors = error_texts(&j);
         assert_eq!(
             errors[..4],
             [
