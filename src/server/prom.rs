@@ -172,8 +172,9 @@ struct SeriesReceipt {
 /// memory stays near its decoded size (a point with its own tag list per
 /// sample costs ~20 times a sample): the first sample of every series by
 /// name, then every other sample by the series the first resolved to. The
-/// samples of a series whose first one was refused all take the long way
-/// (a refusal may be the sample's own, like a time out of range).
+/// samples of a series whose first one was refused, or whose series the
+/// receipt does not name, all take the long way (a refusal may be the
+/// sample's own, like a time out of range).
 fn write_series(
     engine: &Engine,
     series: &[prom::PromSeries],
@@ -195,8 +196,15 @@ fn write_series(
     let mut refs = Vec::with_capacity(first.series.len());
     let mut rest = Vec::new();
     let mut rest_owner = Vec::new();
+    // The receipt names a series once per run of entries of that series
+    // (two parts of one series in a request); entries it does not name
+    // send their other samples by name, never drop them.
+    let mut by_ref = vec![false; owners.len()];
     for (entry, sref) in first.series {
-        let owner = owners[entry];
+        let Some(&owner) = owners.get(entry) else {
+            continue;
+        };
+        by_ref[entry] = true;
         refs.push(sref);
         for &(timestamp, value) in &series[owner].samples[1..] {
             rest.push(Entry::Known {
@@ -208,11 +216,16 @@ fn write_series(
         }
     }
     for (entry, e) in first.errors {
-        let owner = owners[entry];
-        errors.push((owner, e));
-        for p in series[owner].points().skip(1) {
-            rest.push(Entry::Point(p));
-            rest_owner.push(owner);
+        if let Some(&owner) = owners.get(entry) {
+            errors.push((owner, e));
+        }
+    }
+    for (entry, &owner) in owners.iter().enumerate() {
+        if !by_ref[entry] {
+            for p in series[owner].points().skip(1) {
+                rest.push(Entry::Point(p));
+                rest_owner.push(owner);
+            }
         }
     }
     let second = engine.write_entries(&refs, &rest)?;

@@ -665,6 +665,40 @@ fn prometheus_remote_write_round_trips_through_query_and_remote_read() {
     assert!(res.results[9].timeseries.is_empty());
 }
 
+/// One series sent as several `TimeSeries` of a request (a client that
+/// splits a series, or label sets that map to one OpenTSDB series): every
+/// sample of every part is stored.
+#[test]
+fn a_series_split_across_timeseries_of_one_request_keeps_every_sample() {
+    let s = Server::start();
+    let labels = [("__name__", "split_total"), ("job", "api")];
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(&labels, &[(T0, 1.0), (T0 + 15_000, 2.0)]),
+            series(&labels, &[(T0 + 30_000, 3.0), (T0 + 45_000, 4.0)]),
+            series(&labels, &[(T0 + 60_000, 5.0)]),
+        ],
+        metadata: Vec::new(),
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let start = T0 / 1000;
+    let r = s.query(&format!(
+        "/api/query?start={start}&end={}&m=sum:split_total&ms=true",
+        start + 600
+    ));
+    assert_eq!(
+        dps(&r[0]),
+        pts(&[
+            (T0, 1.0),
+            (T0 + 15_000, 2.0),
+            (T0 + 30_000, 3.0),
+            (T0 + 45_000, 4.0),
+            (T0 + 60_000, 5.0)
+        ])
+    );
+}
+
 #[test]
 fn prometheus_remote_write_answers_what_prometheus_expects() {
     let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
