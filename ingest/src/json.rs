@@ -34,9 +34,8 @@ use serde_json::value::RawValue;
 use crate::Limits;
 use crate::number::parse_value;
 use crate::point::{Point, PutError, Timestamp, Value, complete};
-use crate::timestamp::MAX_TIMESTAMP_MS;
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
-use crate::validate::MAX_MS_TIMESTAMP;
+use crate::validate::timestamp_in_range;
 
 /// Per-point error for a `null` array element.
 pub const MSG_NULL: &str = "Unexpected null datapoint encountered in set.";
@@ -230,11 +229,7 @@ impl JsonPoint<'_> {
             return None;
         }
         let value = parse_value(&text).ok()?;
-        let t = ts.0;
-        if t == 0 || (ts.is_ms() && t > MAX_MS_TIMESTAMP) || t > MAX_TIMESTAMP_MS {
-            return None;
-        }
-        Some((ts, value))
+        timestamp_in_range(ts).then_some((ts, value))
     }
 
     /// The `datapoint` echoed in `details` errors: `{"metric":..,"timestamp":..,"value":"<text>",

@@ -4,7 +4,7 @@
 
 use crate::Limits;
 use crate::names::starts_with_escape_tail;
-use crate::point::{Point, java_bytes, java_map};
+use crate::point::{Point, Timestamp, java_bytes, java_map};
 use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
 
 /// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
@@ -65,6 +65,13 @@ fn check_name(s: &str, what: impl FnOnce() -> String) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a timestamp passes step 1 of [`check_point`] (the range checks,
+/// which depend on nothing else of the point).
+pub fn timestamp_in_range(ts: Timestamp) -> bool {
+    let t = ts.0;
+    t != 0 && !(ts.is_ms() && t > MAX_MS_TIMESTAMP) && t <= MAX_TIMESTAMP_MS
+}
+
 /// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
 ///
 /// 1. timestamp range: `0` → `invalid timestamp: 0`; ms timestamps above 9999999999999 →
@@ -79,6 +86,9 @@ fn check_name(s: &str, what: impl FnOnce() -> String) -> Result<(), String> {
 /// Returns the IllegalArgument message on failure.
 pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
     let ts = point.timestamp.0;
+    if timestamp_in_range(point.timestamp) {
+        return check_series(&point.metric, &point.tags, limits);
+    }
     if ts == 0 {
         return Err(TimestampError::NotPositive("0".to_owned()).to_string());
     }
@@ -91,10 +101,8 @@ pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
             java_map(&point.tags)
         ));
     }
-    if ts > MAX_TIMESTAMP_MS {
-        return Err(TimestampError::AfterMax(ts.to_string()).to_string());
-    }
-    check_series(&point.metric, &point.tags, limits)
+    // Out of range, and neither of the above: after MAX_TIMESTAMP_MS.
+    Err(TimestampError::AfterMax(ts.to_string()).to_string())
 }
 
 /// Steps 2–3 of [`check_point`] (tag count, then metric and tag names) for a series, for write

@@ -307,26 +307,28 @@ async fn process(ctx: &Arc<Ctx>, buf: &[u8], conn: &mut Conn) -> Outcome {
                     if let Some(f) =
                         influx::fast_line(line, Precision::Nanoseconds, now_ms, &mut fields)
                     {
-                        let known: Vec<Option<u32>> = fields
-                            .iter()
-                            .map(|(k, _)| conn.cache.lookup_field(f.series, k))
-                            .collect();
-                        if known.iter().all(Option::is_some) {
-                            for ((_, value), series) in
-                                fields.iter().zip(known.into_iter().flatten())
-                            {
-                                points.entries.push(Entry::Known {
-                                    series,
-                                    timestamp: f.timestamp.0,
-                                    value: *value,
-                                });
-                                points.influx.push(true);
-                            }
+                        // Pushed as found; taken back if a field misses.
+                        let mark = points.entries.len();
+                        let all_known = fields.iter().all(|(k, value)| {
+                            let Some(series) = conn.cache.lookup_field(f.series, k) else {
+                                return false;
+                            };
+                            points.entries.push(Entry::Known {
+                                series,
+                                timestamp: f.timestamp.0,
+                                value: *value,
+                            });
+                            points.influx.push(true);
+                            true
+                        });
+                        if all_known {
                             if points.len() >= BATCH_POINTS {
                                 flush(ctx, &mut points, conn).await;
                             }
                             continue;
                         }
+                        points.entries.truncate(mark);
+                        points.influx.truncate(mark);
                         new_keys = fields
                             .iter()
                             .map(|(k, _)| SeriesCache::owned_field_key(f.series, k))

@@ -100,6 +100,54 @@ fn put_and_influx_lines_share_one_connection() {
     );
 }
 
+/// Influx lines on the TCP port whose series was cached field by field:
+/// a line with one more field, a repeated line and a line with fields in
+/// another order all read back exactly.
+#[test]
+fn influx_tcp_lines_with_changing_fields_read_back_exactly() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send(
+        "net,host=a rx=1 1356998400000000000
+",
+    );
+    t.send(
+        "net,host=a rx=2,tx=20 1356998410000000000
+",
+    );
+    t.send(
+        "net,host=a rx=3,tx=30 1356998420000000000
+",
+    );
+    t.send(
+        "net,host=a tx=40,rx=4 1356998430000000000
+",
+    );
+    t.send(
+        "net,host=a rx=5 1356998440000000000
+",
+    );
+    assert!(t.sync().is_empty());
+    assert_eq!(
+        points(&s, "net.rx{host=a}", 1356998400, 1356998500),
+        pts(&[
+            (1356998400000, 1.0),
+            (1356998410000, 2.0),
+            (1356998420000, 3.0),
+            (1356998430000, 4.0),
+            (1356998440000, 5.0)
+        ])
+    );
+    assert_eq!(
+        points(&s, "net.tx{host=a}", 1356998400, 1356998500),
+        pts(&[
+            (1356998410000, 20.0),
+            (1356998420000, 30.0),
+            (1356998430000, 40.0)
+        ])
+    );
+}
+
 #[test]
 fn long_influx_lines_are_framed_but_long_puts_still_close() {
     let s = Server::start();
