@@ -139,7 +139,6 @@ async fn write(
         entries,
         refs,
         new_series,
-        metrics,
     } = parsed;
     if batch.string_fields > 0 {
         ctx.metrics
@@ -179,7 +178,11 @@ async fn write(
                 .iter()
                 .take(100)
                 .map(|(i, e)| {
-                    let metric = metrics.get(*i).map_or("", String::as_str);
+                    // A cached line's points have no name at hand.
+                    let metric = match entries.get(*i) {
+                        Some(Entry::Point(p)) => p.metric.as_ref(),
+                        _ => "",
+                    };
                     format!("unable to write '{metric}': {e}")
                 })
                 .collect();
@@ -211,8 +214,6 @@ struct Parsed<'a> {
     /// Lines parsed in full: first entry, number of fields, and the line's
     /// cache key, to cache once resolved.
     new_series: Vec<(usize, usize, Box<[u8]>)>,
-    /// The metric of each entry that has one by name (error texts).
-    metrics: Vec<String>,
 }
 
 /// Splits a body into entries: lines whose every field's series is cached
@@ -226,7 +227,6 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
         entries: Vec::new(),
         refs: Vec::new(),
         new_series: Vec::new(),
-        metrics: Vec::new(),
     };
     let mut fields = Vec::new();
     let mut scratch = Vec::new();
@@ -245,7 +245,6 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
                         timestamp: f.timestamp.0,
                         value: *value,
                     });
-                    out.metrics.push(String::new());
                 }
                 out.batch.accepted_lines += 1;
                 continue;
@@ -263,7 +262,6 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
                     out.new_series.push((out.entries.len(), fields.len(), key));
                 }
                 for (metric, value) in line.fields {
-                    out.metrics.push(metric.clone());
                     out.entries.push(Entry::Point(Point {
                         metric: Cow::Owned(metric),
                         timestamp: line.timestamp,

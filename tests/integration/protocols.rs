@@ -747,6 +747,37 @@ fn a_series_split_across_timeseries_of_one_request_keeps_every_sample() {
     );
 }
 
+/// With metric auto-creation off, `/write` names the metric the engine
+/// refused and keeps the lines it could store (cached ones included).
+#[test]
+fn influx_http_names_unknown_metrics_and_keeps_the_rest() {
+    let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
+    let r = s.get("/api/uid/assign?metric=known.v");
+    assert_eq!(r.status, 200, "{}", r.text());
+    for k in 0..3 {
+        let body = format!(
+            "known,host=a v={k} {}\nfresh,host=a v=1 {}\n",
+            (1_700_000_000 + k * 10) * 1_000_000_000_i64,
+            (1_700_000_000 + k * 10) * 1_000_000_000_i64
+        );
+        let r = s.http("POST", "/write?db=t", &[], body.as_bytes());
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(
+            r.text().contains("unable to write 'fresh.v'"),
+            "{}",
+            r.text()
+        );
+    }
+    assert_eq!(
+        points(&s, "known.v{host=a}", 1_700_000_000, 1_700_000_100),
+        pts(&[
+            (1_700_000_000_000, 0.0),
+            (1_700_000_010_000, 1.0),
+            (1_700_000_020_000, 2.0)
+        ])
+    );
+}
+
 #[test]
 fn prometheus_remote_write_answers_what_prometheus_expects() {
     let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
