@@ -138,6 +138,9 @@ pub struct ServerConfig {
     /// Bytes of request bodies and line-protocol input being decoded and
     /// written at once, across all connections.
     pub max_inflight_bytes: usize,
+    /// The part of `max_inflight_bytes` one client address may hold; 0 =
+    /// half of it (at least `max_body_bytes`).
+    pub max_inflight_bytes_per_address: usize,
     pub telnet_error_queue: usize,
     /// Bytes of series text the line-protocol connections cache, all
     /// connections together (raw series text → resolved series); also the
@@ -152,8 +155,9 @@ pub struct ServerConfig {
     pub line_timeout_secs: u64,
     /// Time allowed for an HTTP request's headers.
     pub http_header_timeout_secs: u64,
-    /// Time allowed for an HTTP request body, plus the time its size needs
-    /// at `http_min_body_rate` bytes per second.
+    /// Time allowed for an HTTP request body, plus one second for every
+    /// `http_min_body_rate` bytes received: a body must keep arriving at
+    /// that rate.
     pub http_body_timeout_secs: u64,
     pub http_min_body_rate: u64,
     pub idle_timeout_secs: u64,
@@ -162,6 +166,16 @@ pub struct ServerConfig {
     pub cors_domains: Vec<String>,
     /// `Access-Control-Allow-Headers` (`tsd.http.request.cors_headers`).
     pub cors_headers: String,
+}
+
+impl ServerConfig {
+    /// The in-flight bytes one client address may hold.
+    pub fn inflight_per_address(&self) -> usize {
+        match self.max_inflight_bytes_per_address {
+            0 => (self.max_inflight_bytes / 2).max(self.max_body_bytes),
+            n => n,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -175,6 +189,7 @@ impl Default for ServerConfig {
             max_influx_line_bytes: 64 << 10,
             max_body_bytes: 64 << 20,
             max_inflight_bytes: 256 << 20,
+            max_inflight_bytes_per_address: 0,
             telnet_error_queue: 64,
             telnet_series_cache_bytes: 64 << 20,
             telnet_batches_in_flight: 8,
@@ -479,6 +494,15 @@ impl Config {
         }
         if sv.max_inflight_bytes < sv.max_body_bytes {
             return bad("server.max_inflight_bytes must be at least server.max_body_bytes".into());
+        }
+        if sv.max_inflight_bytes_per_address != 0
+            && !(sv.max_body_bytes..=sv.max_inflight_bytes)
+                .contains(&sv.max_inflight_bytes_per_address)
+        {
+            return bad(format!(
+                "server.max_inflight_bytes_per_address must be 0 (half of max_inflight_bytes) or between max_body_bytes ({}) and max_inflight_bytes ({}), got {}",
+                sv.max_body_bytes, sv.max_inflight_bytes, sv.max_inflight_bytes_per_address
+            ));
         }
         if self.query.max_concurrent == 0 {
             return bad("query.max_concurrent must be at least 1".into());

@@ -55,9 +55,10 @@ pub fn has_flag(params: &Params, name: &str) -> bool {
 pub async fn read_body(
     ctx: &Arc<Ctx>,
     headers: &HeaderMap,
+    ext: &axum::http::Extensions,
     body: Body,
 ) -> Result<super::body::ReadBody, ApiError> {
-    super::body::read(ctx, headers, body).await
+    super::body::read(ctx, headers, peer_ip(ext), body).await
 }
 
 /// Runs blocking read work `f` as a query: admitted by the query gate
@@ -111,6 +112,12 @@ where
         points,
     );
     out
+}
+
+/// The client's IP address (unspecified if unknown, as in unit tests).
+pub fn peer_ip(ext: &axum::http::Extensions) -> std::net::IpAddr {
+    ext.get::<super::http::PeerAddr>()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |p| p.ip())
 }
 
 pub fn peer_of(ext: &axum::http::Extensions) -> String {

@@ -56,9 +56,10 @@ async fn single(
     method: &Method,
     params: &Params,
     headers: &HeaderMap,
+    ext: &axum::http::Extensions,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let read = read_body(ctx, headers, body).await?;
+    let read = read_body(ctx, headers, ext, body).await?;
     let bytes = &read.bytes[..];
     let update = if bytes.iter().all(u8::is_ascii_whitespace) {
         parse_annotation_query_string(params, now_ms())?
@@ -98,9 +99,10 @@ pub async fn annotation(
     method: Method,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    ext: axum::http::Extensions,
     body: Body,
 ) -> Response {
-    let r = single(&ctx, &method, &params, &headers, body).await;
+    let r = single(&ctx, &method, &params, &headers, &ext, body).await;
     respond(&ctx, "annotation", r)
 }
 
@@ -112,7 +114,7 @@ async fn bulk_inner(
     ext: &axum::http::Extensions,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let read = read_body(ctx, headers, body).await?;
+    let read = read_body(ctx, headers, ext, body).await?;
     let bytes = &read.bytes[..];
     match *method {
         Method::POST | Method::PUT => {

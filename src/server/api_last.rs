@@ -133,7 +133,7 @@ pub async fn last_post(
     body: Body,
 ) -> Response {
     let r = async {
-        let read = read_body(&ctx, &headers, body).await?;
+        let read = read_body(&ctx, &headers, &ext, body).await?;
         let bytes = &read.bytes[..];
         let q = hourglass_query::last::parse_last_json(bytes);
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();

@@ -150,9 +150,14 @@ pub async fn assign_get(
     respond(&ctx, "uid_assign", r)
 }
 
-pub async fn assign_post(State(ctx): State<Arc<Ctx>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn assign_post(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
     let r = async {
-        let read = read_body(&ctx, &headers, body).await?;
+        let read = read_body(&ctx, &headers, &ext, body).await?;
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")
@@ -381,9 +386,14 @@ pub async fn rename_get(
     respond(&ctx, "uid_rename", r)
 }
 
-pub async fn rename_post(State(ctx): State<Arc<Ctx>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn rename_post(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
     let r = async {
-        let read = read_body(&ctx, &headers, body).await?;
+        let read = read_body(&ctx, &headers, &ext, body).await?;
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")

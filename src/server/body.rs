@@ -1,12 +1,19 @@
 //! Reading HTTP request bodies within bounds: the body's size
 //! (`server.max_body_bytes`, after gzip/deflate decoding too), the server's
-//! in-flight ingest memory (`server.max_inflight_bytes`: 503 with
-//! `Retry-After` when full), and time — a body must arrive within
-//! `server.http_body_timeout_secs` plus the time its size needs at
-//! `server.http_min_body_rate` bytes per second, so a client trickling or
-//! stalling its body cannot hold a connection and its memory for ever.
+//! in-flight ingest memory (`server.max_inflight_bytes`, of which one client
+//! address may hold `max_inflight_bytes_per_address`: 503 with `Retry-After`
+//! when full), and time.
+//!
+//! Memory is charged for the bytes that have arrived, never for a declared
+//! `Content-Length`: a client that announces 64 MiB and sends nothing holds
+//! nothing. Time follows Apache's `mod_reqtimeout` (`MinRate`): a body has
+//! `server.http_body_timeout_secs`, plus one second for every
+//! `server.http_min_body_rate` bytes received, so a client trickling or
+//! stalling its body is cut off within about the base timeout, whatever
+//! length it declared.
 
 use std::io::Read;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -40,12 +47,21 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
-/// Reads and decodes (gzip/deflate) a request body.
-pub async fn read(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody, ApiError> {
+/// The most a body's buffer is sized up front from its declared length;
+/// beyond it the buffer grows with what arrives.
+const PRESIZE_MAX: usize = 1 << 20;
+
+/// Reads and decodes (gzip/deflate) a request body from `peer`.
+pub async fn read(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    peer: IpAddr,
+    body: Body,
+) -> Result<ReadBody, ApiError> {
     let ReadBody {
         bytes,
         _guard: mut guard,
-    } = read_raw(ctx, headers, body).await?;
+    } = read_raw(ctx, headers, peer, body).await?;
     let bytes = decode(headers, bytes, ctx.config.server.max_body_bytes)?;
     // Decoded points cost about as much again as their text.
     if !ctx
@@ -62,7 +78,12 @@ pub async fn read(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody
 
 /// Reads a request body as sent, without undoing its `Content-Encoding`
 /// (Prometheus's snappy is the decoder's job), within the same bounds.
-pub async fn read_raw(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<ReadBody, ApiError> {
+pub async fn read_raw(
+    ctx: &Ctx,
+    headers: &HeaderMap,
+    peer: IpAddr,
+    body: Body,
+) -> Result<ReadBody, ApiError> {
     let cfg = &ctx.config.server;
     let limit = cfg.max_body_bytes;
     let declared = headers
@@ -72,22 +93,19 @@ pub async fn read_raw(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<Read
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large(limit));
     }
-    // Charge what we know now; chunked bodies are charged as they grow.
-    let mut guard = ctx
-        .inflight
-        .try_take(declared.unwrap_or(16 << 10))
-        .ok_or_else(overloaded)?;
+    // Charged as bytes arrive: a declared length costs nothing by itself.
+    let mut guard = ctx.inflight.guard(peer);
     let started = Instant::now();
     let rate = cfg.http_min_body_rate.max(1) as f64;
-    let allowance = |bytes: usize| {
+    let allowance = |received: usize| {
         started
             + Duration::from_secs(cfg.http_body_timeout_secs)
-            + Duration::from_secs_f64(bytes as f64 / rate)
+            + Duration::from_secs_f64(received as f64 / rate)
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    let mut buf: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0).min(limit).min(PRESIZE_MAX));
     let mut body = body;
     loop {
-        let deadline = allowance(buf.len().max(declared.unwrap_or(0)));
+        let deadline = allowance(buf.len());
         let frame = tokio::time::timeout_at(deadline.into(), body.frame()).await;
         let frame = match frame {
             Err(_) => {
@@ -96,7 +114,7 @@ pub async fn read_raw(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<Read
                     "Timed out reading the request body",
                 )
                 .with_details(format!(
-                    "received {} bytes in {} ms; the body must arrive within {} s plus {} bytes per second",
+                    "received {} bytes in {} ms; a body must arrive within {} s plus one second per {} bytes received",
                     buf.len(),
                     started.elapsed().as_millis(),
                     cfg.http_body_timeout_secs,
@@ -114,10 +132,14 @@ pub async fn read_raw(ctx: &Ctx, headers: &HeaderMap, body: Body) -> Result<Read
             if buf.len() + data.len() > limit {
                 return Err(too_large(limit));
             }
-            buf.extend_from_slice(data);
-            if !ctx.inflight.try_grow(&mut guard, buf.len()) {
+            // Charged before it is kept, for what the buffer will hold.
+            if !ctx
+                .inflight
+                .try_grow(&mut guard, buf.capacity().max(buf.len() + data.len()))
+            {
                 return Err(overloaded());
             }
+            buf.extend_from_slice(data);
         }
     }
     Ok(ReadBody {

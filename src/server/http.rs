@@ -122,9 +122,32 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
     )
 }
 
-/// The client's address, as an extension of every request.
+/// The client's address, as an extension of every request; also an
+/// extractor (a request without it, which only tests build, is from
+/// `0.0.0.0:0`).
 #[derive(Debug, Clone, Copy)]
 pub struct PeerAddr(pub std::net::SocketAddr);
+
+impl PeerAddr {
+    pub fn ip(self) -> std::net::IpAddr {
+        self.0.ip()
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PeerAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<PeerAddr>()
+            .copied()
+            .unwrap_or(PeerAddr(std::net::SocketAddr::from(([0, 0, 0, 0], 0)))))
+    }
+}
 
 /// Serves one HTTP/1.1 connection until it closes or the server stops.
 /// Headers must arrive within `header_timeout_secs` (bodies have their own
@@ -254,9 +277,10 @@ async fn put(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let r = put_inner(&ctx, &params, &headers, body).await;
+    let r = put_inner(&ctx, &params, &headers, peer, body).await;
     respond(&ctx, "put", r)
 }
 
@@ -264,9 +288,10 @@ async fn put_inner(
     ctx: &Arc<Ctx>,
     params: &Params,
     headers: &HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let read = super::body::read(ctx, headers, body).await?;
+    let read = super::body::read(ctx, headers, peer.ip(), body).await?;
     let body = &read.bytes;
     let details = has_flag(params, "details");
     let summary = details || has_flag(params, "summary");
@@ -524,7 +549,7 @@ async fn query_post(
     body: Body,
 ) -> Response {
     let format = super::api_arrow::format(&params, &headers);
-    let read = match super::body::read(&ctx, &headers, body).await {
+    let read = match super::body::read(&ctx, &headers, super::api::peer_ip(&ext), body).await {
         Ok(b) => b,
         Err(e) => return respond(&ctx, "query", Err(e)),
     };
@@ -580,9 +605,10 @@ async fn suggest_post(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let read = match super::body::read(&ctx, &headers, body).await {
+    let read = match super::body::read(&ctx, &headers, peer.ip(), body).await {
         Ok(b) => b,
         Err(e) => return respond(&ctx, "suggest", Err(e)),
     };

@@ -31,7 +31,7 @@ use hourglass_ingest::influx::{self, InfluxResponse, Precision};
 
 use super::Ctx;
 use super::error::{ApiError, ErrorFormat};
-use super::http::{Params, param, respond};
+use super::http::{Params, PeerAddr, param, respond};
 use super::series_cache::SharedSeriesCache;
 use crate::engine::{Entry, SeriesRef};
 
@@ -58,9 +58,10 @@ pub(super) async fn write_v1(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let r = write(&ctx, Api::V1, &params, &headers, body).await;
+    let r = write(&ctx, Api::V1, &params, &headers, peer, body).await;
     respond(
         &ctx,
         "influx_write",
@@ -73,9 +74,10 @@ pub(super) async fn write_v2(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let r = write(&ctx, Api::V2, &params, &headers, body).await;
+    let r = write(&ctx, Api::V2, &params, &headers, peer, body).await;
     respond(
         &ctx,
         "influx_v2_write",
@@ -114,6 +116,7 @@ async fn write(
     api: Api,
     params: &Params,
     headers: &HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Result<Response, ApiError> {
     let p = param(params, "precision").unwrap_or("");
@@ -130,7 +133,7 @@ async fn write(
             }));
         }
     };
-    let read = super::body::read(ctx, headers, body).await?;
+    let read = super::body::read(ctx, headers, peer.ip(), body).await?;
     let now_ms = ctx.engine.clock().now_ms();
     // Parsing a large body is CPU work: keep it off the reactor's threads.
     let parsed = tokio::task::block_in_place(|| parse(ctx, &read.bytes, precision, now_ms));
@@ -293,9 +296,10 @@ pub(super) async fn query(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let r = query_inner(&ctx, &params, &headers, body).await;
+    let r = query_inner(&ctx, &params, &headers, peer, body).await;
     respond(
         &ctx,
         "influx_query",
@@ -307,9 +311,10 @@ async fn query_inner(
     ctx: &Arc<Ctx>,
     params: &Params,
     headers: &HeaderMap,
+    peer: PeerAddr,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let read = super::body::read(ctx, headers, body).await?;
+    let read = super::body::read(ctx, headers, peer.ip(), body).await?;
     // `q` in the query string or in a form body.
     let form: Params = std::str::from_utf8(&read.bytes)
         .ok()

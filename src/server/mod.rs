@@ -85,7 +85,10 @@ impl Ctx {
         ));
         Arc::new(Self {
             engine,
-            inflight: limits::Inflight::new(config.server.max_inflight_bytes),
+            inflight: limits::Inflight::new(
+                config.server.max_inflight_bytes,
+                config.server.inflight_per_address(),
+            ),
             series_cache_budget: Arc::new(series_cache::CacheBudget::new(
                 config.server.telnet_series_cache_bytes,
             )),

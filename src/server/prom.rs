@@ -53,9 +53,10 @@ pub const MAX_METRICS_PER_QUERY: usize = 10_000;
 pub(super) async fn remote_write(
     State(ctx): State<Arc<Ctx>>,
     headers: HeaderMap,
+    peer: super::http::PeerAddr,
     body: Body,
 ) -> Response {
-    let r = write(&ctx, &headers, body).await;
+    let r = write(&ctx, &headers, peer.ip(), body).await;
     respond(
         &ctx,
         "prom_write",
@@ -93,9 +94,14 @@ fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn write(ctx: &Arc<Ctx>, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn write(
+    ctx: &Arc<Ctx>,
+    headers: &HeaderMap,
+    peer: std::net::IpAddr,
+    body: Body,
+) -> Result<Response, ApiError> {
     check_encoding(headers)?;
-    let mut read = super::body::read_raw(ctx, headers, body).await?;
+    let mut read = super::body::read_raw(ctx, headers, peer, body).await?;
     let limit = ctx.config.server.max_body_bytes;
     // Reserve the decoded body and its points before decoding (the decoder
     // itself refuses a declared size above the limit).
@@ -244,7 +250,7 @@ pub(super) async fn remote_read(
     body: Body,
 ) -> Response {
     let started = std::time::Instant::now();
-    let r = read(&ctx, &headers, super::http::peer_of(&ext), body).await;
+    let r = read(&ctx, &headers, &ext, body).await;
     ctx.metrics
         .query_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -321,11 +327,12 @@ fn summary(req: &pb::ReadRequest) -> String {
 async fn read(
     ctx: &Arc<Ctx>,
     headers: &HeaderMap,
-    peer: String,
+    ext: &axum::http::Extensions,
     body: Body,
 ) -> Result<Response, ApiError> {
     check_encoding(headers)?;
-    let raw = super::body::read_raw(ctx, headers, body).await?;
+    let raw = super::body::read_raw(ctx, headers, super::api::peer_ip(ext), body).await?;
+    let peer = super::api::peer_of(ext);
     let req = prom::decode_read(&raw.bytes, ctx.config.server.max_body_bytes)?;
     drop(raw);
     let engine = Arc::clone(&ctx.engine);

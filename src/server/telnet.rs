@@ -522,7 +522,7 @@ pub async fn serve(
         }
         // Bounded across connections: wait (stop reading) while the server
         // holds too much input in flight.
-        let _inflight = ctx.inflight.take(buf.len()).await;
+        let _inflight = ctx.inflight.take(peer.ip(), buf.len()).await;
         let used = match process(&ctx, &buf, &mut conn).await {
             Outcome::Continue(used) => {
                 buf.drain(..used);

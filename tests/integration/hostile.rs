@@ -165,6 +165,90 @@ fn connect_from(ip: &str, to: SocketAddr) -> std::io::Result<TcpStream> {
     Ok(sock.into())
 }
 
+/// `n` points of one series of metric `m` as an `/api/put` body.
+fn put_body(m: &str, n: i64) -> String {
+    let points: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"metric":"{m}","timestamp":{},"value":1,"tags":{{"h":"a"}}}}"#,
+                1356998400 + i
+            )
+        })
+        .collect();
+    format!("[{}]", points.join(","))
+}
+
+/// An `/api/put` from `ip` that declares `declared` bytes, sends `sent` of
+/// them (a JSON array opening and padding) and stalls.
+fn stalled_upload(to: SocketAddr, ip: &str, declared: usize, sent: usize) -> TcpStream {
+    let mut c = connect_from(ip, to).expect("connect");
+    let mut req =
+        format!("POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: {declared}\r\n\r\n[")
+            .into_bytes();
+    req.resize(req.len() + sent - 1, b' ');
+    c.write_all(&req).expect("send");
+    c
+}
+
+/// Issue 22, defect 1: four clients that declared 64 MiB bodies and sent a
+/// byte every few seconds reserved the whole in-flight budget from their
+/// declared lengths for about an hour (30 s + 64 MiB at 16 KiB/s): every
+/// `/api/put` and `/write` got 503 and telnet got no answer. Memory is now
+/// charged as it arrives, and a body must keep arriving at the minimum
+/// rate (one second per `http_min_body_rate` bytes received, after the
+/// base timeout), so such a client is cut off within seconds.
+#[test]
+fn slow_bodies_cannot_hold_ingest_hostage() {
+    let s = Server::start_with("[server]\nhttp_body_timeout_secs = 3\n");
+    let mut slow: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            send_raw(
+                s.addr,
+                "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 67108864\r\n\r\n[",
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let trickle = |slow: &mut Vec<TcpStream>| {
+        for c in slow.iter_mut() {
+            let _ = c.write_all(b" ");
+        }
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    trickle(&mut slow);
+    // Every write path still answers, from the attackers' own address too.
+    let r = s.post_json("/api/put", &put_body("slow.put", 10));
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = http(
+        s.addr,
+        "POST",
+        "/write",
+        &[],
+        b"slow,h=a v=1 1356998400000000000\n",
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    let mut t = s.telnet();
+    t.send("put slow.telnet 1356998400 1 h=a\n");
+    assert!(t.sync().is_empty(), "telnet put and version are answered");
+    // The trickling bodies are cut off with 408 soon after the base
+    // timeout, whatever length they declared.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(1));
+        trickle(&mut slow);
+    }
+    for c in slow {
+        let reply = read_all(c, Duration::from_secs(10));
+        assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "slow bodies held their connections for {:?}",
+        started.elapsed()
+    );
+    let counted = s.query("/api/query?start=1356998000&m=sum:slow.put");
+    assert_eq!(dps(&counted[0]).len(), 10);
+}
+
 /// Defect 5: connections that send one byte and then nothing held every
 /// connection slot for ever, and a stalled HTTP body was never timed out.
 #[test]
@@ -229,31 +313,22 @@ fn stalled_connections_cannot_lock_clients_out() {
     );
 }
 
-/// Defect 6: each upload was capped, but nothing bounded their sum.
+/// Defect 6: each upload was capped, but nothing bounded their sum. The
+/// memory counted is what has arrived (a declared length holds nothing:
+/// `slow_bodies_cannot_hold_ingest_hostage`), within the server's budget
+/// and within each address's share of it.
 #[test]
 fn request_bodies_in_flight_are_bounded_across_connections() {
-    let s = Server::start_with("[server]\nmax_body_bytes = 300000\nmax_inflight_bytes = 600000\n");
-    // Two uploads declare 290 kB each and stall after a few bytes.
-    let stalled: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            send_raw(
-                s.addr,
-                "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 290000\r\n\r\n[",
-            )
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    // A third cannot get its memory: 503 with Retry-After, at once.
-    let body = format!(
-        "[{}]",
-        (0..1000)
-            .map(|i| format!(
-                r#"{{"metric":"mem.m","timestamp":{},"value":1,"tags":{{"h":"a"}}}}"#,
-                1356998400 + i
-            ))
-            .collect::<Vec<_>>()
-            .join(",")
+    let s = Server::start_with(
+        "[server]\nmax_body_bytes = 300000\nmax_inflight_bytes = 600000\nmax_inflight_bytes_per_address = 600000\n",
     );
+    let body = put_body("mem.m", 1000);
+    // Two uploads send 280 kB of their 290 kB each and stall.
+    let stalled: Vec<TcpStream> = (0..2)
+        .map(|_| stalled_upload(s.addr, "127.0.0.1", 290_000, 280_000))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // A third cannot get its memory: 503 with Retry-After, at once.
     let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
@@ -261,6 +336,33 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
     std::thread::sleep(Duration::from_millis(300));
     let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
     assert_eq!(r.status, 204, "{}", r.text());
+
+    // With the default share (half the budget), the same two uploads from
+    // one address cannot both hold their memory, and another address
+    // still writes.
+    let s = Server::start_with("[server]\nmax_body_bytes = 300000\nmax_inflight_bytes = 600000\n");
+    let stalled: Vec<TcpStream> = (0..2)
+        .map(|_| stalled_upload(s.addr, "127.0.0.1", 290_000, 280_000))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut c = connect_from("127.0.0.2", s.addr).expect("second address");
+    c.write_all(
+        format!(
+            "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .expect("send");
+    let reply = read_all(c, Duration::from_secs(10));
+    assert!(reply.starts_with("HTTP/1.1 204"), "{reply}");
+    // One of the two stalled uploads was refused when it passed its share.
+    let refused = stalled
+        .into_iter()
+        .map(|c| read_all(c, Duration::from_secs(2)))
+        .filter(|r| r.starts_with("HTTP/1.1 503"))
+        .count();
+    assert_eq!(refused, 1);
     // Too many concurrent queries queue, then get 503 + Retry-After.
     let s = Server::start_with("[query]\nmax_concurrent = 1\nmax_queued = 0\ntimeout_secs = 0\n");
     one_point_series(&s, "q.m", 3000);
