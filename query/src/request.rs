@@ -37,7 +37,7 @@ pub struct TsQuery {
     pub start_ms: i64,
     /// Query end (ms); defaults to now.
     pub end_ms: i64,
-    /// Sub queries, in request order (duplicates removed for JSON bodies).
+    /// Sub queries, in request order (identical ones too).
     pub queries: Vec<SubQuery>,
     /// `msResolution` / `ms`: output timestamps in ms.
     pub ms_resolution: bool,
@@ -169,7 +169,7 @@ pub fn parse_json_query(
         Some(_) => return Err(json_err("'queries' must be an array")),
     }
     apply_flag_params(&mut raw, params);
-    validate(raw, now_ms, true)
+    validate(raw, now_ms)
 }
 
 fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
@@ -351,7 +351,7 @@ pub fn parse_query_string(params: &[(String, String)], now_ms: i64) -> Result<Ts
     if raw.queries.is_empty() {
         return Err(QueryError::bad("Missing sub queries"));
     }
-    validate(raw, now_ms, false)
+    validate(raw, now_ms)
 }
 
 fn has_param(params: &[(String, String)], name: &str) -> bool {
@@ -561,7 +561,7 @@ fn parse_tag(item: &str) -> Result<(&str, &str), QueryError> {
 // ------------------------------------------------------------ validation --
 
 /// TSQuery/TSSubQuery validation in OpenTSDB's order.
-fn validate(raw: RawQuery, now_ms: i64, dedup: bool) -> Result<TsQuery, QueryError> {
+fn validate(raw: RawQuery, now_ms: i64) -> Result<TsQuery, QueryError> {
     let tz = raw.timezone.as_deref().filter(|t| !t.is_empty());
     let start = raw
         .start
@@ -581,14 +581,11 @@ fn validate(raw: RawQuery, now_ms: i64, dedup: bool) -> Result<TsQuery, QueryErr
     if raw.queries.is_empty() {
         return Err(QueryError::bad("Missing queries"));
     }
+    // Every sub-query answers, identical ones too: clients match results
+    // to sub-queries by position (`index`).
     let mut queries: Vec<SubQuery> = Vec::with_capacity(raw.queries.len());
     for sub in raw.queries {
-        let sub = validate_sub(sub, raw.use_calendar, tz)?;
-        // JSON bodies drop duplicate sub queries, keeping the first.
-        if dedup && queries.contains(&sub) {
-            continue;
-        }
-        queries.push(sub);
+        queries.push(validate_sub(sub, raw.use_calendar, tz)?);
     }
     for (i, q) in queries.iter_mut().enumerate() {
         q.index = i;
@@ -1180,7 +1177,9 @@ mod tests {
     }
 
     #[test]
-    fn json_duplicates_removed_and_indexed() {
+    fn json_identical_sub_queries_each_answer_in_order() {
+        // Issue 22, defect 5: identical sub-queries were collapsed into one,
+        // and clients match results to sub-queries by position.
         let q = post(
             r#"{"start":"1h-ago","queries":[
                 {"aggregator":"sum","metric":"a"},
@@ -1193,7 +1192,7 @@ mod tests {
             .iter()
             .map(|s| (s.metric.as_str(), s.index))
             .collect();
-        assert_eq!(names, [("a", 0), ("b", 1)]);
+        assert_eq!(names, [("a", 0), ("a", 1), ("b", 2)]);
     }
 
     #[test]

@@ -301,3 +301,50 @@ fn delete_needs_allow_delete_and_removes_exactly_the_range() {
     s.restart();
     assert_eq!(count(&s, "a"), 7, "the delete survives a crash");
 }
+
+/// Issue 22, defect 5: identical sub-queries of a POST were collapsed, so
+/// 2, 3 or 10,000 of them returned one sub-query's series and
+/// `sum,max,sum` returned two groups; clients match results to
+/// sub-queries by position. Every sub-query answers, in order, over JSON
+/// and over `m=`.
+#[test]
+fn identical_sub_queries_each_answer_in_order() {
+    let s = server();
+    let body = |aggs: &[&str]| {
+        let subs: Vec<String> = aggs
+            .iter()
+            .map(|a| format!(r#"{{"aggregator":"{a}","metric":"q.m","showQuery":true}}"#))
+            .collect();
+        format!(
+            r#"{{"start":{T0},"end":{},"showQuery":true,"queries":[{}]}}"#,
+            T0 + 180,
+            subs.join(",")
+        )
+    };
+    for aggs in [
+        vec!["sum"; 2],
+        vec!["sum"; 3],
+        vec!["sum", "max", "sum"],
+        vec!["sum"; 1000],
+    ] {
+        let r = s.post_json("/api/query", &body(&aggs));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let results = r.json();
+        let results = results.as_array().expect("array");
+        assert_eq!(results.len(), aggs.len(), "{aggs:?}");
+        for (i, (res, agg)) in results.iter().zip(&aggs).enumerate() {
+            assert_eq!(res["query"]["index"], i, "{aggs:?}");
+            assert_eq!(res["query"]["aggregator"], *agg, "{aggs:?}");
+            // At +60: web01 20, web02 interpolated to 2.
+            let want = if *agg == "max" { 20.0 } else { 22.0 };
+            let at = (T0 + 60).to_string();
+            let got = dps(res).into_iter().find(|(k, _)| *k == at).map(|p| p.1);
+            assert_eq!(got, Some(want), "{agg}");
+        }
+    }
+    let r = s.query(&format!(
+        "/api/query?start={T0}&end={}&m=sum:q.m&m=sum:q.m",
+        T0 + 180
+    ));
+    assert_eq!(r.as_array().map(Vec::len), Some(2));
+}
