@@ -77,6 +77,9 @@ fn source_err(e: UidError) -> SourceError {
 /// A storage failure for the query layer: transient ones (a remote store
 /// timing out) can be retried by the client (503).
 fn storage_source_err(e: &crate::storage::StorageError) -> SourceError {
+    if matches!(e, crate::storage::StorageError::Corrupt { .. }) {
+        tracing::error!(error = %e, "a read found damaged data");
+    }
     if e.is_retryable() {
         SourceError::Unavailable(e.to_string())
     } else {

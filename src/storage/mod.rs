@@ -126,7 +126,9 @@ pub enum StorageError {
     },
     #[error(transparent)]
     Log(#[from] crate::logfile::LogError),
-    #[error("{path} is corrupt{}: {reason}", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
+    /// Damage found in a file: reads that need it fail (other data is
+    /// still served) until `hourglass fsck --repair` runs.
+    #[error("{path} is corrupt{}: {reason} (with the server stopped, `hourglass fsck` lists all damage and `hourglass fsck --repair` salvages the rest of the file, moving the original to lost+found/)", offset.map(|o| format!(" at offset {o}")).unwrap_or_default())]
     Corrupt {
         path: PathBuf,
         offset: Option<u64>,

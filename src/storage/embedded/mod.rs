@@ -35,6 +35,7 @@ pub mod compaction;
 pub mod manifest;
 mod merge;
 mod open;
+mod salvage;
 pub mod table;
 mod worker;
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 
 use super::cache::BlockCache;
+use super::salvage;
 use super::table::{TableReader, io_err};
 use super::*;
 use crate::fb::{ManifestData, SchemaData};
@@ -144,6 +145,11 @@ impl EmbeddedStore {
         // Listed files: finish interrupted renames, open, check.
         let mut readers: Vec<Arc<TableReader>> = Vec::new();
         let mut keep: Vec<TableFileData> = Vec::new();
+        // Repair: new files salvaged from damaged ones (published as `.tmp`
+        // by the manifest write below, then renamed), and the originals,
+        // moved aside once the manifest no longer names them.
+        let mut salvaged: Vec<u64> = Vec::new();
+        let mut retired: Vec<PathBuf> = Vec::new();
         for f in &manifest.files {
             let path = table_path(&dir, f.number);
             if !listing.tables.contains(&f.number) {
@@ -161,8 +167,38 @@ impl EmbeddedStore {
                     )));
                 }
             }
-            match TableReader::open(&path, f.number) {
-                Ok(t) => {
+            let opened = match TableReader::open(&path, f.number) {
+                Err(e) if opts.repair => TableReader::open_for_salvage(&path, f.number)
+                    .map(|t| (t, true))
+                    .map_err(|_| e),
+                other => other.map(|t| (t, false)),
+            };
+            match opened {
+                // A repair reads every block, not only what a start reads.
+                Ok((t, filters_damaged))
+                    if opts.repair && (filters_damaged || t.verify().is_err()) =>
+                {
+                    let number = manifest.next_file_number;
+                    manifest.next_file_number += 1;
+                    let s = salvage::salvage(&dir, &t, number, &opts)?;
+                    let first = s.damage.first().map(ToString::to_string);
+                    tracing::error!(
+                        file = %path.display(),
+                        damaged_blocks = s.damage.len(),
+                        first = first.as_deref().unwrap_or(""),
+                        entries_kept = s.entries_kept,
+                        entries_lost = t.meta.entry_count.saturating_sub(s.entries_kept),
+                        "repair: table file with damaged blocks salvaged into a new file; the original is moved to lost+found"
+                    );
+                    if let Some(new) = s.reader {
+                        keep.push(file_data(&new));
+                        readers.push(Arc::new(new));
+                        salvaged.push(number);
+                    }
+                    retired.push(path);
+                    changed = true;
+                }
+                Ok((t, _)) => {
                     readers.push(Arc::new(t));
                     keep.push(f.clone());
                 }
@@ -186,7 +222,7 @@ impl EmbeddedStore {
         for &n in &listing.tables {
             let path = table_path(&dir, n);
             // (A repair above may already have moved it aside.)
-            if listed.contains(&n) || !path.exists() {
+            if listed.contains(&n) || !path.exists() || retired.contains(&path) {
                 continue;
             }
             if obsolete.contains(&n) {
@@ -240,12 +276,24 @@ impl EmbeddedStore {
         for t in &readers {
             seq = seq.max(t.meta.max_seq);
         }
-        let files = Files::default().with(&readers, &HashSet::new());
         if changed {
             manifest.generation += 1;
             manifest.last_seq = seq;
             manifest::write(&dir, &manifest)?;
         }
+        for &n in &salvaged {
+            let path = table_path(&dir, n);
+            std::fs::rename(tmp_path(&dir, n), &path).map_err(io_err(&path))?;
+            logfile::sync_dir(&dir)?;
+            let reopened = Arc::new(TableReader::open(&path, n)?);
+            if let Some(r) = readers.iter_mut().find(|r| r.number == n) {
+                *r = reopened;
+            }
+        }
+        for path in &retired {
+            move_aside(&dir, path)?;
+        }
+        let files = Files::default().with(&readers, &HashSet::new());
         let cache = BlockCache::new(opts.block_cache_bytes);
         Ok(Self {
             dir,

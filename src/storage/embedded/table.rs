@@ -368,6 +368,17 @@ impl TableReader {
     /// Opens a file: reads and verifies the footer, metadata, bloom filters
     /// and index (not the data blocks; see [`TableReader::verify`]).
     pub fn open(path: &Path, number: u64) -> Result<Self> {
+        Self::open_with(path, number, false)
+    }
+
+    /// Opens a file whose bloom filters may be damaged, to salvage its
+    /// blocks (the filters are derived data: the new file gets new ones);
+    /// a damaged filter then answers "maybe".
+    pub fn open_for_salvage(path: &Path, number: u64) -> Result<Self> {
+        Self::open_with(path, number, true)
+    }
+
+    fn open_with(path: &Path, number: u64, tolerate_filters: bool) -> Result<Self> {
         let file = File::open(path).map_err(io_err(path))?;
         let size = file.metadata().map_err(io_err(path))?.len();
         if size < FOOTER_LEN as u64 {
@@ -429,16 +440,24 @@ impl TableReader {
             return Err(corrupt(path, Some(meta_offset), "unknown file kind"));
         }
         let bloom_bytes = read_at(&file, path, meta.bloom_offset, meta.bloom_len)?;
-        if !checksum::matches(&bloom_bytes, meta.bloom_checksum) {
-            return Err(corrupt(
-                path,
-                Some(meta.bloom_offset),
-                "bloom filter checksum mismatch",
-            ));
-        }
-        let bad_bloom = || corrupt(path, Some(meta.bloom_offset), "malformed bloom filter");
-        let (row_bloom, used) = Bloom::parse(&bloom_bytes).ok_or_else(bad_bloom)?;
-        let (prefix_bloom, _) = Bloom::parse(&bloom_bytes[used..]).ok_or_else(bad_bloom)?;
+        let filters = if checksum::matches(&bloom_bytes, meta.bloom_checksum) {
+            Bloom::parse(&bloom_bytes).and_then(|(rows, used)| {
+                Bloom::parse(&bloom_bytes[used..]).map(|(prefixes, _)| (rows, prefixes))
+            })
+        } else {
+            None
+        };
+        let (row_bloom, prefix_bloom) = match filters {
+            Some(f) => f,
+            None if tolerate_filters => (Bloom::default(), Bloom::default()),
+            None => {
+                return Err(corrupt(
+                    path,
+                    Some(meta.bloom_offset),
+                    "bloom filter block damaged (checksum mismatch or malformed)",
+                ));
+            }
+        };
         let idx = read_at(&file, path, meta.index_offset, meta.index_len)?;
         if !checksum::matches(&idx, meta.index_checksum) {
             return Err(corrupt(
@@ -595,6 +614,40 @@ impl TableReader {
             filter,
             filtered: None,
         }
+    }
+
+    /// Every entry of every block that reads back intact, in order; a
+    /// damaged block is skipped and its error pushed to `damaged` (the
+    /// repair of a file whose blocks do not all read back: `salvage.rs`).
+    pub fn intact_entries<'a>(
+        &'a self,
+        damaged: &'a std::cell::RefCell<Vec<StorageError>>,
+    ) -> impl Iterator<Item = Entry> + 'a {
+        let mut prev: Option<(Vec<u8>, Vec<u8>)> = None;
+        (0..self.index.len())
+            .flat_map(move |i| {
+                match self
+                    .block(i, None)
+                    .and_then(|data| self.decode_block(i, &data))
+                {
+                    Ok(entries) => entries,
+                    Err(e) => {
+                        damaged.borrow_mut().push(e);
+                        Vec::new()
+                    }
+                }
+            })
+            // A block that passes its checksum yet breaks the order was
+            // written wrong; what breaks it is left out, not guessed at.
+            .filter(move |e| {
+                let ordered = prev.as_ref().is_none_or(|(r, c)| {
+                    (e.row.as_slice(), e.col.as_slice()) > (r.as_slice(), c.as_slice())
+                });
+                if ordered {
+                    prev = Some((e.row.clone(), e.col.clone()));
+                }
+                ordered
+            })
     }
 
     /// Reads and decodes every block, checking checksums and entry order
