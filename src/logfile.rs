@@ -187,6 +187,18 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Cuts the log back to its first `len` bytes (dropping anything
+    /// buffered) and syncs: the frames after `len` are gone.
+    pub fn truncate(&mut self, len: u64) -> Result<(), LogError> {
+        self.pending.clear();
+        self.file.set_len(len).map_err(io(&self.path))?;
+        self.file
+            .seek(SeekFrom::Start(len))
+            .map_err(io(&self.path))?;
+        self.len = len;
+        self.file.sync_all().map_err(io(&self.path))
+    }
+
     /// fdatasync: the appended frames survive power loss once this returns.
     pub fn sync(&mut self) -> Result<(), LogError> {
         self.flush()?;
@@ -229,28 +241,45 @@ pub fn read_log<E: From<LogError>>(
     path: &Path,
     magic: &[u8; 8],
     version: u32,
-    mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
+    visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
 ) -> Result<Recovered, E> {
+    read_log_versions(path, &[(magic, version)], visit).map(|(r, _)| r)
+}
+
+/// [`read_log`] for a log kind with several readable format versions:
+/// `accepted` lists each version's magic and number. Also returns the index
+/// in `accepted` of the file's version (`None` for a file too short to hold
+/// its header: a crash between create and the header sync, whose content
+/// was never acknowledged).
+pub fn read_log_versions<E: From<LogError>>(
+    path: &Path,
+    accepted: &[(&[u8; 8], u32)],
+    mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
+) -> Result<(Recovered, Option<usize>), E> {
     let mut data = Vec::new();
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut data))
         .map_err(io(path))?;
     let data = data;
     if data.len() < HEADER_LEN {
-        // A crash between create and the header sync leaves a short file;
-        // nothing in it was ever acknowledged.
-        return Ok(Recovered {
-            valid_len: 0,
-            torn_bytes: data.len() as u64,
-        });
+        return Ok((
+            Recovered {
+                valid_len: 0,
+                torn_bytes: data.len() as u64,
+            },
+            None,
+        ));
     }
-    if &data[..8] != magic || u32::from_le_bytes([data[8], data[9], data[10], data[11]]) != version
-    {
+    let version = u32::from_le_bytes([data[8], data[9], data[10], data[11]]);
+    let Some(format) = accepted
+        .iter()
+        .position(|(m, v)| &data[..8] == *m && version == *v)
+    else {
         return Err(LogError::BadHeader {
             path: path.to_path_buf(),
         }
         .into());
-    }
+    };
     let mut pos = HEADER_LEN;
     let end = data.len();
     while pos < end {
@@ -295,10 +324,13 @@ pub fn read_log<E: From<LogError>>(
         visit(pos as u64, &data[body..body + len])?;
         pos = body + len;
     }
-    Ok(Recovered {
-        valid_len: pos as u64,
-        torn_bytes: (end - pos) as u64,
-    })
+    Ok((
+        Recovered {
+            valid_len: pos as u64,
+            torn_bytes: (end - pos) as u64,
+        },
+        Some(format),
+    ))
 }
 
 /// The documented repair of a damaged log: truncates `path` at `offset`

@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::pending::PendingWrite;
 use super::{Engine, EngineError};
 use crate::codec::row;
 use crate::storage::{Mutation, Table};
@@ -40,14 +41,29 @@ impl Engine {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(wal) = self.wal() {
+            // Logged and queued under the head lock, in order with the
+            // points logged around it; the head drops the points once the
+            // record is durable (`pending`).
             let mut frame = super::wal::FrameBuilder::new();
             for key in series_keys {
                 frame.delete(key, start_ms, end_ms);
             }
-            let lsn = wal.append(frame)?;
+            wal.wait_for_room()?;
+            let lsn = {
+                let mut head = self.head();
+                let lsn = wal.append(frame)?;
+                head.pending.push(
+                    lsn,
+                    PendingWrite::Delete {
+                        keys: series_keys.to_vec(),
+                        start_ms,
+                        end_ms,
+                    },
+                );
+                lsn
+            };
             wal.wait_durable_blocking(lsn, 0)?;
-        }
-        {
+        } else {
             let mut head = self.head();
             for key in series_keys {
                 head.delete(key, start_ms, end_ms);

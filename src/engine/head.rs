@@ -26,6 +26,8 @@ use crate::codec::native::{self, Chunk};
 use crate::codec::rowkey::split_timestamp;
 use crate::codec::{KeyLayout, StoredValue};
 
+use super::pending::{PendingPoint, PendingQueue, PendingWrite};
+
 /// One open hour of one series.
 #[derive(Debug)]
 pub struct HourData {
@@ -146,6 +148,9 @@ pub struct SeriesEntry {
     /// `/api/query/last` looks first. Updated only when an hour opens.
     pub newest_base: u32,
     referenced: bool,
+    /// Points of this series logged but not yet durable (in
+    /// [`Head::pending`]): the slot may not be given up meanwhile.
+    pub pending: u32,
 }
 
 /// One frozen row: series key and hour.
@@ -193,6 +198,8 @@ pub struct Head {
     /// Open hours across all series.
     pub hours: usize,
     pub frozen: Vec<Arc<Frozen>>,
+    /// Writes logged but not yet durable, applied once they are.
+    pub pending: PendingQueue,
 }
 
 impl Head {
@@ -235,6 +242,7 @@ impl Head {
             hours: Vec::new(),
             newest_base: 0,
             referenced: true,
+            pending: 0,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -265,7 +273,7 @@ impl Head {
             let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
                 continue;
             };
-            if !e.hours.is_empty() {
+            if !e.hours.is_empty() || e.pending > 0 {
                 continue;
             }
             if e.referenced {
@@ -286,6 +294,55 @@ impl Head {
             evicted += 1;
         }
         evicted
+    }
+
+    /// Applies writes the log has made durable, in log order.
+    pub fn apply(&mut self, writes: Vec<PendingWrite>) {
+        for w in writes {
+            match w {
+                PendingWrite::Points(mut points) => {
+                    for &(id, _, _) in &points {
+                        if let Some(e) = self.entry_mut(id) {
+                            e.pending = e.pending.saturating_sub(1);
+                        }
+                    }
+                    self.insert_batch(&mut points);
+                }
+                PendingWrite::Delete {
+                    keys,
+                    start_ms,
+                    end_ms,
+                } => {
+                    for key in &keys {
+                        self.delete(key, start_ms, end_ms);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets writes that will never be durable (the log failed).
+    pub fn discard_pending(&mut self) {
+        for w in self.pending.take_all() {
+            if let PendingWrite::Points(points) = w {
+                for (id, _, _) in points {
+                    if let Some(e) = self.entry_mut(id) {
+                        e.pending = e.pending.saturating_sub(1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Inserts logged points, sorted by series first (stably, so a series
+    /// keeps its order): a batch interleaves many series, and inserting in
+    /// slot order walks the head almost sequentially instead of missing the
+    /// cache on every point (WAL replay measured twice as fast).
+    pub fn insert_batch(&mut self, batch: &mut [PendingPoint]) {
+        batch.sort_by_key(|p| p.0);
+        for &(id, raw_ts, value) in batch.iter() {
+            self.insert(id, raw_ts, value);
+        }
     }
 
     /// Appends one point. The caller has logged it.

@@ -4,6 +4,7 @@
 //! cells, checkpoints the head, and reads head and store together.
 //!
 //! * [`head`] — the series registry and the open hours (compressed chunks).
+//! * [`pending`] — writes logged but not yet durable, in log order.
 //! * [`wal`] — the write-ahead log (segments, group commit, record schema).
 //! * [`flush`] — closed hours (and, under memory pressure, the oldest
 //!   ones) → one native cell per row → the store.
@@ -29,9 +30,11 @@
 //! Write path: [`Engine::write`] resolves each point's series (a cache hit
 //! is one hash lookup on the series text; a miss fetches or assigns UIDs
 //! and fsyncs new assignments), then, under the head lock, appends one WAL
-//! frame for the whole batch and inserts the points into the head.
-//! [`Engine::write_durable`] also waits until the frame is durable under
-//! the fsync policy: that is the acknowledgement.
+//! frame for the whole batch and queues its points ([`pending`]); the WAL's
+//! sync thread inserts them into the head once the frame is durable, before
+//! it wakes the writer. [`Engine::write_durable`] also waits until then:
+//! that is the acknowledgement, and a point is visible exactly when it is
+//! durable.
 //!
 //! A point is never written to a table file before its hour has closed
 //! (`head.flush_grace_secs` after the hour ends) unless the head passes its
@@ -48,6 +51,7 @@ pub mod head;
 mod index;
 mod last;
 mod open;
+mod pending;
 mod read;
 pub mod retention;
 mod shared;

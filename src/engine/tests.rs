@@ -182,7 +182,17 @@ fn head_bound_refuses_writes_and_pressure_flushes() {
     let batch: Vec<Point<'static>> = (0..2000)
         .map(|i| point("e.m", (T0_MS / 1000) as u64 - 3000 + i, i as i64, "a"))
         .collect();
-    e.write(&batch).unwrap();
+    let r = e.write(&batch).unwrap();
+    // Points not yet durable count too.
+    let err = e.write(&batch[..1]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("Please throttle writes"),
+        "{err}"
+    );
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
     let err = e.write(&batch[..1]).unwrap_err();
     assert!(
         err.to_string().starts_with("Please throttle writes"),
@@ -238,6 +248,14 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
     ];
     let r = e.write_entries(&refs, &known).unwrap();
     assert_eq!((r.accepted, r.refreshed.len()), (2, 0));
+    // Writes reach the head once durable; a series with writes not yet
+    // durable is never evicted.
+    e.head().evict(0);
+    assert_eq!(e.series_count(), 2);
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
     // Flush and evict every series (max_series = 1, no points left in
     // memory): the refs are stale, and are registered again by key.
     e.flush(Take::All).unwrap();
@@ -252,6 +270,10 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
     assert_eq!(r.accepted, 1);
     assert_eq!(r.refreshed.len(), 1);
     assert_eq!(r.refreshed[0].0, 1);
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
     // A slot given up and taken by another series never receives a stale
     // ref's points: register a new series into the freed slot first.
     e.flush(Take::All).unwrap();

@@ -15,14 +15,19 @@
 //!    order: series whose head slot was given up since they were resolved
 //!    are registered again (by key for known series; named ones are
 //!    resolved again after dropping the lock, then every series is checked
-//!    again), then one WAL frame for the batch and the head inserts.
+//!    again), then one WAL frame for the batch, queued in the head's
+//!    pending writes (`pending`).
+//! 4. The WAL's sync thread applies the batch to the head once its frame
+//!    is durable ([`ApplyDurable`]), before the writer is acknowledged: a
+//!    point is visible exactly when it is durable.
 
 use std::sync::Arc;
 
 use hourglass_ingest::{Point, Value};
 
 use super::head::Head;
-use super::wal::FrameBuilder;
+use super::pending::PendingWrite;
+use super::wal::{DurableHook, FrameBuilder};
 use super::{Engine, EngineError, PointError};
 use crate::codec::StoredValue;
 use crate::uid::{UidError, UidKind};
@@ -218,12 +223,17 @@ impl Engine {
         }
         // Phase 2: resolve misses without the lock (may do storage I/O).
         let mut resolved = self.resolve_named(&items, &misses, &mut receipt)?;
-        // Phase 3: register, log, buffer — under the head lock.
+        // The log's buffer must have room before the head lock is taken:
+        // its sync thread needs that lock to apply durable writes.
+        if let Some(log) = &self.log {
+            log.wal.wait_for_room()?;
+        }
+        // Phase 3: register, log, queue — under the head lock.
         let mut head = self.head();
         loop {
             let hard_limit = self.settings.head_max_bytes.saturating_mul(2);
-            if head.bytes >= hard_limit {
-                let bytes = head.bytes;
+            let bytes = head.bytes + head.pending.bytes();
+            if bytes >= hard_limit {
                 drop(head);
                 self.wake_flusher();
                 return Err(EngineError::Overloaded {
@@ -292,12 +302,17 @@ impl Engine {
                     return Ok(receipt);
                 }
                 receipt.lsn = log.wal.append(frame)?;
+                let mut points = Vec::with_capacity(n);
                 for (it, slot) in items.iter().zip(&slots) {
-                    if let Slot::At(id, _) = *slot {
-                        head.insert(id, it.timestamp(), it.value());
-                        receipt.accepted += 1;
+                    if let Slot::At(id, _) = *slot
+                        && let Some(e) = head.entry_mut(id)
+                    {
+                        e.pending += 1;
+                        points.push((id, it.timestamp(), it.value()));
                     }
                 }
+                receipt.accepted = points.len();
+                head.pending.push(receipt.lsn, PendingWrite::Points(points));
                 self.note_head(&mut head)
             }
             None => {
@@ -420,5 +435,35 @@ impl Engine {
         }
         tags.sort_unstable();
         Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
+    }
+}
+
+/// Applies the writes the WAL has made durable to the head, on the WAL's
+/// sync thread, before any writer waiting for them is woken.
+#[derive(Debug)]
+pub(super) struct ApplyDurable(pub(super) std::sync::Weak<Engine>);
+
+impl DurableHook for ApplyDurable {
+    fn durable(&self, lsn: u64) {
+        let Some(engine) = self.0.upgrade() else {
+            return;
+        };
+        let mut head = engine.head();
+        let writes = head.pending.take_through(lsn);
+        if writes.is_empty() {
+            return;
+        }
+        head.apply(writes);
+        let bytes = engine.note_head(&mut head);
+        drop(head);
+        if bytes > engine.settings.head_max_bytes {
+            engine.wake_flusher();
+        }
+    }
+
+    fn failed(&self) {
+        if let Some(engine) = self.0.upgrade() {
+            engine.head().discard_pending();
+        }
     }
 }

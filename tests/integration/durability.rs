@@ -393,6 +393,61 @@ fn a_failed_fsync_refuses_writes_and_keeps_serving_reads() {
     assert_eq!(s.get("/api/version").status, 200);
 }
 
+/// Issue 22, defect 4: when the WAL failed (a full disk), the batch the
+/// client was told failed (503) was already in the head and readable until
+/// a restart. A write now becomes visible only once its frame is durable,
+/// and the frames of a refused batch are cut from the log, so neither the
+/// running server nor a restarted one ever answers with a refused point.
+#[test]
+fn refused_writes_are_never_visible_before_or_after_a_restart() {
+    let mut s = Server::start_with_env("", &[("HOURGLASS_FAILPOINTS", "wal_fsync=6")]);
+    let mut acked = std::collections::BTreeSet::new();
+    let mut refused = std::collections::BTreeSet::new();
+    for i in 0..40i64 {
+        // Each request a batch of 100 points of its own timestamps.
+        let body: Vec<String> = (0..100)
+            .map(|j| {
+                format!(
+                    r#"{{"metric":"r.m","timestamp":{},"value":1,"tags":{{"host":"a"}}}}"#,
+                    1356998400 + i * 100 + j
+                )
+            })
+            .collect();
+        let r = s.post_json("/api/put", &format!("[{}]", body.join(",")));
+        let set = if r.status == 204 {
+            &mut acked
+        } else {
+            &mut refused
+        };
+        set.extend((0..100).map(|j| 1356998400 + i * 100 + j));
+    }
+    assert!(
+        !acked.is_empty() && !refused.is_empty(),
+        "{} acked",
+        acked.len()
+    );
+    let visible = |s: &Server| -> std::collections::BTreeSet<i64> {
+        let q = s.query("/api/query?start=1356998000&end=1357010000&m=sum:r.m");
+        q.as_array()
+            .and_then(|a| a.first())
+            .map(|r| dps(r).iter().map(|(k, _)| k.parse().expect("ts")).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        visible(&s),
+        acked,
+        "the running server shows exactly the acknowledged points"
+    );
+    s.kill9();
+    let dir = s.dir.clone();
+    let s = Server::try_start_in(&dir, "").unwrap_or_else(|log| panic!("{log}"));
+    assert_eq!(
+        visible(&s),
+        acked,
+        "after a restart, exactly the acknowledged points"
+    );
+}
+
 #[test]
 fn second_server_on_the_same_directory_is_refused() {
     let s = Server::start();

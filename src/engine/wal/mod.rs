@@ -4,18 +4,28 @@
 //!
 //! Writers append whole frames to an in-memory buffer under a mutex and get
 //! a log sequence number (LSN, bytes appended so far); the sync thread
-//! writes the buffer, fsyncs according to the [`FsyncPolicy`], and publishes
-//! the durable LSN. A writer is acknowledged when the durable LSN reaches
-//! its own. The buffer is bounded: a writer that finds it full waits, which
-//! slows ingest down instead of growing memory. A failed write or fsync
-//! poisons the log for good (no retry after fsync failure).
+//! writes the buffer, fsyncs according to the [`FsyncPolicy`], tells the
+//! [`DurableHook`] (the engine applies those writes to its head), and
+//! publishes the durable LSN. A writer is acknowledged when the durable LSN
+//! reaches its own. The buffer is bounded: a writer waits for room
+//! ([`Wal::wait_for_room`]) before it appends, which slows ingest down
+//! instead of growing memory; [`Wal::append`] itself never waits, so it may
+//! be called under the head lock the hook takes. A failed write or fsync
+//! poisons the log for good (no retry after fsync failure); the frames it
+//! refused are cut from the segment where possible, so a restart does not
+//! replay what the clients were told failed.
 //!
 //! Segments are numbered; a head checkpoint names the segment from which
-//! replay starts, and older segments are deleted once it is durable. A torn
-//! tail (a frame cut short by a crash) is truncated on open; a complete
-//! frame that fails its checksum or does not decode stops `open` with the
-//! file and offset, unless repair is on, which keeps the frames before the
-//! damage and moves the rest to `lost+found/`.
+//! replay starts, and older segments are deleted once it is durable. Every
+//! segment that another follows ends with an end-of-segment record (sealed
+//! at rotation and, for the last segment of an earlier run, on open, before
+//! a new segment is created), so only the last segment can end torn: a torn
+//! tail there (a frame cut short by a crash) is truncated on open, while a
+//! non-last segment that ends early — inside a frame, or at a frame boundary
+//! without its end record — was truncated or damaged after it was written.
+//! That, a complete frame that fails its checksum, or one that does not
+//! decode stops `open` with the file and offset, unless repair is on, which
+//! keeps the frames before the damage and moves the rest to `lost+found/`.
 
 pub mod record;
 
@@ -30,8 +40,104 @@ use crate::logfile::{self, LogError, LogWriter};
 
 pub use record::{Event, FrameBuilder};
 
-pub const MAGIC: &[u8; 8] = b"HGWAL002";
-pub const VERSION: u32 = 2;
+pub const MAGIC: &[u8; 8] = b"HGWAL003";
+pub const VERSION: u32 = 3;
+/// Version 2 segments (no end-of-segment records) stay readable.
+pub const MAGIC_V2: &[u8; 8] = b"HGWAL002";
+
+/// The readable formats, the one written first.
+const FORMATS: [(&[u8; 8], u32); 2] = [(MAGIC, VERSION), (MAGIC_V2, 2)];
+
+/// What reading one segment found.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentRead {
+    /// Header plus whole frames.
+    pub valid_len: u64,
+    /// Bytes after them (a torn tail, if the segment is the last one).
+    pub torn_bytes: u64,
+    /// It ends with an end-of-segment record.
+    pub sealed: bool,
+    /// Its format version (`None`: too short to hold a header).
+    pub version: Option<u32>,
+}
+
+impl SegmentRead {
+    /// Damage a segment shows given whether it is the last one: the offset
+    /// where it starts and why. Only the last segment can be cut short by a
+    /// crash, since a segment is sealed before the next one is created.
+    pub fn damage(&self, last: bool) -> Option<(u64, &'static str)> {
+        if self.sealed && self.torn_bytes > 0 {
+            return Some((self.valid_len, "bytes after the segment's end record"));
+        }
+        if last {
+            return None;
+        }
+        if self.torn_bytes > 0 || self.version.is_none() {
+            return Some((
+                self.valid_len,
+                "the segment ends inside a frame but a later segment exists (only the last segment can be torn by a crash): it was truncated or damaged, and acknowledged points it held are missing",
+            ));
+        }
+        if self.version == Some(VERSION) && !self.sealed {
+            return Some((
+                self.valid_len,
+                "the segment has no end record but a later segment exists: it was truncated, and acknowledged points it held are missing",
+            ));
+        }
+        None
+    }
+}
+
+/// Reads one segment, passing every change to `visit`.
+pub fn read_segment(
+    path: &Path,
+    defs: &mut record::Defs,
+    visit: &mut dyn FnMut(Event<'_>),
+) -> Result<SegmentRead, LogError> {
+    let mut end_at: Option<u64> = None;
+    let (rec, format) = logfile::read_log_versions(path, &FORMATS, |offset, payload| {
+        let bad = |reason| LogError::BadRecord {
+            path: path.to_path_buf(),
+            offset,
+            reason,
+        };
+        if end_at.is_some() {
+            return Err(bad("a frame after the segment's end record"));
+        }
+        match record::decode(payload, defs, visit).map_err(bad)? {
+            Some(named) if named != offset => Err(bad("the end record names another offset")),
+            Some(_) => {
+                end_at = Some(offset);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    })?;
+    Ok(SegmentRead {
+        valid_len: rec.valid_len,
+        torn_bytes: rec.torn_bytes,
+        sealed: end_at.is_some(),
+        version: format.map(|i| FORMATS[i].1),
+    })
+}
+
+/// Ends the segment at `path` after its first `valid_len` bytes (dropping
+/// a torn tail) with an end record, durably. Returns its new length.
+fn seal(path: &Path, valid_len: u64) -> Result<u64, LogError> {
+    let mut writer = if valid_len < logfile::HEADER_LEN as u64 {
+        // Not even a header survived: nothing in it was acknowledged.
+        std::fs::remove_file(path).map_err(|source| LogError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        LogWriter::create(path, MAGIC, VERSION)?
+    } else {
+        LogWriter::reopen(path, valid_len)?
+    };
+    writer.append(&record::end_frame(writer.len())?)?;
+    writer.sync()?;
+    Ok(writer.len())
+}
 
 #[derive(Debug, thiserror::Error, Clone)]
 pub enum WalError {
@@ -60,19 +166,17 @@ pub fn check(
         }
     };
     let mut points = 0u64;
-    for &n in &segments {
+    for (i, &n) in segments.iter().enumerate() {
         let path = segment_path(dir, n);
         let mut defs = record::Defs::default();
-        let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
-            record::decode(payload, &mut defs, &mut |_| points += 1).map_err(|reason| {
-                LogError::BadRecord {
-                    path: path.clone(),
-                    offset,
-                    reason,
-                }
-            })
-        });
+        let read = read_segment(&path, &mut defs, &mut |_| points += 1);
+        let last = i + 1 == segments.len();
         match read {
+            Ok(r) if r.damage(last).is_some() => {
+                if let Some((offset, reason)) = r.damage(last) {
+                    report.push(Error, &path, Some(offset), reason);
+                }
+            }
             Ok(r) if r.torn_bytes > 0 => report.push(
                 Info,
                 &path,
@@ -148,8 +252,18 @@ struct Inner {
     total_bytes: u64,
 }
 
+/// Told by the sync thread what the log has made durable, before any writer
+/// waiting for it is woken.
+pub trait DurableHook: Send + Sync + std::fmt::Debug {
+    /// Every frame up to `lsn` is durable under the fsync policy.
+    fn durable(&self, lsn: u64);
+    /// The log failed: no frame after the last durable one will ever be.
+    fn failed(&self);
+}
+
 #[derive(Debug)]
 pub struct Wal {
+    hook: std::sync::OnceLock<Box<dyn DurableHook>>,
     dir: PathBuf,
     policy: FsyncPolicy,
     interval: Duration,
@@ -200,41 +314,56 @@ impl Wal {
             std::fs::remove_file(&path).map_err(|source| LogError::Io { path, source })?;
         }
         segments.retain(|&n| n >= replay_from);
+        let lost = dir
+            .parent()
+            .unwrap_or(dir)
+            .join(crate::storage::embedded::LOST_AND_FOUND);
         let mut total = 0u64;
         for (i, &n) in segments.iter().enumerate() {
             let path = segment_path(dir, n);
+            let last = i + 1 == segments.len();
             let mut defs = record::Defs::default();
-            let read = logfile::read_log(&path, MAGIC, VERSION, |offset, payload| {
-                record::decode(payload, &mut defs, visit).map_err(|reason| LogError::BadRecord {
-                    path: path.clone(),
-                    offset,
-                    reason,
-                })
-            });
-            let rec = match read {
-                Ok(r) => r,
+            let damage = match read_segment(&path, &mut defs, visit) {
+                Ok(read) => match read.damage(last) {
+                    Some(damage) => Err(damage),
+                    None => Ok(read),
+                },
                 Err(
                     LogError::Corrupt { offset, reason, .. }
                     | LogError::BadRecord { offset, reason, .. },
-                ) if opts.repair => {
-                    let lost = dir
-                        .parent()
-                        .unwrap_or(dir)
-                        .join(crate::storage::embedded::LOST_AND_FOUND);
-                    let moved = logfile::cut_and_move_aside(&path, offset, &lost)?;
-                    tracing::error!(segment = %path.display(), offset, reason, moved = %moved.display(), "repair: damaged write-ahead log segment cut at the damage; the rest was moved aside and is not replayed");
-                    logfile::Recovered {
-                        valid_len: offset,
-                        torn_bytes: 0,
-                    }
-                }
+                ) => Err((offset, reason)),
                 Err(e) => return Err(e),
             };
-            if rec.torn_bytes > 0 {
-                let last = i + 1 == segments.len();
-                tracing::warn!(segment = %path.display(), bytes = rec.torn_bytes, last, "dropped a torn write-ahead log tail (a write that was never acknowledged)");
+            let read = match damage {
+                Ok(read) => read,
+                Err((offset, reason)) if opts.repair => {
+                    let moved = logfile::cut_and_move_aside(&path, offset, &lost)?;
+                    tracing::error!(segment = %path.display(), offset, reason, moved = %moved.display(), "repair: damaged write-ahead log segment cut at the damage; the rest was moved aside and is not replayed");
+                    SegmentRead {
+                        valid_len: offset,
+                        torn_bytes: 0,
+                        sealed: false,
+                        version: Some(VERSION),
+                    }
+                }
+                Err((offset, reason)) => {
+                    return Err(LogError::Corrupt {
+                        path,
+                        offset,
+                        reason,
+                    });
+                }
+            };
+            if read.torn_bytes > 0 {
+                tracing::warn!(segment = %path.display(), bytes = read.torn_bytes, "dropped a torn write-ahead log tail (a write that was never acknowledged)");
             }
-            total += rec.valid_len;
+            // Sealed before the next segment is created, so that only the
+            // newest segment can ever end torn.
+            total += if read.sealed {
+                read.valid_len
+            } else {
+                seal(&path, read.valid_len)?
+            };
         }
         let (policy, interval, max_pending) = (
             opts.policy,
@@ -250,6 +379,7 @@ impl Wal {
             segment: next,
         });
         let wal = Arc::new(Self {
+            hook: std::sync::OnceLock::new(),
             dir: dir.to_path_buf(),
             policy,
             interval,
@@ -295,11 +425,16 @@ impl Wal {
         self.lock().epoch
     }
 
-    /// Appends one frame; returns its LSN. Blocks while the buffer is full.
-    pub fn append(&self, frame: FrameBuilder) -> Result<u64, WalError> {
-        let bytes = frame
-            .finish()
-            .map_err(|e| WalError::Poisoned(e.to_string()))?;
+    /// Sets what the sync thread tells about durable frames (once).
+    pub fn set_hook(&self, hook: Box<dyn DurableHook>) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// Waits while the buffer of frames not yet written is full; call before
+    /// taking locks that [`DurableHook`] needs, then [`Wal::append`]. (Writers
+    /// that pass together may take the buffer past its bound by a batch
+    /// each.)
+    pub fn wait_for_room(&self) -> Result<(), WalError> {
         let mut g = self.lock();
         loop {
             if let Some(p) = &g.poisoned {
@@ -308,13 +443,28 @@ impl Wal {
             if g.closed {
                 return Err(WalError::Closed);
             }
-            if g.pending.is_empty() || g.pending.len() + bytes.len() <= self.max_pending {
-                break;
+            if g.pending.len() < self.max_pending {
+                return Ok(());
             }
             g = self
                 .space
                 .wait(g)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Appends one frame; returns its LSN. Never waits (see
+    /// [`Wal::wait_for_room`]).
+    pub fn append(&self, frame: FrameBuilder) -> Result<u64, WalError> {
+        let bytes = frame
+            .finish()
+            .map_err(|e| WalError::Poisoned(e.to_string()))?;
+        let mut g = self.lock();
+        if let Some(p) = &g.poisoned {
+            return Err(WalError::Poisoned(p.clone()));
+        }
+        if g.closed {
+            return Err(WalError::Closed);
         }
         g.pending.extend_from_slice(&bytes);
         g.appended += bytes.len() as u64;
@@ -450,6 +600,9 @@ impl Wal {
         let mut segment = self.lock().segment;
         let mut last_sync = Instant::now();
         let mut dirty = false;
+        // The end of what has been acknowledged in the current segment: on
+        // failure, what follows it is cut off.
+        let mut acked_len = writer.len();
         loop {
             let (buf, end_lsn, rotate, closed) = {
                 let mut g = self.lock();
@@ -486,13 +639,17 @@ impl Wal {
                 let mut rest: &[u8] = &buf;
                 if let Some((split, next)) = rotate {
                     writer.append(&rest[..split])?;
-                    if self.policy != FsyncPolicy::Never {
-                        Self::fsync(&mut writer)?;
-                    }
+                    // The old segment is sealed and durable before the new
+                    // one exists, under every fsync policy (once per
+                    // segment), so only the newest segment can end torn.
+                    let end = record::end_frame(writer.len())?;
+                    writer.append(&end)?;
+                    Self::fsync(&mut writer)?;
                     rest = &rest[split..];
                     writer = LogWriter::create(&segment_path(&self.dir, next), MAGIC, VERSION)?;
+                    acked_len = writer.len();
                     segment = next;
-                    self.lock().total_bytes += logfile::HEADER_LEN as u64;
+                    self.lock().total_bytes += (end.len() + logfile::HEADER_LEN) as u64;
                 }
                 if !rest.is_empty() {
                     writer.append(rest)?;
@@ -514,6 +671,10 @@ impl Wal {
             })();
             match res {
                 Ok(()) => {
+                    acked_len = writer.len();
+                    if let Some(hook) = self.hook.get() {
+                        hook.durable(end_lsn);
+                    }
                     self.durable_tx.send_replace(Durable {
                         lsn: end_lsn,
                         failed: false,
@@ -523,6 +684,15 @@ impl Wal {
                 Err(e) => {
                     tracing::error!(error = %e, "write-ahead log write failed; refusing further writes");
                     self.lock().poisoned = Some(e.to_string());
+                    if let Some(hook) = self.hook.get() {
+                        hook.failed();
+                    }
+                    // Best effort: a restart must not replay frames whose
+                    // writers were told they failed (their bytes may sit in
+                    // the file, or in the page cache after a failed fsync).
+                    if let Err(cut) = writer.truncate(acked_len) {
+                        tracing::error!(error = %cut, offset = acked_len, segment = %writer.path().display(), "could not cut the refused frames off the write-ahead log; a restart may replay writes that were refused");
+                    }
                     let last = *self.durable_tx.borrow();
                     self.durable_tx.send_replace(Durable {
                         failed: true,
@@ -683,5 +853,101 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// Writes `frames` one-point frames to the WAL in `dir`, then closes it.
+    fn write_frames(dir: &Path, first: u64, frames: u64) {
+        let (wal, _) = collect(dir);
+        for i in first..first + frames {
+            let mut f = FrameBuilder::new();
+            f.series(0, b"k");
+            f.point(0, 100 + i, StoredValue::Int(i as i64));
+            let lsn = wal.append(f).unwrap();
+            wal.wait_durable_blocking(lsn, 0).unwrap();
+        }
+        wal.close();
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+
+    /// Issue 22, defect 2: a non-last segment cut short was taken for a
+    /// torn tail and its acknowledged points silently dropped. Every cut
+    /// point of segment 1 (inside the header, inside a frame, at a frame
+    /// boundary, just before the end record) is damage, unless repaired.
+    #[test]
+    fn a_truncated_segment_that_is_not_the_last_is_damage_unless_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_dir = dir.path().join("wal");
+        write_frames(&wal_dir, 0, 3); // segment 1
+        write_frames(&wal_dir, 3, 1); // sealed 1 on open; segment 2
+        let seg1 = std::fs::read(segment_path(&wal_dir, 1)).unwrap();
+        let (_w, all) = open(&wal_dir, false).unwrap();
+        assert_eq!(all.len(), 4);
+        drop(_w);
+        for cut in 0..seg1.len() {
+            let case = dir.path().join(format!("cut{cut}"));
+            let case_wal = case.join("wal");
+            copy_dir(&wal_dir, &case_wal);
+            std::fs::write(segment_path(&case_wal, 1), &seg1[..cut]).unwrap();
+            let err = open(&case_wal, false).map(|_| ()).unwrap_err().to_string();
+            assert!(err.contains("00000001.wal"), "cut at {cut}: {err}");
+            let (w, kept) = open(&case_wal, true).unwrap();
+            // What segment 1 kept is a prefix of it; segment 2 is whole.
+            let (before, after) = kept.split_at(kept.len() - 1);
+            assert!(
+                all[..3].starts_with(before) && after == &all[3..],
+                "cut at {cut}"
+            );
+            w.close();
+            // Repaired once, it opens cleanly from then on.
+            let (w, again) = open(&case_wal, false).unwrap();
+            assert_eq!(again.len(), kept.len(), "cut at {cut}");
+            w.close();
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_of_the_last_segment_is_dropped_and_then_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_dir = dir.path().join("wal");
+        write_frames(&wal_dir, 0, 2);
+        let seg = segment_path(&wal_dir, 1);
+        let mut bytes = std::fs::read(&seg).unwrap();
+        bytes.extend_from_slice(&[7, 0, 0, 0, 1, 2, 3]); // a frame cut short
+        std::fs::write(&seg, &bytes).unwrap();
+        let (w, got) = open(&wal_dir, false).unwrap();
+        assert_eq!(got.len(), 2);
+        w.close();
+        // Now segment 1 is sealed and no longer the last: still no damage.
+        let (w, got) = open(&wal_dir, false).unwrap();
+        assert_eq!(got.len(), 2);
+        w.close();
+        let mut report = crate::tools::Report::default();
+        let layout = crate::config::Config::default().layout();
+        check(&wal_dir, &layout, &mut report);
+        assert_eq!(report.errors(), 0, "{report:?}");
+    }
+
+    #[test]
+    fn version_2_segments_stay_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_dir = dir.path().join("wal");
+        std::fs::create_dir_all(&wal_dir).unwrap();
+        for (n, ts) in [(1u64, 100u64), (2, 200)] {
+            let mut w = LogWriter::create(&segment_path(&wal_dir, n), MAGIC_V2, 2).unwrap();
+            let mut f = FrameBuilder::new();
+            f.series(0, b"k");
+            f.point(0, ts, StoredValue::Int(1));
+            w.append(&f.finish().unwrap()).unwrap();
+            w.sync().unwrap();
+        }
+        let (w, got) = open(&wal_dir, false).unwrap();
+        assert_eq!(got.iter().map(|p| p.1).collect::<Vec<_>>(), vec![100, 200]);
+        w.close();
     }
 }

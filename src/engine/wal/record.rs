@@ -7,6 +7,7 @@
 //! record  := 0x01 series_id varint | series_key bytes            series definition
 //!          | 0x03 count varint | point{count}                     points
 //!          | 0x04 series_key bytes | start_ms varint | end_ms varint   delete
+//!          | 0x05 offset varint                 end of segment (v3; alone in its frame)
 //! point   := series_id varint | dts zigzag-varint | vk u8 | value
 //!   dts   = timestamp in ms minus the previous point's in this record (first: minus 0)
 //!   vk    = kind (bits 0-1: 0 int, 1 f32, 2 f64) | ms-precision flag (bit 2)
@@ -33,6 +34,11 @@ use crate::logfile::{self, LogError, varint};
 const REC_SERIES: u8 = 1;
 const REC_POINTS: u8 = 3;
 const REC_DELETE: u8 = 4;
+/// The segment's last frame: nothing follows it, and `offset` is where the
+/// frame itself starts. A segment that another follows always ends with
+/// one (format v3), so a segment cut short anywhere, even at a frame
+/// boundary, is told from a whole one.
+const REC_END: u8 = 5;
 const RAW: u8 = 31;
 const MAX_EXP: u8 = 15;
 
@@ -248,14 +254,34 @@ impl Defs {
     }
 }
 
+/// The framed end-of-segment record for a segment whose frames end at
+/// `offset` (where this frame starts).
+pub fn end_frame(offset: u64) -> Result<Vec<u8>, LogError> {
+    let mut buf = Vec::with_capacity(logfile::FRAME_HEADER_LEN + 11);
+    let pos = logfile::begin_frame(&mut buf);
+    buf.push(REC_END);
+    varint::put(&mut buf, offset);
+    logfile::finish_frame(&mut buf, pos)?;
+    Ok(buf)
+}
+
 /// Decodes one frame payload, calling `visit` for every change in order.
+/// Returns the offset an end-of-segment record names, if the frame is one.
 /// `Err` names what is malformed; the caller adds the file and offset.
 pub fn decode(
     payload: &[u8],
     defs: &mut Defs,
     visit: &mut dyn FnMut(Event<'_>),
-) -> Result<(), &'static str> {
+) -> Result<Option<u64>, &'static str> {
     let mut r = varint::Reader::new(payload);
+    if payload.first() == Some(&REC_END) {
+        r.u8();
+        let offset = r.varint().ok_or("bad end-of-segment record")?;
+        if !r.is_empty() {
+            return Err("bytes after the end-of-segment record");
+        }
+        return Ok(Some(offset));
+    }
     while !r.is_empty() {
         match r.u8() {
             Some(REC_SERIES) => {
@@ -330,10 +356,11 @@ pub fn decode(
                     end_ms: i64::try_from(end_ms).map_err(|_| "bad delete record")?,
                 });
             }
+            Some(REC_END) => return Err("end-of-segment record inside a frame of changes"),
             _ => return Err("unknown record type"),
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
