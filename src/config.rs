@@ -302,6 +302,9 @@ pub struct SchemaConfig {
     pub tagk_width: usize,
     pub tagv_width: usize,
     pub max_tags: usize,
+    /// Longest metric name, tag key or tag value, in bytes, on every
+    /// protocol.
+    pub max_name_bytes: usize,
 }
 
 impl Default for SchemaConfig {
@@ -314,6 +317,7 @@ impl Default for SchemaConfig {
             tagk_width: l.tagk_width,
             tagv_width: l.tagv_width,
             max_tags: 8,
+            max_name_bytes: hourglass_ingest::DEFAULT_MAX_NAME_LEN,
         }
     }
 }
@@ -461,6 +465,12 @@ impl Config {
         }
         if s.max_tags == 0 {
             return bad("schema.max_tags must be at least 1".into());
+        }
+        if !(1..=65_536).contains(&s.max_name_bytes) {
+            return bad(format!(
+                "schema.max_name_bytes must be 1..=65536, got {}",
+                s.max_name_bytes
+            ));
         }
         if self.storage.backend == Backend::Bigtable {
             if !cfg!(feature = "bigtable") {

@@ -913,7 +913,7 @@ fn build<'a>(
             // (OpenTSDB's order: tag count, metric name, then the tags).
             check_series(&metric, &tags, limits)?;
         } else {
-            validate_name("metric name", &metric)?;
+            validate_name("metric name", &metric, limits.max_name_len)?;
         }
         fields.push((metric, value));
     }

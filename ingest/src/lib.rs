@@ -51,6 +51,9 @@ pub use timestamp::{
 };
 pub use validate::{check_point, check_series, validate_name};
 
+/// The default of [`Limits::max_name_len`].
+pub const DEFAULT_MAX_NAME_LEN: usize = 1024;
+
 /// Limits applied while parsing and validating writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -58,6 +61,10 @@ pub struct Limits {
     pub max_tags: usize,
     /// Maximum telnet line length in bytes, excluding the terminator (OpenTSDB: 1024).
     pub max_line_len: usize,
+    /// Longest metric name, tag key or tag value in bytes, as stored (after the `%XX` mapping
+    /// of foreign names), on every protocol. OpenTSDB's telnet line bound keeps its names under
+    /// 1,024 bytes; hourglass applies that bound to HTTP, InfluxDB and Prometheus writes too.
+    pub max_name_len: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +72,7 @@ impl Default for Limits {
         Self {
             max_tags: 8,
             max_line_len: 1024,
+            max_name_len: DEFAULT_MAX_NAME_LEN,
         }
     }
 }

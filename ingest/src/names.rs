@@ -127,7 +127,11 @@ mod tests {
             assert_eq!(encode_name(from), to, "{from:?}");
             assert_eq!(decode_name(to), from, "{to:?}");
             if !to.is_empty() {
-                assert_eq!(validate_name("metric name", to), Ok(()), "{to:?}");
+                assert_eq!(
+                    validate_name("metric name", to, usize::MAX),
+                    Ok(()),
+                    "{to:?}"
+                );
             }
         }
         assert!(matches!(encode_name("cpu"), Cow::Borrowed(_)));

@@ -21,11 +21,24 @@ pub fn is_valid_name_char(c: char) -> bool {
 /// upper-case hex digits is accepted, because that is how [`crate::names::encode_name`] writes
 /// the characters InfluxDB and Prometheus names may contain but OpenTSDB's may not.
 ///
-/// Errors: `Invalid <what>: empty string` or `Invalid <what> ("<s>"): illegal character: <c>`
-/// (first offending char). `what` is e.g. `metric name`, `tag name with value [<v>]`,
+/// Also the length bound of hourglass (`max_len` bytes, [`crate::Limits::max_name_len`]), on
+/// every protocol: OpenTSDB bounds names only by its telnet line.
+///
+/// Errors: `Invalid <what>: empty string`, `Invalid <what> ("<s>"): illegal character: <c>`
+/// (first offending char), or `Invalid <what> ("<first 64 bytes>..."): <n> bytes, longer than
+/// the limit of <max_len>`. `what` is e.g. `metric name`, `tag name with value [<v>]`,
 /// `tag value with key [<k>]`, or a UID kind (`metric`, `tagk`, `tagv`).
-pub fn validate_name(what: &str, s: &str) -> Result<(), String> {
-    check_name(s, || what.to_owned())
+pub fn validate_name(what: &str, s: &str, max_len: usize) -> Result<(), String> {
+    check_name(s, max_len, || what.to_owned())
+}
+
+/// The start of a long name, for an error text (whole characters, at most 64 bytes).
+fn shortened(s: &str) -> &str {
+    let mut end = s.len().min(64);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// ASCII bytes allowed in names: letters, digits, `-`, `_`, `.`, `/`.
@@ -42,9 +55,17 @@ const NAME_BYTE: [bool; 128] = {
 
 /// [`validate_name`] with the `what` of the error message built only when
 /// there is an error (the check runs for every name of every point).
-fn check_name(s: &str, what: impl FnOnce() -> String) -> Result<(), String> {
+fn check_name(s: &str, max_len: usize, what: impl FnOnce() -> String) -> Result<(), String> {
     if s.is_empty() {
         return Err(format!("Invalid {}: empty string", what()));
+    }
+    if s.len() > max_len {
+        return Err(format!(
+            "Invalid {} (\"{}...\"): {} bytes, longer than the limit of {max_len}",
+            what(),
+            shortened(s),
+            s.len()
+        ));
     }
     // Fast path: plain ASCII names, one table lookup per byte.
     if s.bytes().all(|b| b < 128 && NAME_BYTE[b as usize]) {
@@ -125,11 +146,12 @@ pub fn check_series<K: AsRef<str>, V: AsRef<str>>(
             java_map(tags)
         ));
     }
-    validate_name("metric name", metric)?;
+    let max = limits.max_name_len;
+    validate_name("metric name", metric, max)?;
     for (k, v) in tags {
         let (k, v) = (k.as_ref(), v.as_ref());
-        check_name(k, || format!("tag name with value [{v}]"))?;
-        check_name(v, || format!("tag value with key [{k}]"))?;
+        check_name(k, max, || format!("tag name with value [{}]", shortened(v)))?;
+        check_name(v, max, || format!("tag value with key [{}]", shortened(k)))?;
     }
     Ok(())
 }
@@ -155,30 +177,63 @@ mod tests {
     }
 
     #[test]
-    fn names() {
-        assert_eq!(validate_name("metric name", "sys.cpu-0_user/x"), Ok(()));
-        assert_eq!(validate_name("metric name", "café.日本語.ß"), Ok(()));
+    fn names_are_bounded_in_bytes_and_the_error_does_not_echo_them() {
+        assert_eq!(validate_name("metric name", &"a".repeat(8), 8), Ok(()));
+        let long = "é".repeat(1 << 19); // 1 MiB, two bytes a character
+        let err = validate_name("metric name", &long, 1024).unwrap_err();
+        assert!(
+            err.starts_with("Invalid metric name (\"éé")
+                && err.ends_with("...\"): 1048576 bytes, longer than the limit of 1024"),
+            "{err}"
+        );
+        assert!(
+            err.len() < 200,
+            "the error echoes the name: {} bytes",
+            err.len()
+        );
+        let limits = Limits {
+            max_name_len: 4,
+            ..Limits::default()
+        };
+        let tags = [("host", "web01")];
+        let err = check_series("m", &tags, &limits).unwrap_err();
         assert_eq!(
-            validate_name("metric name", ""),
+            err,
+            "Invalid tag value with key [host] (\"web01...\"): 5 bytes, longer than the limit of 4"
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            validate_name("metric name", "sys.cpu-0_user/x", usize::MAX),
+            Ok(())
+        );
+        assert_eq!(
+            validate_name("metric name", "café.日本語.ß", usize::MAX),
+            Ok(())
+        );
+        assert_eq!(
+            validate_name("metric name", "", usize::MAX),
             Err("Invalid metric name: empty string".into())
         );
         assert_eq!(
-            validate_name("metric name", "sys cpu"),
+            validate_name("metric name", "sys cpu", usize::MAX),
             Err("Invalid metric name (\"sys cpu\"): illegal character:  ".into())
         );
         assert_eq!(
-            validate_name("metric name", "a:b"),
+            validate_name("metric name", "a:b", usize::MAX),
             Err("Invalid metric name (\"a:b\"): illegal character: :".into())
         );
         assert_eq!(
-            validate_name("tagk", "a*"),
+            validate_name("tagk", "a*", usize::MAX),
             Err("Invalid tagk (\"a*\"): illegal character: *".into())
         );
         for bad in [
             '\t', '=', '"', '\\', ',', '@', '#', '%', '€', '😀', '\u{85}', '1',
         ] {
             let s = format!("x{bad}");
-            let ok = validate_name("metric name", &s).is_ok();
+            let ok = validate_name("metric name", &s, usize::MAX).is_ok();
             assert_eq!(ok, bad == '1', "{bad:?}");
         }
     }
@@ -186,7 +241,7 @@ mod tests {
     #[test]
     fn percent_escapes_are_accepted() {
         for ok in ["%20", "a%2Cb", "%F0%9F%98%80", "%25", "x%41y", "%2E%2E"] {
-            assert_eq!(validate_name("metric name", ok), Ok(()), "{ok}");
+            assert_eq!(validate_name("metric name", ok, usize::MAX), Ok(()), "{ok}");
         }
         for (bad, c) in [
             ("%", '%'),
@@ -198,7 +253,7 @@ mod tests {
             ("%2 ", '%'),
         ] {
             assert_eq!(
-                validate_name("metric name", bad),
+                validate_name("metric name", bad, usize::MAX),
                 Err(format!(
                     "Invalid metric name (\"{bad}\"): illegal character: {c}"
                 )),
@@ -206,7 +261,7 @@ mod tests {
             );
         }
         assert_eq!(
-            validate_name("metric name", "%20 "),
+            validate_name("metric name", "%20 ", usize::MAX),
             Err("Invalid metric name (\"%20 \"): illegal character:  ".into())
         );
     }

@@ -207,7 +207,7 @@ proptest! {
     #[test]
     fn telnet_arbitrary_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..3000)) {
         drive_telnet(&buf, &Limits::default());
-        drive_telnet(&buf, &Limits { max_tags: 1, max_line_len: 7 });
+        drive_telnet(&buf, &Limits { max_tags: 1, max_line_len: 7, max_name_len: 16 });
     }
 
     #[test]
@@ -557,7 +557,7 @@ mod influx_props {
         #[test]
         fn influx_line_like_text_never_panics(body in "[a-z,= \"\\\\0-9.ieutfTF#\n\r-]{0,200}") {
             check_batch(body.as_bytes(), &Limits::default());
-            check_batch(body.as_bytes(), &Limits { max_tags: 1, max_line_len: 8 });
+            check_batch(body.as_bytes(), &Limits { max_tags: 1, max_line_len: 8, max_name_len: 16 });
         }
 
         /// The series-cache split agrees with the full parser: whenever both
@@ -641,7 +641,7 @@ mod influx_props {
             let encoded = encode_name(&s);
             prop_assert_eq!(decode_name(&encoded), s.as_str());
             if !s.is_empty() {
-                prop_assert!(hourglass_ingest::validate_name("metric name", &encoded).is_ok());
+                prop_assert!(hourglass_ingest::validate_name("metric name", &encoded, usize::MAX).is_ok());
             }
         }
     }

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use super::api::{Params, json_response, param, peer_of, read_body, respond, run_budgeted};
-use super::cors::OriginCheck;
 use super::error::ApiError;
 use crate::uid::{UidError, UidKind};
 
@@ -81,7 +80,7 @@ fn assign(ctx: &Ctx, wanted: Vec<(UidKind, String)>) -> Result<Response, ApiErro
     let mut errs: BTreeMap<&str, serde_json::Map<String, Value>> = BTreeMap::new();
     for (kind, name) in &wanted {
         let key = api_key(*kind);
-        let res = hourglass_ingest::validate_name(key, name)
+        let res = hourglass_ingest::validate_name(key, name, ctx.limits.max_name_len)
             .map_err(|m| m.to_string())
             .and_then(|()| match uids.assign(*kind, name) {
                 Ok(uid) => Ok(uids.uid_hex(*kind, uid)),
@@ -119,45 +118,30 @@ fn assign(ctx: &Ctx, wanted: Vec<(UidKind, String)>) -> Result<Response, ApiErro
     Ok(json_response(status, Value::Object(out).to_string()))
 }
 
-/// A GET that writes (OpenTSDB allows it): the CORS layer only stops
-/// foreign browser origins on write verbs, so refuse them here too.
-fn refuse_foreign(ext: &axum::http::Extensions) -> Result<(), ApiError> {
-    ext.get::<OriginCheck>()
-        .copied()
-        .unwrap_or(OriginCheck::Allowed)
-        .refuse()
-}
-
-pub async fn assign_get(
-    State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    ext: axum::http::Extensions,
-) -> Response {
-    if let Err(e) = refuse_foreign(&ext) {
-        return respond(&ctx, "uid_assign", Err(e));
-    }
-    let mut wanted = Vec::new();
-    for (k, v) in &params {
-        if let Some(kind) = api_kind(k) {
-            wanted.extend(
-                v.split(',')
-                    .filter(|n| !n.is_empty())
-                    .map(|n| (kind, n.to_string())),
-            );
-        }
-    }
-    let r = tokio::task::block_in_place(|| assign(&ctx, wanted));
-    respond(&ctx, "uid_assign", r)
-}
-
+/// `POST /api/uid/assign`: a JSON body (`{"metric":["a","b"],…}`), or with
+/// an empty body OpenTSDB's query-string form (`?metric=a,b&tagk=c`).
 pub async fn assign_post(
     State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
     headers: HeaderMap,
     ext: axum::http::Extensions,
     body: Body,
 ) -> Response {
     let r = async {
         let read = read_body(&ctx, &headers, &ext, body).await?;
+        if read.bytes.iter().all(u8::is_ascii_whitespace) {
+            let mut wanted = Vec::new();
+            for (k, v) in &params {
+                if let Some(kind) = api_kind(k) {
+                    wanted.extend(
+                        v.split(',')
+                            .filter(|n| !n.is_empty())
+                            .map(|n| (kind, n.to_string())),
+                    );
+                }
+            }
+            return tokio::task::block_in_place(|| assign(&ctx, wanted));
+        }
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")
@@ -349,7 +333,7 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
             "Missing necessary values to rename UID",
         ));
     };
-    if let Err(m) = hourglass_ingest::validate_name(api_key(*kind), new) {
+    if let Err(m) = hourglass_ingest::validate_name(api_key(*kind), new, ctx.limits.max_name_len) {
         return Ok(failure(StatusCode::BAD_REQUEST, m));
     }
     match ctx.engine.uids().rename(*kind, old, new) {
@@ -373,27 +357,21 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
     }
 }
 
-pub async fn rename_get(
-    State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    ext: axum::http::Extensions,
-) -> Response {
-    if let Err(e) = refuse_foreign(&ext) {
-        return respond(&ctx, "uid_rename", Err(e));
-    }
-    let fields: BTreeMap<String, String> = params.into_iter().collect();
-    let r = tokio::task::block_in_place(|| rename(&ctx, &fields));
-    respond(&ctx, "uid_rename", r)
-}
-
+/// `POST /api/uid/rename`: a JSON body (`{"metric":"old","name":"new"}`),
+/// or with an empty body the same fields as query-string parameters.
 pub async fn rename_post(
     State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
     headers: HeaderMap,
     ext: axum::http::Extensions,
     body: Body,
 ) -> Response {
     let r = async {
         let read = read_body(&ctx, &headers, &ext, body).await?;
+        if read.bytes.iter().all(u8::is_ascii_whitespace) {
+            let fields: BTreeMap<String, String> = params.into_iter().collect();
+            return tokio::task::block_in_place(|| rename(&ctx, &fields));
+        }
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
             ApiError::bad_request("Unable to parse the given JSON")

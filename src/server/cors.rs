@@ -1,10 +1,16 @@
-//! Cross-origin requests, as OpenTSDB handles them
-//! (`tsd.http.request.cors_domains`, here `server.cors_domains`): a browser
-//! page from an origin not in the list can never write or delete — not even
-//! with a "simple" `text/plain` POST that needs no preflight — and preflight
-//! requests are answered from the list. Clients that send no `Origin`
-//! (curl, collectd, agents) are not affected, and reads (`POST /api/query`
-//! included) are answered to anyone.
+//! Who may change state from a browser.
+//!
+//! * Cross-origin requests, as OpenTSDB handles them
+//!   (`tsd.http.request.cors_domains`, here `server.cors_domains`): a
+//!   browser page from an origin not in the list can never write or delete —
+//!   not even with a "simple" `text/plain` POST that needs no preflight —
+//!   and preflight requests are answered from the list. Clients that send no
+//!   `Origin` (curl, collectd, agents) are not affected, and reads (`POST
+//!   /api/query` included) are answered to anyone.
+//! * A GET never changes state (a deliberate difference from OpenTSDB): a
+//!   link or an `<img>` tag in any page sends a GET without an `Origin`, so
+//!   `/api/uid/assign`, `/api/uid/rename` and `/api/dropcaches`, and any
+//!   `method_override` other than `get`, answer 405 to a GET (use POST).
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -74,7 +80,45 @@ fn writes(method: &Method, path: &str, query: &str) -> bool {
     deletes_via_query || !READS.contains(&path)
 }
 
+/// Endpoints that change state whatever their verb; OpenTSDB also accepts
+/// a GET for them.
+const STATE_CHANGING: &[&str] = &["/api/uid/assign", "/api/uid/rename", "/api/dropcaches"];
+
+/// The refusal of a GET (or HEAD) that would change state.
+fn state_change_over_get(method: &Method, path: &str, query: &str) -> Option<ApiError> {
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return None;
+    }
+    let overridden = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, v)| *k == "method_override" && !v.eq_ignore_ascii_case("get"));
+    if !STATE_CHANGING.contains(&path) && overridden.is_none() {
+        return None;
+    }
+    let what = match overridden {
+        Some((_, verb)) => format!("GET {path}?method_override={verb}"),
+        None => format!("GET {path}"),
+    };
+    Some(
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+            .with_details(format!(
+                "{what} would change state, and a GET never does here: any web page can send one with a link or an image. Send the same request as POST (or PUT/DELETE) instead; OpenTSDB also accepts GET"
+            )),
+    )
+}
+
 pub async fn layer(State(ctx): State<Arc<Ctx>>, mut req: Request, next: Next) -> Response {
+    if let Some(e) = state_change_over_get(
+        req.method(),
+        req.uri().path(),
+        req.uri().query().unwrap_or(""),
+    ) {
+        let mut resp = e.into_response();
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return resp;
+    }
     let domains = &ctx.config.server.cors_domains;
     let origin = req
         .headers()

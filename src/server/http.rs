@@ -48,7 +48,7 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/version", get(version))
         .route("/api/aggregators", get(aggregators))
         .route("/api/config/filters", get(filters).post(filters))
-        .route("/api/dropcaches", get(dropcaches).delete(dropcaches))
+        .route("/api/dropcaches", post(dropcaches).delete(dropcaches))
         .route("/api/stats", get(stats).post(stats))
         .route("/api/stats/query", get(stats_query))
         .route(
@@ -74,16 +74,10 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             get(super::api_config::config).post(super::api_config::config),
         )
         .route("/api/serializers", get(super::api_config::serializers))
-        .route(
-            "/api/uid/assign",
-            get(super::api_uid::assign_get).post(super::api_uid::assign_post),
-        )
+        .route("/api/uid/assign", post(super::api_uid::assign_post))
         .route("/api/uid/uidmeta", get(super::api_uid::uidmeta_get))
         .route("/api/uid/tsmeta", get(super::api_uid::tsmeta_get))
-        .route(
-            "/api/uid/rename",
-            get(super::api_uid::rename_get).post(super::api_uid::rename_post),
-        )
+        .route("/api/uid/rename", post(super::api_uid::rename_post))
         .route("/api/uid/{x}", axum::routing::any(super::api_uid::other))
         .route(
             "/api/search/lookup",

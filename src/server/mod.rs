@@ -73,6 +73,7 @@ impl Ctx {
     pub fn new(engine: Arc<Engine>, config: Config) -> Arc<Self> {
         let limits = Limits {
             max_tags: config.schema.max_tags,
+            max_name_len: config.schema.max_name_bytes,
             max_line_len: config.server.max_line_bytes,
         };
         let metrics = engine.metrics().clone();

@@ -6,7 +6,12 @@ use crate::common::Server;
 #[test]
 fn assign_is_durable_and_reports_errors() {
     let mut s = Server::start();
-    let r = s.get("/api/uid/assign?metric=sys.cpu.0,sys.cpu.1&tagk=host&tagv=web01");
+    let r = s.http(
+        "POST",
+        "/api/uid/assign?metric=sys.cpu.0,sys.cpu.1&tagk=host&tagv=web01",
+        &[],
+        b"",
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     let j = r.json();
     assert_eq!(j["metric"]["sys.cpu.0"], "000001");
@@ -45,7 +50,7 @@ fn assign_is_durable_and_reports_errors() {
             "Missing values to assign UIDs",
         ),
     ] {
-        let r = s.http("GET", path, &[], body.as_bytes());
+        let r = s.http("POST", path, &[], body.as_bytes());
         assert_eq!(r.status, 400, "{}", r.text());
         assert_eq!(r.json()["error"]["message"], msg);
     }
@@ -113,7 +118,8 @@ fn uidmeta_tsmeta_and_rename() {
     assert_eq!(r.status, 404);
 
     // Rename, then the new name reads and the old one is gone.
-    let r = s.get("/api/uid/rename?metric=sys.cpu&name=sys.cpu.renamed");
+    let post = |path: &str| s.http("POST", path, &[], b"");
+    let r = post("/api/uid/rename?metric=sys.cpu&name=sys.cpu.renamed");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json(), serde_json::json!({"result": "true"}));
     let q = s.query("/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.renamed");
@@ -126,23 +132,51 @@ fn uidmeta_tsmeta_and_rename() {
         r.json(),
         serde_json::json!({"result": "false", "error": "Name(\"nosuch\") does not exist"})
     );
-    let r = s.get("/api/uid/rename?tagv=web01&name=web02");
+    let r = post("/api/uid/rename?tagv=web01&name=web02");
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["result"], "false");
-    let r = s.get("/api/uid/rename?name=x");
+    let r = post("/api/uid/rename?name=x");
     assert_eq!(r.status, 400);
     assert_eq!(
         r.json()["error"]["message"],
         "Missing necessary values to rename UID"
     );
-    // A GET that writes, from a foreign browser origin: refused.
+    // Issue 22, defect 7: a GET never changes state, with or without an
+    // Origin (an <img> tag sends none): 405, and nothing changed.
     for path in [
         "/api/uid/assign?metric=from.a.browser",
         "/api/uid/rename?tagv=web02&name=evil",
+        "/api/dropcaches",
+        "/api/annotation?tsuid=000001000001000001&start_time=1356998400&method_override=delete",
+        "/api/query?start=1356998000&m=sum:sys.cpu.renamed&method_override=delete",
     ] {
-        let r = s.http("GET", path, &[("Origin", "http://evil.example")], b"");
-        assert_eq!(r.status, 403, "{path}: {}", r.text());
+        for origin in [None, Some("http://evil.example")] {
+            let headers: Vec<(&str, &str)> = origin.map(|o| ("Origin", o)).into_iter().collect();
+            let r = s.http("GET", path, &headers, b"");
+            assert_eq!(r.status, 405, "{path}: {}", r.text());
+            assert_eq!(r.header("allow"), Some("POST"), "{path}");
+            assert!(
+                r.text().contains("a GET never does"),
+                "{path}: {}",
+                r.text()
+            );
+        }
     }
+    let names = s.get("/api/suggest?type=metrics&q=from").json();
+    assert_eq!(names, serde_json::json!([]));
+    let q = s.query("/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.renamed");
+    assert!(
+        !q[0]["dps"].as_object().is_some_and(|d| d.is_empty()),
+        "{q}"
+    );
+    // A foreign origin cannot change state with a POST either.
+    let r = s.http(
+        "POST",
+        "/api/uid/assign?metric=from.a.browser",
+        &[("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
     let r = s.get("/api/uid/bogus");
     assert_eq!(r.status, 501);
     let r = s.post_json("/api/uid/uidmeta?uid=000001&type=metric", "{}");

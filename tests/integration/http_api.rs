@@ -159,7 +159,7 @@ fn put_of_known_series_keeps_values_and_error_texts() {
         );
         assert!(errors[4].starts_with("bad timestamp=99999999999999"), "{j}");
         if k == 3 {
-            assert_eq!(s.get("/api/dropcaches").status, 200);
+            assert_eq!(s.http("POST", "/api/dropcaches", &[], b"").status, 200);
         }
     }
     let q = s.query("/api/query?start=1356998400&end=1357002000&m=sum:k.cpu{host=w1}");
@@ -280,7 +280,10 @@ fn small_endpoints() {
     assert!(s.get("/api/version").json()["version"].is_string());
     assert_eq!(s.get("/api/v1/version").status, 200);
     assert_eq!(s.get("/API/VERSION").status, 200);
-    assert_eq!(s.get("/api/dropcaches").json()["message"], "Caches dropped");
+    assert_eq!(
+        s.http("POST", "/api/dropcaches", &[], b"").json()["message"],
+        "Caches dropped"
+    );
     let stats = s.get("/api/stats").json();
     assert!(
         stats

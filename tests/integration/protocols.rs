@@ -345,7 +345,7 @@ fn repeated_influx_http_series_read_back_exact_values() {
             assert_eq!(r.status, 204, "{}", r.text());
         }
         if k == 8 {
-            assert_eq!(s.get("/api/dropcaches").status, 200);
+            assert_eq!(s.http("POST", "/api/dropcaches", &[], b"").status, 200);
         }
     }
     check_readback(&s, "app01", t0, &want);
@@ -752,7 +752,7 @@ fn a_series_split_across_timeseries_of_one_request_keeps_every_sample() {
 #[test]
 fn influx_http_names_unknown_metrics_and_keeps_the_rest() {
     let s = Server::start_with("[uid]\nauto_create_metrics = false\n");
-    let r = s.get("/api/uid/assign?metric=known.v");
+    let r = s.http("POST", "/api/uid/assign?metric=known.v", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
     for k in 0..3 {
         let body = format!(
@@ -895,4 +895,106 @@ fn an_http_method_split_across_packets_is_still_http() {
         points(&s, "split.m", 1356998400, 1356998500),
         pts(&[(1356998400000, 1.0)])
     );
+}
+
+/// Issue 22, defect 6: `/api/put` with a 1 MiB metric name or tag value and
+/// `/write` with a 1 MiB measurement answered 204 (telnet refused such
+/// lines); the metric could then not be queried by GET and `/api/suggest`
+/// returned the 1 MiB string. One bound (`schema.max_name_bytes`, default
+/// 1,024 bytes as stored) now holds on every write path, with an error that
+/// names what is too long without echoing it, and nothing of the refused
+/// point is stored.
+#[test]
+fn names_longer_than_the_limit_are_refused_on_every_protocol() {
+    let s = Server::start();
+    let huge = "m".repeat(1 << 20);
+    let limit = 1024;
+    let just = "n".repeat(limit);
+    let over = "o".repeat(limit + 1);
+    let put = |metric: &str, tagv: &str| {
+        s.post_json(
+            "/api/put?details",
+            &format!(r#"{{"metric":"{metric}","timestamp":1356998400,"value":1,"tags":{{"host":"{tagv}"}}}}"#),
+        )
+    };
+    for (metric, tagv, what) in [
+        (huge.as_str(), "a", "metric name"),
+        ("len.m", huge.as_str(), "tag value with key [host]"),
+        (over.as_str(), "a", "metric name"),
+    ] {
+        let r = put(metric, tagv);
+        assert_eq!(r.status, 400, "{what}");
+        // (`details` echoes the datapoint, as OpenTSDB's does; the error
+        // text itself stays short.)
+        let json = r.json();
+        let text = json["errors"][0]["error"].as_str().unwrap_or("");
+        assert!(
+            text.starts_with(&format!("Invalid {what}"))
+                && text.ends_with("longer than the limit of 1024"),
+            "{text:.300}"
+        );
+        assert!(
+            text.len() < 200,
+            "the error echoes the name: {} bytes",
+            text.len()
+        );
+    }
+    // Exactly at the limit is fine.
+    let r = put(&just, "a");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["success"], 1);
+    // InfluxDB: the line is refused in InfluxDB's shape; the others stored.
+    let body =
+        format!("{over},host=a v=1 1356998400000000000\nlen2,host=a v=2 1356998400000000000\n");
+    let r = s.http("POST", "/write", &[], body.as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("longer than the limit"),
+        "{:.300}",
+        r.text()
+    );
+    assert_eq!(
+        s.query("/api/query?start=1356998000&m=sum:len2.v")[0]["dps"]["1356998400"],
+        2.0
+    );
+    // Prometheus: the series is refused (400, the reason), the rest kept.
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(&[("__name__", "len3"), ("pod", &over)], &[(T0, 1.0)]),
+            series(&[("__name__", "len4"), ("pod", "a")], &[(T0, 4.0)]),
+        ],
+        metadata: Vec::new(),
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.text().contains("longer than the limit"),
+        "{:.300}",
+        r.text()
+    );
+    // UID assignment is bounded too.
+    let r = s.http("POST", &format!("/api/uid/assign?metric={over}"), &[], b"");
+    assert_eq!(r.status, 400, "{:.300}", r.text());
+    assert!(
+        r.text().contains("longer than the limit"),
+        "{:.300}",
+        r.text()
+    );
+    // Telnet, with a bound below the line length.
+    let s2 = Server::start_with("[schema]\nmax_name_bytes = 16\n");
+    let mut t = s2.telnet();
+    t.send(&format!("put {} 1356998400 1 host=a\n", "t".repeat(17)));
+    let lines = t.sync();
+    assert!(
+        lines.iter().any(|l| l.contains("Invalid metric name") && l.contains("longer than the limit of 16")),
+        "{lines:?}"
+    );
+    // Nothing too long was stored: suggest lists only names within bounds.
+    let names = s.get("/api/suggest?type=metrics&max=100").json();
+    for n in names.as_array().expect("array") {
+        assert!(n.as_str().is_some_and(|n| n.len() <= limit), "{:.100}", n);
+    }
 }

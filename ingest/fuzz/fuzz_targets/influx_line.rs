@@ -39,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
         &Limits {
             max_tags: 2,
             max_line_len: 64,
+            max_name_len: 32,
         },
     );
     let _ = sniff_connection(data);

@@ -50,6 +50,7 @@ fuzz_target!(|data: &[u8]| {
         &Limits {
             max_tags: 2,
             max_line_len: 64,
+            max_name_len: 32,
         },
     );
     // Also as one line, so long lines reach the put parser.
