@@ -2,9 +2,12 @@
 //! string-based value classification shared by telnet `put` and HTTP `/api/put` ([`parse_value`]).
 //!
 //! Deliberate deviations from OpenTSDB (documented here so callers know):
-//! * **Unsigned 64-bit counters.** An integer-looking value that `parseLong` rejects but that is
-//!   all digits (optional leading `+`) and fits in `u64` (collectd COUNTER/ABSOLUTE, Telegraf
-//!   uint64) is accepted as [`Value::Double`]; OpenTSDB would reject it.
+//! * **Integers outside `i64`.** An integer-looking value that `parseLong` rejects but whose
+//!   magnitude fits in `u64` — all digits after an optional sign — is accepted as the nearest
+//!   [`Value::Double`], whatever its sign (collectd COUNTER/ABSOLUTE and Telegraf uint64 send
+//!   such positive values; a negative one is treated the same way, so `9223372036854775808` and
+//!   `-9223372036854775809` behave alike). OpenTSDB refuses both (`Overflow`). A wider integer is
+//!   refused with `parseLong`'s message, on either side.
 //! * **Double grammar.** Java's `Double.parseDouble` grammar is followed for decimal forms
 //!   (surrounding chars `<= ' '` trimmed, optional sign, optional exponent, optional `f`/`F`/`d`/`D`
 //!   suffix); Java's hexadecimal float literals (`0x1.0p3`) are *not* supported and are reported
@@ -72,8 +75,8 @@ pub fn parse_long(s: &str) -> Result<i64, String> {
 
 /// Classifies a value text the way OpenTSDB does (§3.4 step 6).
 ///
-/// * No `.`, `e` or `E` → [`parse_long`] → [`Value::Int`]; on failure an unsigned 64-bit counter
-///   (see the module doc) becomes [`Value::Double`], anything else is
+/// * No `.`, `e` or `E` → [`parse_long`] → [`Value::Int`]; on failure an integer whose
+///   magnitude fits in `u64` (see the module doc) becomes [`Value::Double`], anything else is
 ///   [`ValueError::NotANumber`] with `parseLong`'s message.
 /// * Otherwise a Java double: malformed → `For input string: "<text>"`; NaN or ±Infinity
 ///   (e.g. `1e400`) → [`ValueError::NonFinite`]; exactly representable as `f32` →
@@ -82,8 +85,8 @@ pub fn parse_value(text: &str) -> Result<Value, ValueError> {
     if !text.contains(['.', 'e', 'E']) {
         return match parse_long(text) {
             Ok(v) => Ok(Value::Int(v)),
-            Err(msg) => match parse_u64_counter(text) {
-                Some(u) => Ok(Value::Double(u as f64)),
+            Err(msg) => match parse_wide_integer(text) {
+                Some(d) => Ok(Value::Double(d)),
                 None => Err(ValueError::NotANumber(msg)),
             },
         };
@@ -107,13 +110,18 @@ pub fn parse_value(text: &str) -> Result<Value, ValueError> {
     }
 }
 
-/// All digits (optional leading `+`) that fit in a `u64`.
-fn parse_u64_counter(text: &str) -> Option<u64> {
-    let digits = text.strip_prefix('+').unwrap_or(text);
+/// An optional sign, then digits whose value fits in a `u64`: the nearest double.
+fn parse_wide_integer(text: &str) -> Option<f64> {
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse::<u64>().ok()
+    let magnitude = digits.parse::<u64>().ok()? as f64;
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// Java `Double.parseDouble` restricted to decimal literals.
@@ -304,9 +312,22 @@ mod tests {
             parse_value("18446744073709551616"),
             nan("Value too long: 18446744073709551616")
         );
+        // Issue 22, defect 8: the same rule on both sides of i64.
         assert_eq!(
             parse_value("-9223372036854775809"),
-            nan("Overflow in -9223372036854775809")
+            Ok(Value::Double(-9_223_372_036_854_775_809.0))
+        );
+        assert_eq!(
+            parse_value("-18446744073709551615"),
+            Ok(Value::Double(-1.844_674_407_370_955_2e19))
+        );
+        assert_eq!(
+            parse_value("-18446744073709551616"),
+            nan("Value too long: -18446744073709551616")
+        );
+        assert_eq!(
+            parse_value("-9223372036854775808"),
+            Ok(Value::Int(i64::MIN))
         );
     }
 

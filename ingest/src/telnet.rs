@@ -5,8 +5,11 @@
 //! `\n`, a `\r` directly before the `\n` is dropped, and a line longer than the limit (1024 bytes
 //! by default, terminator excluded) is an error after which OpenTSDB closes the connection.
 //!
-//! Decoding: a line that is valid UTF-8 is used as is (borrowed); any other line is decoded as
-//! ISO-8859-1, one byte per char (owned), which is how OpenTSDB decodes every telnet line.
+//! Decoding: names are UTF-8 on every protocol. A line that is valid UTF-8 is used as is
+//! (borrowed); in any other line each invalid sequence becomes U+FFFD, which no name may hold, so
+//! a `put` naming it is refused exactly as `/api/put` refuses the same bytes (`Invalid metric name
+//! ("caf\u{fffd}"): illegal character: \u{fffd}`). A deliberate difference: OpenTSDB decodes
+//! every telnet line as ISO-8859-1, which stores a name other than the one a UTF-8 client meant.
 //!
 //! **Deliberate deviation — word splitting.** OpenTSDB splits on *single* spaces, so a leading
 //! space or a double space inside the fixed arguments yields empty words (an empty command or an
@@ -126,12 +129,9 @@ pub fn unknown_command_line(word0: &str) -> String {
 /// does not need the UID tables: arity, timestamp, value, tags, tag count, name characters and
 /// timestamp range.
 pub fn parse_line<'a>(line: &'a [u8], limits: &Limits) -> Command<'a> {
-    match std::str::from_utf8(line) {
-        Ok(s) => parse_str(s, limits),
-        Err(_) => {
-            let latin1: String = line.iter().map(|&b| char::from(b)).collect();
-            parse_str(&latin1, limits).into_owned()
-        }
+    match String::from_utf8_lossy(line) {
+        Cow::Borrowed(s) => parse_str(s, limits),
+        Cow::Owned(s) => parse_str(&s, limits).into_owned(),
     }
 }
 
@@ -813,26 +813,34 @@ mod tests {
     }
 
     #[test]
-    fn latin1_fallback() {
-        // "é" as a single ISO-8859-1 byte (invalid UTF-8).
-        let line = b"put caf\xe9 1 1 host=w\xe9b";
-        let Command::Put(Ok(p)) = parse_line(line, &Limits::default()) else {
-            panic!("not ok")
-        };
-        assert_eq!(p.metric, "café");
-        assert!(matches!(p.metric, Cow::Owned(_)));
-        assert_eq!(tags(&p), kv(&[("host", "wéb")]));
-        // A C1 control byte decodes to a non-letter.
-        let Command::Put(Err(e)) = parse_line(b"put a\x85 1 1 h=w", &Limits::default()) else {
-            panic!("not err")
-        };
-        assert_eq!(
-            e.telnet_line(),
-            "put: illegal argument: Invalid metric name (\"a\u{85}\"): illegal character: \u{85}"
-        );
+    fn invalid_utf8_is_refused_as_over_http() {
+        // Issue 22, defect 8: "é" as a single ISO-8859-1 byte was stored as
+        // Latin-1 here while /api/put refused the same bytes.
+        for (line, err) in [
+            (
+                &b"put caf\xe9 1 1 host=web"[..],
+                "put: illegal argument: Invalid metric name (\"caf\u{fffd}\"): illegal character: \u{fffd}",
+            ),
+            (
+                b"put cafe 1 1 host=w\xe9b",
+                "put: illegal argument: Invalid tag value with key [host] (\"w\u{fffd}b\"): illegal character: \u{fffd}",
+            ),
+        ] {
+            let Command::Put(Err(e)) = parse_line(line, &Limits::default()) else {
+                panic!("not refused: {line:?}")
+            };
+            assert_eq!(e.telnet_line(), err);
+        }
         assert_eq!(
             parse_line(b"\xff\xfe", &Limits::default()),
-            Command::Unknown("\u{ff}\u{fe}".into())
+            Command::Unknown("\u{fffd}\u{fffd}".into())
         );
+        // Valid UTF-8 names are borrowed as they are.
+        let Command::Put(Ok(p)) =
+            parse_line("put café 1 1 host=wéb".as_bytes(), &Limits::default())
+        else {
+            panic!("not ok")
+        };
+        assert!(matches!(p.metric, Cow::Borrowed("café")));
     }
 }

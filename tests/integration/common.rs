@@ -344,6 +344,11 @@ impl Telnet {
         self.stream.write_all(text.as_bytes()).expect("send");
     }
 
+    /// Sends raw bytes (lines that need not be UTF-8).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send");
+    }
+
     /// Sends `version` and returns every line received before its reply:
     /// because a connection is processed in order, everything sent earlier
     /// has been handled (and is durable) when the reply arrives.

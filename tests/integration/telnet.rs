@@ -342,3 +342,36 @@ fn repeated_series_stay_exact_across_evictions() {
         assert_eq!(dps(&r[0]), pts(&want), "host h{h}");
     }
 }
+
+/// Issue 22, defect 8: telnet stored a name that is not UTF-8 as ISO-8859-1
+/// while `/api/put` refused the same bytes. Names are UTF-8 on every
+/// protocol: both refuse it with the same message, and nothing is stored.
+#[test]
+fn names_that_are_not_utf8_are_refused_as_over_http() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    t.send_bytes(b"put caf\xe9 1356998400 1 host=a\nput ok.m 1356998400 1 host=w\xe9b\n");
+    let lines = t.sync();
+    assert_eq!(
+        lines,
+        vec![
+            "put: illegal argument: Invalid metric name (\"caf\u{fffd}\"): illegal character: \u{fffd}",
+            "put: illegal argument: Invalid tag value with key [host] (\"w\u{fffd}b\"): illegal character: \u{fffd}",
+        ]
+    );
+    let r = s.http(
+        "POST",
+        "/api/put?details",
+        &[],
+        b"{\"metric\":\"caf\xe9\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"host\":\"a\"}}",
+    );
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["errors"][0]["error"],
+        "Invalid metric name (\"caf\u{fffd}\"): illegal character: \u{fffd}"
+    );
+    assert_eq!(
+        s.get("/api/suggest?type=metrics").json(),
+        serde_json::json!([])
+    );
+}

@@ -15,8 +15,9 @@ use crate::storage::{StorageError, Table};
 /// What a read-only check of a store directory learned.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Checked {
-    /// UID counters (metric, tagk, tagv) as stored.
-    pub counters: [u64; 3],
+    /// UID counters (metric, tagk, tagv) as stored; `None` when the UID
+    /// table could not be read (no readable manifest names its files).
+    pub counters: Option<[u64; 3]>,
     /// Highest UIDs the data files refer to.
     pub referenced: [u64; 3],
     pub files: usize,
@@ -223,7 +224,7 @@ pub fn check(dir: &Path, layout: &KeyLayout, report: &mut crate::tools::Report) 
             );
         }
     }
-    out.counters = [counters[0].1, counters[1].1, counters[2].1];
+    out.counters = Some([counters[0].1, counters[1].1, counters[2].1]);
     report.checked.push(format!(
         "store: {} table files, {} entries, {} points",
         out.files, out.entries, out.points
