@@ -1,11 +1,14 @@
 # Shared helpers for the CI stages: start a server on a free port.
 # Usage: start_server DIR  → sets HG_PID, HG_ADDR, HG_PORT
+# (HG_CONFIG, if set, names a configuration file to start it with)
 start_server() {
   local dir=$1
   mkdir -p "$dir"
   local bin=${HOURGLASS_BIN:-target/debug/hourglass}
   [ -x "$bin" ] || cargo build -q --bin hourglass
-  "$bin" serve --data-dir "$dir/data" --port 0 >"$dir/stdout" 2>"$dir/server.log" &
+  local config=()
+  [ -n "${HG_CONFIG:-}" ] && config=(--config "$HG_CONFIG")
+  "$bin" serve "${config[@]}" --data-dir "$dir/data" --port 0 >"$dir/stdout" 2>"$dir/server.log" &
   HG_PID=$!
   for _ in $(seq 100); do
     # The background shell may not have created stdout yet: not an error.

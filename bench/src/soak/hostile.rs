@@ -466,3 +466,98 @@ pub async fn tick(every: Duration, deadline: Instant) -> bool {
     tokio::time::sleep(every.min(deadline - now)).await;
     Instant::now() < deadline
 }
+
+/// How the slow-body attackers fared (defect 1 of issue 22: clients that
+/// declare a 64 MiB body and trickle it a byte at a time).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct SlowBodies {
+    /// Connections opened, a new one each time the server cut one off.
+    pub connections: u64,
+    pub failed_to_open: u64,
+    /// Closed by the server before the soak ended.
+    pub cut_by_server: u64,
+    /// Of those, answered `408` first.
+    pub answered_408: u64,
+    /// The longest any connection was held, in ms.
+    pub longest_held_ms: u64,
+}
+
+impl SlowBodies {
+    fn add(&mut self, o: SlowBodies) {
+        self.connections += o.connections;
+        self.failed_to_open += o.failed_to_open;
+        self.cut_by_server += o.cut_by_server;
+        self.answered_408 += o.answered_408;
+        self.longest_held_ms = self.longest_held_ms.max(o.longest_held_ms);
+    }
+}
+
+/// The headers of a slow body: 64 MiB declared, the JSON array opened.
+const SLOW_BODY_HEAD: &[u8] =
+    b"POST /api/put HTTP/1.1\r\nhost: soak\r\ncontent-type: application/json\r\ncontent-length: 67108864\r\n\r\n[";
+
+/// `n` attackers until `until`: each declares a 64 MiB `/api/put` body,
+/// sends a byte every `every`, and connects again as soon as the server
+/// cuts it off.
+pub async fn slow_bodies(
+    shared: Arc<Shared>,
+    n: u32,
+    every: Duration,
+    until: Instant,
+) -> SlowBodies {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        tasks.spawn(slow_body_client(Arc::clone(&shared), every, until));
+    }
+    let mut out = SlowBodies::default();
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(one) = r {
+            out.add(one);
+        }
+    }
+    out
+}
+
+async fn slow_body_client(shared: Arc<Shared>, every: Duration, until: Instant) -> SlowBodies {
+    let mut out = SlowBodies::default();
+    while Instant::now() < until {
+        let opened = Instant::now();
+        let Ok(mut s) = connect(&shared.addr, shared.timeout).await else {
+            out.failed_to_open += 1;
+            tick(every, until).await;
+            continue;
+        };
+        if s.write_all(SLOW_BODY_HEAD).await.is_err() {
+            out.failed_to_open += 1;
+            continue;
+        }
+        out.connections += 1;
+        let mut buf = [0u8; 512];
+        let mut answer: Vec<u8> = Vec::new();
+        let cut = loop {
+            let wake = tokio::time::Instant::from_std((Instant::now() + every).min(until));
+            match tokio::time::timeout_at(wake, s.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break true,
+                Ok(Ok(k)) => {
+                    if answer.len() < 64 {
+                        answer.extend_from_slice(&buf[..k]);
+                    }
+                }
+                Err(_) if Instant::now() >= until => break false,
+                Err(_) => {
+                    if s.write_all(b" ").await.is_err() {
+                        break true;
+                    }
+                }
+            }
+        };
+        out.longest_held_ms = out.longest_held_ms.max(opened.elapsed().as_millis() as u64);
+        if cut {
+            out.cut_by_server += 1;
+            if answer.starts_with(b"HTTP/1.1 408") {
+                out.answered_408 += 1;
+            }
+        }
+    }
+    out
+}

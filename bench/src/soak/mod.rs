@@ -6,14 +6,19 @@
 //!
 //! Timeline: the wide series for the oversized query are written first;
 //! ingest, queries and bad input run from the start to the end; idle
-//! connections are opened at the start and held; the stall storm opens at a
-//! third of the duration and is held to the end, and probes run every
-//! `--probe-every` during it.
+//! connections are opened at the start and held; the storm opens at a third
+//! of the duration and is held to the end — stalled connections, and
+//! slow-body attackers that declare 64 MiB bodies, trickle them and
+//! reconnect whenever the server cuts them off — and probes run every
+//! `--probe-every` during it. The writers' acknowledged rate before and
+//! during the storm is compared: the storm may not slow them down.
 //!
 //! The run fails (exit 1) when an acknowledged point is missing, when a
-//! probe could not connect and write during the storm, when the server
-//! died, when its RSS passed `--max-rss-mb`, or (unless `--allow-errors`)
-//! when anything got an answer it must never get (see [`hostile`]).
+//! probe could not connect and write during the storm, when the writers'
+//! rate during the storm fell below 90 % of the rate before it, when a slow
+//! body was held longer than `--slow-body-max-hold`, when the server died,
+//! when its RSS passed `--max-rss-mb`, or (unless `--allow-errors`) when
+//! anything got an answer it must never get (see [`hostile`]).
 
 pub mod hostile;
 pub mod report;
@@ -89,6 +94,19 @@ pub struct SoakArgs {
     /// Stalled connections in the storm (half a stalled line, half a stalled HTTP body).
     #[arg(long, default_value_t = 200)]
     pub stalled: u32,
+
+    /// Slow-body attackers in the storm: each declares a 64 MiB `/api/put`
+    /// body, trickles it a byte at a time and reconnects when cut off.
+    #[arg(long, default_value_t = 8)]
+    pub slow_bodies: u32,
+
+    /// How often a slow-body attacker sends a byte.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub trickle_every: Duration,
+
+    /// Fail when a slow body holds its connection longer than this.
+    #[arg(long, value_parser = parse_duration)]
+    pub slow_body_max_hold: Option<Duration>,
 
     /// A fresh-client probe this often during the storm.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
@@ -305,6 +323,17 @@ pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
             Side::Stalled(hostile::hold_connections(shared, hold, n, deadline).await)
         });
     }
+    // Slow-body attackers during the storm, and the acknowledged count as
+    // it starts.
+    {
+        let (shared, n, every) = (Arc::clone(&shared), args.slow_bodies, args.trickle_every);
+        side.spawn(async move {
+            tokio::time::sleep_until(storm_at.into()).await;
+            let acked = shared.counters.points_acked.load(Ordering::Relaxed);
+            let bodies = hostile::slow_bodies(shared, n, every, deadline).await;
+            Side::SlowBodies(bodies, acked)
+        });
+    }
     // Probes during the storm (after the stalled connections had a moment to open).
     {
         let (shared, every) = (Arc::clone(&shared), args.probe_every);
@@ -367,24 +396,36 @@ pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
             Err(e) => shared.error(format!("writer task failed: {e}")),
         }
     }
-    let (mut idle, mut stalled, mut probes) = (
-        hostile::HeldConnections::default(),
-        hostile::HeldConnections::default(),
-        report::Probes::default(),
-    );
+    // The writers are done: everything acknowledged since the storm began
+    // was acknowledged during it.
+    let writers_done = Instant::now();
+    let acked_total = shared.counters.points_acked.load(Ordering::Relaxed);
+    let mut idle = hostile::HeldConnections::default();
+    let mut storm = report::Storm::default();
     while let Some(r) = side.join_next().await {
         match r {
             Ok(Side::Idle(h)) => idle = h,
             Ok(Side::Stalled(h)) => {
-                stalled.opened += h.opened;
-                stalled.failed_to_open += h.failed_to_open;
-                stalled.closed_by_server += h.closed_by_server;
+                storm.stalled.opened += h.opened;
+                storm.stalled.failed_to_open += h.failed_to_open;
+                storm.stalled.closed_by_server += h.closed_by_server;
             }
-            Ok(Side::Probes(p)) => probes = p,
+            Ok(Side::SlowBodies(b, acked_at_storm)) => {
+                storm.slow_bodies = b;
+                storm.acked_before = acked_at_storm;
+                storm.acked_during = acked_total.saturating_sub(acked_at_storm);
+            }
+            Ok(Side::Probes(p)) => storm.probes = p,
             Ok(Side::Done) => {}
             Err(e) => shared.error(format!("soak task failed: {e}")),
         }
     }
+    storm.seconds_before = storm_at
+        .saturating_duration_since(shared.start)
+        .as_secs_f64();
+    storm.seconds_during = writers_done
+        .saturating_duration_since(storm_at)
+        .as_secs_f64();
     let seconds = shared.start.elapsed().as_secs_f64();
     let (peak_sampled, alive) = match rss {
         Some(task) => task.await.unwrap_or((0, false)),
@@ -405,8 +446,7 @@ pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
         &shared,
         &writer_results,
         idle,
-        stalled,
-        probes,
+        storm,
         peak_sampled,
         final_sample,
         alive,
@@ -429,6 +469,8 @@ enum Side {
     Done,
     Idle(hostile::HeldConnections),
     Stalled(hostile::HeldConnections),
+    /// The attackers' outcome and the points acknowledged when the storm began.
+    SlowBodies(hostile::SlowBodies, u64),
     Probes(report::Probes),
 }
 

@@ -8,11 +8,35 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use super::hostile::HeldConnections;
+use super::hostile::{HeldConnections, SlowBodies};
 use super::writers::{Verification, WriterKind, WriterResult};
 use super::{Shared, SoakArgs};
 use crate::procfs::ProcSample;
 use crate::report::mib;
+
+/// The storm (from a third of the duration to the end): stalled
+/// connections, slow-body attackers, fresh-client probes, and what the
+/// writers got acknowledged before and during it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Storm {
+    pub stalled: HeldConnections,
+    pub slow_bodies: SlowBodies,
+    pub probes: Probes,
+    pub acked_before: u64,
+    pub seconds_before: f64,
+    pub acked_during: u64,
+    pub seconds_during: f64,
+}
+
+impl Storm {
+    pub fn points_per_sec_before(&self) -> f64 {
+        crate::report::rate(self.acked_before as f64, self.seconds_before)
+    }
+
+    pub fn points_per_sec_during(&self) -> f64 {
+        crate::report::rate(self.acked_during as f64, self.seconds_during)
+    }
+}
 
 /// Fresh clients during the stall storm.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -77,8 +101,10 @@ pub struct SoakReport {
     pub errors: u64,
     pub first_errors: Vec<String>,
     pub idle_connections: HeldConnections,
-    pub stalled_connections: HeldConnections,
-    pub probes: Probes,
+    pub storm: Storm,
+    /// Ingest rates before and during the storm, points per second.
+    pub points_per_sec_before_storm: f64,
+    pub points_per_sec_during_storm: f64,
     /// Every probe during the storm connected and wrote.
     pub fresh_client_got_through: bool,
     pub server: ServerFigures,
@@ -95,8 +121,7 @@ impl SoakReport {
         shared: &Shared,
         writers: &[WriterResult],
         idle: HeldConnections,
-        stalled: HeldConnections,
-        probes: Probes,
+        storm: Storm,
         peak_sampled: u64,
         final_sample: Option<ProcSample>,
         alive: bool,
@@ -119,8 +144,25 @@ impl SoakReport {
             alive_at_end: alive && (args.server_pid.is_none() || final_sample.is_some()),
         };
         let errors = c.errors.load(Ordering::Relaxed);
+        let probes = &storm.probes;
         let fresh_client_got_through = probes.sent > 0 && probes.failed == 0;
+        let (before, during) = (storm.points_per_sec_before(), storm.points_per_sec_during());
         let mut failures = Vec::new();
+        // Writers run at a fixed rate: the storm may not slow them down.
+        if storm.seconds_before >= 1.0 && before > 0.0 && during < 0.9 * before {
+            failures.push(format!(
+                "the writers slowed down during the storm: {before:.0} points/s before, {during:.0} during"
+            ));
+        }
+        if let Some(max) = args.slow_body_max_hold
+            && storm.slow_bodies.longest_held_ms > max.as_millis() as u64
+        {
+            failures.push(format!(
+                "a slow body held its connection for {:.1} s (--slow-body-max-hold {:.0} s)",
+                storm.slow_bodies.longest_held_ms as f64 / 1000.0,
+                max.as_secs_f64()
+            ));
+        }
         if verification.missing_points > 0 {
             failures.push(format!(
                 "{} acknowledged point(s) missing",
@@ -177,9 +219,10 @@ impl SoakReport {
             errors,
             first_errors: shared.first_errors(),
             idle_connections: idle,
-            stalled_connections: stalled,
+            points_per_sec_before_storm: before,
+            points_per_sec_during_storm: during,
             fresh_client_got_through,
-            probes,
+            storm,
             server,
             verification,
             passed: failures.is_empty(),
@@ -232,7 +275,7 @@ impl SoakReport {
         }
         for (name, h) in [
             ("idle", &self.idle_connections),
-            ("stalled", &self.stalled_connections),
+            ("stalled", &self.storm.stalled),
         ] {
             writeln!(
                 out,
@@ -240,13 +283,28 @@ impl SoakReport {
                 h.opened, h.failed_to_open, h.closed_by_server
             )?;
         }
+        let b = &self.storm.slow_bodies;
+        writeln!(
+            out,
+            "  slow bodies   {} connections ({} failed to open), {} cut by the server ({} with 408), longest held {:.1} s",
+            b.connections,
+            b.failed_to_open,
+            b.cut_by_server,
+            b.answered_408,
+            b.longest_held_ms as f64 / 1000.0
+        )?;
+        writeln!(
+            out,
+            "  storm ingest  {:.0} points/s before, {:.0} during",
+            self.points_per_sec_before_storm, self.points_per_sec_during_storm
+        )?;
+        let p = &self.storm.probes;
         writeln!(
             out,
             "  fresh client  {} of {} probes got through during the storm{}",
-            self.probes.ok,
-            self.probes.sent,
-            self.probes
-                .first_failure
+            p.ok,
+            p.sent,
+            p.first_failure
                 .as_ref()
                 .map_or(String::new(), |f| format!(" (first failure: {f})"))
         )?;
@@ -350,6 +408,18 @@ mod tests {
         }
     }
 
+    /// A storm the writers went through at 100 points/s.
+    fn storm() -> Storm {
+        Storm {
+            probes: probes(0),
+            acked_before: 500,
+            seconds_before: 5.0,
+            acked_during: 500,
+            seconds_during: 5.0,
+            ..Storm::default()
+        }
+    }
+
     fn sample(peak_mib: u64) -> Option<ProcSample> {
         Some(ProcSample {
             rss_bytes: 10 << 20,
@@ -370,12 +440,15 @@ mod tests {
             &s,
             &writers(),
             HeldConnections::default(),
-            HeldConnections {
-                opened: 200,
-                failed_to_open: 0,
-                closed_by_server: 200,
+            Storm {
+                stalled: HeldConnections {
+                    opened: 200,
+                    failed_to_open: 0,
+                    closed_by_server: 200,
+                },
+                probes: probes(0),
+                ..storm()
             },
-            probes(0),
             50 << 20,
             sample(60),
             true,
@@ -410,15 +483,29 @@ mod tests {
     fn each_failure_is_named() {
         let s = shared();
         s.error("query: HTTP 500 boom".into());
-        let a = args(&["--server-pid", "1", "--max-rss-mb", "100"]);
+        let a = args(&[
+            "--server-pid",
+            "1",
+            "--max-rss-mb",
+            "100",
+            "--slow-body-max-hold",
+            "60s",
+        ]);
         let r = SoakReport::new(
             &a,
             10.0,
             &s,
             &writers(),
             HeldConnections::default(),
-            HeldConnections::default(),
-            probes(2),
+            Storm {
+                probes: probes(2),
+                acked_during: 100,
+                slow_bodies: SlowBodies {
+                    longest_held_ms: 90_000,
+                    ..SlowBodies::default()
+                },
+                ..storm()
+            },
             50 << 20,
             sample(150),
             true,
@@ -433,14 +520,23 @@ mod tests {
         );
         assert!(all.contains("above --max-rss-mb 100"), "{all}");
         assert!(all.contains("1 error(s)"), "{all}");
+        assert!(
+            all.contains(
+                "the writers slowed down during the storm: 100 points/s before, 20 during"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("a slow body held its connection for 90.0 s (--slow-body-max-hold 60 s)"),
+            "{all}"
+        );
         let allowed = SoakReport::new(
             &args(&["--allow-errors"]),
             10.0,
             &s,
             &writers(),
             HeldConnections::default(),
-            HeldConnections::default(),
-            probes(0),
+            storm(),
             0,
             None,
             true,
@@ -454,8 +550,7 @@ mod tests {
             &shared(),
             &writers(),
             HeldConnections::default(),
-            HeldConnections::default(),
-            probes(0),
+            storm(),
             0,
             None,
             false,
