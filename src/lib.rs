@@ -37,6 +37,7 @@ pub mod config;
 pub mod engine;
 pub mod failpoint;
 pub mod fb;
+pub mod findings;
 pub mod hashing;
 pub mod logfile;
 pub mod metrics;

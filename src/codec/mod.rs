@@ -7,6 +7,7 @@
 //! The layouts are drawn in `docs/format/`.
 
 pub mod cell;
+pub mod column;
 pub mod native;
 pub mod pack;
 pub mod qualifier;

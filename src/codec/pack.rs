@@ -10,7 +10,7 @@
 
 use super::cell::{DecodedPoint, encode_packed_cell};
 use super::row::{CellKind, RowError, classify, decode_opentsdb};
-use crate::storage::{Cell, family};
+use crate::codec::column::{Cell, family};
 
 /// Largest packed qualifier written (Bigtable refuses qualifiers over
 /// 16 KiB; HBase allows more).

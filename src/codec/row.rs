@@ -19,7 +19,7 @@
 
 use super::cell::{self, CellError, DecodedPoint, merge_points};
 use super::native::{self, NativeError};
-use crate::storage::{Cell, family};
+use crate::codec::column::{Cell, family};
 
 pub const NATIVE: u8 = 0x07;
 pub const TOMBSTONE: u8 = 0x08;

@@ -259,9 +259,9 @@ pub fn read(file: &Path, load: &mut HourSink<'_>) -> Result<Loaded, LogError> {
 pub fn check(
     dir: &Path,
     layout: &crate::codec::KeyLayout,
-    report: &mut crate::tools::Report,
+    report: &mut crate::findings::Report,
 ) -> [u64; 3] {
-    use crate::tools::Severity::{Error, Info};
+    use crate::findings::Severity::{Error, Info};
     let mut uids = [0u64; 3];
     let files = match list(dir) {
         Ok(f) => f,

@@ -29,8 +29,6 @@ pub use self::open::open;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 /// The tables hourglass uses (OpenTSDB's `tsdb`, `tsdb-uid` and
 /// `tsdb-meta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,33 +51,7 @@ impl Table {
     }
 }
 
-/// Column families, one byte each. A *column* is the family byte followed by
-/// the qualifier bytes, so the columns of a row sort by family, then
-/// qualifier.
-pub mod family {
-    /// Data points (`t` in OpenTSDB's data table).
-    pub const DATA: u8 = b't';
-    /// UID table, name → UID and the UID counters (`id`).
-    pub const ID: u8 = b'i';
-    /// UID table, UID → name (`name`).
-    pub const NAME: u8 = b'n';
-}
-
-pub fn column(family: u8, qualifier: &[u8]) -> Vec<u8> {
-    let mut c = Vec::with_capacity(1 + qualifier.len());
-    c.push(family);
-    c.extend_from_slice(qualifier);
-    c
-}
-
-/// One cell of a row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cell {
-    /// Family byte followed by the qualifier.
-    pub column: Vec<u8>,
-    /// Shares the block it was read from (no copy).
-    pub value: Bytes,
-}
+pub use crate::codec::column::{Cell, column, family};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mutation {

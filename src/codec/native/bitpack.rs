@@ -6,7 +6,7 @@
 //! exactly one byte, which keeps zstd's Huffman stage effective on the
 //! common two-decimal gauges (see `docs/format/native-cell.md`).
 
-use super::NativeError;
+use super::error::NativeError;
 use super::varint::Reader;
 
 /// Most values one block holds (and so one packed section).

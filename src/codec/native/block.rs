@@ -9,12 +9,12 @@
 //! no byte at all when an earlier header's repeat count covers it.
 //! The byte layout is drawn in `docs/format/native-cell.md`.
 
-use super::NativeError;
 use super::bitpack::{self, BLOCK, BitReader};
 use super::decimal::{
     self, KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, bits_integral, bits_value, dec_integral,
     dec_value_d, derive_float_kind,
 };
+use super::error::NativeError;
 use super::varint::{Reader, unzigzag};
 use super::xor;
 use crate::codec::StoredValue;

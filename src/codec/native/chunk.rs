@@ -32,13 +32,14 @@ use super::block::{
     BlockOut, FR_DERIVE, FR_DOUBLE, FR_FLOAT, H_REPEATED, MAX_OFFSET_MS, Params, State,
     decode_block, derived_ms, float_kind,
 };
+use super::cell::{put_header, read_header, walk_blocks};
 use super::decimal::{
     KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value_d, kind_of, min_exponent, to_bits,
     to_decimal_d,
 };
 use super::encode::{DecHint, Encoder, Head};
+use super::error::NativeError;
 use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, unzigzag, zigzag};
-use super::{NativeError, put_header, read_header, walk_blocks};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 

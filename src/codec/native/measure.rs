@@ -8,7 +8,9 @@
 //! It asserts nothing about timing.
 
 use super::*;
+use crate::codec::StoredValue;
 use crate::codec::StoredValue::{Double, Float, Int};
+use crate::codec::cell::DecodedPoint;
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -6,6 +6,7 @@ use super::decimal::same_value;
 use super::measure::{Rng, cpu_cell, cpu_series};
 use super::*;
 use crate::codec::StoredValue::{self, Double, Float, Int};
+use crate::codec::cell::DecodedPoint;
 use proptest::prelude::*;
 
 fn pt(offset_ms: u32, value: StoredValue) -> DecodedPoint {

@@ -2,7 +2,7 @@
 //! the tail's prefix varint, and a bounds-checked reader that turns every
 //! short read into [`NativeError::Corrupt`] instead of a panic.
 
-use super::NativeError;
+use super::error::NativeError;
 
 /// Maps signed to unsigned so that small magnitudes get small codes
 /// (0, -1, 1, -2, … → 0, 1, 2, 3, …).

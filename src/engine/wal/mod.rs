@@ -152,9 +152,9 @@ pub enum WalError {
 pub fn check(
     dir: &Path,
     layout: &crate::codec::KeyLayout,
-    report: &mut crate::tools::Report,
+    report: &mut crate::findings::Report,
 ) -> [u64; 3] {
-    use crate::tools::Severity::{Error, Info};
+    use crate::findings::Severity::{Error, Info};
     let mut uids = [0u64; 3];
     let segments = match list_segments(dir) {
         Ok(s) => s,
@@ -927,7 +927,7 @@ mod tests {
         let (w, got) = open(&wal_dir, false).unwrap();
         assert_eq!(got.len(), 2);
         w.close();
-        let mut report = crate::tools::Report::default();
+        let mut report = crate::findings::Report::default();
         let layout = crate::config::Config::default().layout();
         check(&wal_dir, &layout, &mut report);
         assert_eq!(report.errors(), 0, "{report:?}");

@@ -27,8 +27,8 @@ pub struct Checked {
 /// Verifies a store directory without changing it (`hourglass fsck`): the
 /// manifest, every block of every listed file, files nobody lists, and the
 /// live store log.
-pub fn check(dir: &Path, layout: &KeyLayout, report: &mut crate::tools::Report) -> Checked {
-    use crate::tools::Severity::{Error, Info, Warning};
+pub fn check(dir: &Path, layout: &KeyLayout, report: &mut crate::findings::Report) -> Checked {
+    use crate::findings::Severity::{Error, Info, Warning};
     let mut out = Checked::default();
     let listing = match list_dir(dir) {
         Ok(l) => l,

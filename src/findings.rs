@@ -1,0 +1,73 @@
+//! What a check of the data directory finds (`hourglass fsck`, and the
+//! checks of each file kind the storage engine and the write-ahead log run
+//! for it): findings with a severity, the file and, where there is one, the
+//! offset.
+
+use std::path::PathBuf;
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Normal after a crash; recovered automatically on open.
+    Info,
+    /// Unexpected but harmless (e.g. a stray file that open moves aside).
+    Warning,
+    /// Damage: the server refuses to start until it is repaired.
+    Error,
+}
+
+/// One thing `fsck` found.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub severity: Severity,
+    pub path: PathBuf,
+    pub offset: Option<u64>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sev = match self.severity {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "ERROR",
+        };
+        write!(f, "{sev}: {}", self.path.display())?;
+        if let Some(o) = self.offset {
+            write!(f, " at offset {o}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Collects findings.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// What was checked, for the summary line.
+    pub checked: Vec<String>,
+}
+
+impl Report {
+    pub fn push(
+        &mut self,
+        severity: Severity,
+        path: impl Into<PathBuf>,
+        offset: Option<u64>,
+        message: impl Into<String>,
+    ) {
+        self.findings.push(Finding {
+            severity,
+            path: path.into(),
+            offset,
+            message: message.into(),
+        });
+    }
+
+    pub fn errors(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count()
+    }
+}
