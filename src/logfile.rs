@@ -368,78 +368,6 @@ pub fn cut_and_move_aside(path: &Path, offset: u64, lost_dir: &Path) -> Result<P
     Ok(dst)
 }
 
-/// Little helpers for the varint-based payload encodings of the logs and
-/// table files.
-pub mod varint {
-    pub fn put(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-        put(out, b.len() as u64);
-        out.extend_from_slice(b);
-    }
-
-    /// A cursor over an encoded buffer; every read is bounds-checked.
-    #[derive(Debug)]
-    pub struct Reader<'a> {
-        buf: &'a [u8],
-        pos: usize,
-    }
-
-    impl<'a> Reader<'a> {
-        pub fn new(buf: &'a [u8]) -> Self {
-            Self { buf, pos: 0 }
-        }
-        /// A cursor at `pos` of `buf`.
-        pub fn at(buf: &'a [u8], pos: usize) -> Self {
-            Self { buf, pos }
-        }
-        pub fn is_empty(&self) -> bool {
-            self.pos >= self.buf.len()
-        }
-        pub fn u8(&mut self) -> Option<u8> {
-            let b = *self.buf.get(self.pos)?;
-            self.pos += 1;
-            Some(b)
-        }
-        pub fn varint(&mut self) -> Option<u64> {
-            let mut v = 0u64;
-            for shift in (0..64).step_by(7) {
-                let b = self.u8()?;
-                v |= u64::from(b & 0x7F) << shift;
-                if b < 0x80 {
-                    return Some(v);
-                }
-            }
-            None
-        }
-        pub fn bytes(&mut self) -> Option<&'a [u8]> {
-            let n = usize::try_from(self.varint()?).ok()?;
-            self.take(n)
-        }
-        pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-            let end = self.pos.checked_add(n)?;
-            let s = self.buf.get(self.pos..end)?;
-            self.pos = end;
-            Some(s)
-        }
-        pub fn u64_le(&mut self) -> Option<u64> {
-            Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-        }
-        pub fn u32_le(&mut self) -> Option<u32> {
-            Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-        }
-        pub fn position(&self) -> usize {
-            self.pos
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,19 +471,5 @@ mod tests {
             read_log(&path, b"OTHERMAG", 1, |_, _| Ok::<(), LogError>(())),
             Err(LogError::BadHeader { .. })
         ));
-    }
-
-    #[test]
-    fn varints() {
-        let mut b = Vec::new();
-        for v in [0u64, 1, 127, 128, 300, u64::MAX] {
-            varint::put(&mut b, v);
-        }
-        let mut r = varint::Reader::new(&b);
-        for v in [0u64, 1, 127, 128, 300, u64::MAX] {
-            assert_eq!(r.varint(), Some(v));
-        }
-        assert!(r.is_empty());
-        assert_eq!(varint::Reader::new(&[0xFF; 11]).varint(), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod row;
 pub mod rowkey;
 pub mod salt;
 pub mod value;
+pub mod varint;
 
 pub use cell::{CellError, DecodedPoint, decode_cell, encode_packed_cell};
 pub use qualifier::{PointQualifier, encode_qualifier};

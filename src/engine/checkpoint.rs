@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::head::Head;
-use crate::logfile::{self, LogError, LogWriter, varint};
+use crate::codec::varint;
+use crate::logfile::{self, LogError, LogWriter};
 
 pub const MAGIC: &[u8; 8] = b"HGHEADC1";
 pub const VERSION: u32 = 1;

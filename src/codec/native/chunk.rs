@@ -39,7 +39,7 @@ use super::decimal::{
 };
 use super::encode::{DecHint, Encoder, Head};
 use super::error::NativeError;
-use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, unzigzag, zigzag};
+use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, put_uvarint_slice, unzigzag, zigzag};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 
@@ -218,12 +218,8 @@ impl Rec {
         self.buf[self.n] = b;
         self.n += 1;
     }
-    fn uvarint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.push(v as u8);
+    fn uvarint(&mut self, v: u64) {
+        self.n += put_uvarint_slice(&mut self.buf[self.n..], v);
     }
     fn pvarint(&mut self, v: u64) {
         self.n += put_pvarint(&mut self.buf[self.n..], v);

@@ -1,38 +1,12 @@
-//! Byte-level primitives of the native cell format: LEB128 varints, zigzag,
-//! the tail's prefix varint, and a bounds-checked reader that turns every
+//! Byte-level primitives of the native cell format: the tail's prefix varint
+//! (LEB128 and zigzag are [`crate::codec::varint`]'s), and a bounds-checked reader that turns every
 //! short read into [`NativeError::Corrupt`] instead of a panic.
 
 use super::error::NativeError;
 
-/// Maps signed to unsigned so that small magnitudes get small codes
-/// (0, -1, 1, -2, … → 0, 1, 2, 3, …).
-#[inline]
-pub(crate) fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-#[inline]
-pub(crate) fn unzigzag(u: u64) -> i64 {
-    ((u >> 1) as i64) ^ -((u & 1) as i64)
-}
-
-/// Appends `v` as LEB128 (7 bits per byte, low group first).
-#[inline]
-pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Bytes `put_uvarint` writes for `v`.
-#[inline]
-pub(crate) fn uvarint_len(v: u64) -> usize {
-    // 1 + floor(bits / 7), with 0 taking one byte.
-    let bits = 64 - (v | 1).leading_zeros() as usize;
-    bits.div_ceil(7)
-}
+pub(crate) use crate::codec::varint::{
+    len as uvarint_len, put as put_uvarint, put_slice as put_uvarint_slice, unzigzag, zigzag,
+};
 
 // Prefix varint of the Chunk tail: the first byte says how long the code is,
 // so small values (< 240, e.g. every zigzag delta of a two-decimal random walk
@@ -121,21 +95,13 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// LEB128, at most 10 bytes; rejects codes that overflow 64 bits.
+    /// LEB128 ([`crate::codec::varint::decode`]).
     #[inline]
     pub(crate) fn uvarint(&mut self, what: &'static str) -> Result<u64, NativeError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let b = self.u8(what)?;
-            if i == 9 && b > 1 {
-                return Err(self.corrupt(what));
-            }
-            v |= u64::from(b & 0x7F) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(self.corrupt(what))
+        let (v, next) =
+            crate::codec::varint::decode(self.buf, self.pos).ok_or_else(|| self.corrupt(what))?;
+        self.pos = next;
+        Ok(v)
     }
 
     #[inline]
@@ -188,16 +154,6 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn zigzag_round_trips_extremes() {
-        for v in [0, 1, -1, 63, -64, i64::MAX, i64::MIN, 12345, -98765] {
-            assert_eq!(unzigzag(zigzag(v)), v);
-        }
-        assert_eq!(zigzag(-1), 1);
-        assert_eq!(zigzag(1), 2);
-        assert_eq!(zigzag(i64::MIN), u64::MAX);
-    }
 
     #[test]
     fn uvarint_round_trips_and_rejects_overflow() {

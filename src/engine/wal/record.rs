@@ -29,7 +29,8 @@ use xxhash_rust::xxh3::Xxh3Builder;
 
 use crate::codec::StoredValue;
 use crate::codec::rowkey::split_timestamp;
-use crate::logfile::{self, LogError, varint};
+use crate::codec::varint::{self, unzigzag, zigzag};
+use crate::logfile::{self, LogError};
 
 const REC_SERIES: u8 = 1;
 const REC_POINTS: u8 = 3;
@@ -45,14 +46,6 @@ const MAX_EXP: u8 = 15;
 const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(z: u64) -> i64 {
-    ((z >> 1) as i64) ^ -((z & 1) as i64)
-}
 
 /// The smallest exponent `e` with `v == m / 10^e` exactly for an integer
 /// `m` of at most 53 bits, if any (`check` compares the decoded value).

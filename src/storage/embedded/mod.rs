@@ -59,8 +59,9 @@ use super::{
     StoreStats, Table,
 };
 use crate::codec::KeyLayout;
+use crate::codec::varint;
 use crate::fb::{ManifestData, SchemaData, TableFileData};
-use crate::logfile::{self, LogWriter, varint};
+use crate::logfile::{self, LogWriter};
 
 pub const LOG_MAGIC: &[u8; 8] = b"HGSTLOG2";
 pub const LOG_VERSION: u32 = 2;

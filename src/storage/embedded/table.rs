@@ -29,8 +29,8 @@ use bytes::Bytes;
 use super::bloom::{self, Bloom};
 use super::cache::BlockCache;
 use crate::codec::KeyLayout;
+use crate::codec::varint;
 use crate::fb::{self, TableMetaData};
-use crate::logfile::varint;
 use crate::storage::{Result, StorageError};
 
 pub const MAGIC: &[u8; 8] = b"HGTABLE2";
