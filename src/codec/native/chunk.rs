@@ -470,7 +470,7 @@ impl Chunk {
                     self.prev_x = 0;
                 }
             } else if want >= DOM_DEC0 && (dom == DOM_INT || (dom >= DOM_DEC0 && want > dom)) {
-                self.retail(want);
+                self.reencode_tail(want);
             }
         }
         if tail_empty {
@@ -491,8 +491,9 @@ impl Chunk {
         self.append_record(p, tok);
     }
 
-    /// Re-encodes the tail in domain `dom`.
-    fn retail(&mut self, dom: u32) {
+    /// Re-encodes the tail's points in value domain `dom` (the decimal
+    /// exponent or raw bits their tokens are written in).
+    fn reencode_tail(&mut self, dom: u32) {
         let mut pts = Vec::with_capacity(self.tail_count());
         if self.decode_tail(&mut pts).is_err() {
             return; // keep the current domain; the point goes in as a raw escape

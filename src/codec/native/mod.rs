@@ -66,6 +66,8 @@ mod chunk;
 mod decimal;
 mod encode;
 mod error;
+mod plan;
+mod stream;
 mod varint;
 mod xor;
 
