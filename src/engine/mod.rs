@@ -24,7 +24,7 @@
 //!   reads of hour rows.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
-//! * [`compactor`] — how the store's compaction merges a row's cells.
+//! * [`row_compactor`] — how the store's compaction merges a row's cells.
 //! * [`clock`] — wall-clock time, replaceable in tests.
 //!
 //! Write path: [`Engine::write`] resolves each point's series (a cache hit
@@ -44,7 +44,6 @@
 mod annotations;
 pub mod checkpoint;
 pub mod clock;
-mod compactor;
 mod delete;
 mod flush;
 pub mod head;
@@ -54,6 +53,7 @@ mod open;
 mod pending;
 mod read;
 pub mod retention;
+mod row_compactor;
 mod shared;
 pub mod wal;
 mod write;

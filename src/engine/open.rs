@@ -18,7 +18,8 @@ use super::retention::Retention;
 use super::wal::record::UNRESOLVED;
 use super::wal::{Event, Wal, WalOptions};
 use super::{
-    Clock, Engine, EngineError, LocalLog, Settings, SystemClock, checkpoint, compactor, metric_of,
+    Clock, Engine, EngineError, LocalLog, Settings, SystemClock, checkpoint, metric_of,
+    row_compactor,
 };
 use crate::codec::KeyLayout;
 use crate::config::{Backend, Config};
@@ -66,7 +67,7 @@ impl Engine {
             ],
             cfg.uid.cache_entries,
         ));
-        store.set_row_compactor(Arc::new(compactor::Compactor::new(
+        store.set_row_compactor(Arc::new(row_compactor::Compactor::new(
             layout,
             Arc::clone(&retention),
             Arc::clone(&uids),

@@ -1,12 +1,12 @@
 //! Retention: how long each metric's points are kept (`[retention]` in the
 //! config). Queries never return points older than their metric's horizon;
 //! the store drops windows past the longest TTL and rewrites windows that a
-//! shorter per-metric TTL has expired (see `storage::embedded::compaction`).
+//! shorter per-metric TTL has expired (see `storage::embedded::compaction::policy`).
 
 use std::collections::HashMap;
 
 use crate::config::{ConfigError, RetentionConfig, parse_ttl};
-use crate::storage::embedded::compaction::RetentionView;
+use crate::storage::retention::RetentionView;
 
 /// TTLs in seconds; `None` keeps data forever.
 #[derive(Debug, Clone, Default)]

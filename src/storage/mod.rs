@@ -23,6 +23,7 @@ pub mod bigtable;
 pub mod embedded;
 pub mod fanout;
 mod open;
+pub mod retention;
 
 pub use self::open::open;
 

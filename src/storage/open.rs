@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::embedded::compaction::RetentionView;
 use super::embedded::{EmbeddedOptions, EmbeddedStore};
+use super::retention::RetentionView;
 use super::{StorageError, Store};
 use crate::config::{Backend, Config};
 

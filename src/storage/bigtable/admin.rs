@@ -23,7 +23,7 @@ use tonic::transport::{Channel, ClientTlsConfig};
 
 use super::rpc::{client_error, status_error};
 use super::schema::{TABLES, families, table_id};
-use crate::storage::embedded::compaction::RetentionView;
+use crate::storage::retention::RetentionView;
 use crate::storage::{StorageError, Table};
 
 const ADMIN_HOST: &str = "bigtableadmin.googleapis.com";

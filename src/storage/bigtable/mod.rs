@@ -42,7 +42,7 @@ use self::chunks::{Row, RowAssembler};
 use self::rpc::{ATTEMPTS, client_error, request, status_error, wait, with_retries};
 use crate::codec::KeyLayout;
 use crate::config::BigtableConfig;
-use crate::storage::embedded::compaction::RetentionView;
+use crate::storage::retention::RetentionView;
 use crate::storage::{
     Cell, DataBuilder, Durability, KeyFilter, KeyRange, Mutation, RangeVisitor, Result, RowVisitor,
     StorageError, Store, Table,

@@ -5,9 +5,12 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use super::file_set::{log_path, table_path, tmp_path};
+use super::keys::{internal_row, schema_of};
+use super::manifest;
 use super::open::list_dir;
+use super::store_log::{LOG_MAGIC, LOG_VERSION, decode_log_batch};
 use super::table::{FileKind, TableReader};
-use super::*;
 use crate::codec::KeyLayout;
 use crate::logfile;
 use crate::storage::{StorageError, Table};

@@ -12,10 +12,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 
 use super::cache::BlockCache;
+use super::file_set::{FileSet, file_data, log_path, table_path, tmp_path};
+use super::keys::schema_of;
+use super::memtable::MemTable;
+use super::options::EmbeddedOptions;
 use super::salvage;
+use super::store::{EmbeddedStore, State};
+use super::store_log::{LOG_BUFFER, LOG_MAGIC, LOG_VERSION, decode_log_batch};
 use super::table::{TableReader, io_err};
-use super::*;
-use crate::fb::{ManifestData, SchemaData};
+use super::{LOST_AND_FOUND, manifest};
+use crate::fb::{ManifestData, SchemaData, TableFileData};
 use crate::logfile::{self, LogWriter};
 use crate::storage::{Result, StorageError};
 
@@ -293,7 +299,7 @@ impl EmbeddedStore {
         for path in &retired {
             move_aside(&dir, path)?;
         }
-        let files = Files::default().with(&readers, &HashSet::new());
+        let files = FileSet::default().with(&readers, &HashSet::new());
         let cache = BlockCache::new(opts.block_cache_bytes);
         Ok(Self {
             dir,

@@ -11,8 +11,9 @@
 use std::cell::RefCell;
 use std::path::Path;
 
+use super::file_set::tmp_path;
+use super::options::EmbeddedOptions;
 use super::table::{self, FileKind, TableReader, WriteOptions};
-use super::{EmbeddedOptions, tmp_path};
 use crate::storage::{Result, StorageError};
 
 /// A salvaged file, written as `<number>.sst.tmp`.

@@ -5,9 +5,17 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::compaction::RetentionView;
-use super::*;
-use crate::storage::{CompactContext, Durability, Mutation, Store, Table};
+use super::keys::internal_bounds;
+use super::options::EmbeddedOptions;
+use super::store::EmbeddedStore;
+use super::{LOST_AND_FOUND, manifest};
+use crate::codec::KeyLayout;
+use crate::storage::retention::RetentionView;
+use crate::storage::{Cell, StorageError};
+use crate::storage::{CompactContext, Durability, Mutation, RowCompactor, Store, Table};
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const H: u32 = 3600;
 

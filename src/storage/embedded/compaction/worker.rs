@@ -1,4 +1,4 @@
-//! The compaction worker: runs the policy ([`super::compaction`]) on a
+//! The compaction worker: runs the policy ([`super::policy`]) on a
 //! snapshot of the file set and executes the job it picks — merging meta
 //! files, merging the files of a window through the row compactor, or
 //! dropping expired windows — without holding the write path's locks while
@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::compaction::{self, FileInfo, Job, Policy};
-use super::merge::{self, MergeIter};
-use super::table::{Entry, FileKind, TableReader};
-use super::*;
+use super::policy::{self, FileInfo, Job, Policy};
+use crate::storage::embedded::merge_iter::{self, MergeIter};
+use crate::storage::embedded::store::EmbeddedStore;
+use crate::storage::embedded::table::{Entry, FileKind, TableReader};
 use crate::storage::{Cell, CompactContext, Result, RowCompactor, StorageError};
 
 impl EmbeddedStore {
@@ -56,7 +56,7 @@ impl EmbeddedStore {
                 force,
             };
             (
-                compaction::choose(&infos, now_secs, &policy),
+                policy::choose(&infos, now_secs, &policy),
                 Arc::clone(&st.files),
             )
         };
@@ -113,9 +113,9 @@ impl EmbeddedStore {
             };
             (Self::next_number(&mut st), all, mem_keys)
         };
-        let sources: Vec<merge::Source<'_>> = inputs
+        let sources: Vec<merge_iter::Source<'_>> = inputs
             .iter()
-            .map(|t| Box::new(t.range(&[], &[], None)) as merge::Source<'_>)
+            .map(|t| Box::new(t.range(&[], &[], None)) as merge_iter::Source<'_>)
             .collect();
         let merged = MergeIter::new(sources).filter(|e| match e {
             Ok(e) if e.value.is_none() && all => mem_keys.contains(&(e.row.clone(), e.col.clone())),
@@ -136,9 +136,9 @@ impl EmbeddedStore {
     ) -> Result<()> {
         let number = Self::next_number(&mut self.lock());
         let max_seq = inputs.iter().map(|t| t.meta.max_seq).max().unwrap_or(0);
-        let sources: Vec<merge::Source<'_>> = inputs
+        let sources: Vec<merge_iter::Source<'_>> = inputs
             .iter()
-            .map(|t| Box::new(t.range(&[], &[], None)) as merge::Source<'_>)
+            .map(|t| Box::new(t.range(&[], &[], None)) as merge_iter::Source<'_>)
             .collect();
         let compactor = self.compactor.get().cloned();
         let ctx = CompactContext { now_secs };

@@ -18,7 +18,8 @@
 //! Meta files (UID table and other small logged writes) are size-tiered:
 //! past `max_meta_files`, the smallest ones are merged.
 
-use super::table::FileKind;
+use crate::storage::embedded::table::FileKind;
+use crate::storage::retention::RetentionView;
 
 /// What the policy needs to know of one live file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,26 +31,6 @@ pub struct FileInfo {
     pub window_start: u64,
     pub window_end: u64,
     pub retention_applied: Vec<u64>,
-}
-
-/// Retention horizons in force, in seconds (0 never appears: "forever" is
-/// expressed by `forever`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RetentionView {
-    /// Distinct finite TTLs of the global setting and the per-metric
-    /// overrides.
-    pub ttls: Vec<u64>,
-    /// Some metric (or the global default) keeps data forever.
-    pub forever: bool,
-}
-
-impl RetentionView {
-    fn max_ttl(&self) -> Option<u64> {
-        if self.forever {
-            return None;
-        }
-        self.ttls.iter().copied().max()
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
