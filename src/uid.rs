@@ -203,10 +203,7 @@ impl Uids {
 
     /// The UID as OpenTSDB prints it: upper-case hex on the kind's width.
     pub fn uid_hex(&self, kind: UidKind, uid: u64) -> String {
-        self.uid_bytes(kind, uid)
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect()
+        crate::codec::hex::encode(&self.uid_bytes(kind, uid))
     }
 
     /// Renames a UID's name (OpenTSDB's order: reverse map to the new name,
@@ -378,7 +375,7 @@ impl Uids {
         } else {
             prefix.as_bytes().to_vec()
         };
-        let end = prefix_end(prefix.as_bytes());
+        let end = crate::storage::prefix_end(prefix.as_bytes());
         let mut out = Vec::new();
         self.store
             .scan(Table::Uid, &start, &end, &mut |row, cells| {
@@ -444,19 +441,6 @@ impl Uids {
         }
         Ok(())
     }
-}
-
-/// Exclusive end of a prefix scan: the prefix with its last byte
-/// incremented (dropping trailing 0xFF bytes); empty = unbounded.
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xFF {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    Vec::new()
 }
 
 #[cfg(test)]

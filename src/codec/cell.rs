@@ -25,9 +25,7 @@ pub enum CellError {
     BadValue { flags: u8, len: usize },
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect()
-}
+use super::hex::encode as hex;
 
 /// Whether an (even-length) qualifier names one point rather than a packed
 /// cell: 2 bytes, or 4 bytes with the millisecond prefix.

@@ -8,6 +8,7 @@
 
 pub mod cell;
 pub mod column;
+pub mod hex;
 pub mod native;
 pub mod pack;
 pub mod qualifier;

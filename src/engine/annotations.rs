@@ -46,16 +46,6 @@ pub enum AnnotationError {
     Query(#[from] QueryError),
 }
 
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// A note time in ms (seconds unless above `u32::MAX`, as OpenTSDB reads it).
 pub(super) fn time_ms(t: i64) -> i64 {
     if t > i64::from(u32::MAX) || t < 0 {
@@ -97,7 +87,7 @@ impl Engine {
         if tsuid.is_empty() {
             return Ok(None);
         }
-        decode_hex(tsuid)
+        crate::codec::hex::decode(tsuid)
             .and_then(|t| self.layout.series_key_from_tsuid(&t))
             .map(Some)
             .ok_or_else(|| AnnotationError::BadTsuid(tsuid.to_string()))

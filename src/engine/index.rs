@@ -258,7 +258,7 @@ impl Engine {
         let layout = self.layout;
         let limit = q.effective_limit().unwrap_or(usize::MAX);
         let (start, end) = match &r.metric {
-            Some(m) => (m.clone(), prefix_end(m)),
+            Some(m) => (m.clone(), crate::storage::prefix_end(m)),
             // Skip the marker row.
             None => (vec![0, 0], Vec::new()),
         };
@@ -335,30 +335,11 @@ impl Engine {
     }
 }
 
-pub(crate) fn hex_upper(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02X}");
-    }
-    s
-}
-
-/// The smallest key above every key starting with `prefix` (empty = none).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xFF {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    Vec::new()
-}
+pub(crate) use crate::codec::hex::encode as hex_upper;
 
 #[cfg(test)]
 mod tests {
-    use super::prefix_end;
+    use crate::storage::prefix_end;
 
     #[test]
     fn prefix_ends() {

@@ -158,7 +158,7 @@ async fn bulk_inner(
             let layout = *ctx.engine.layout();
             let mut tsuids = Vec::with_capacity(req.tsuids.len());
             for t in &req.tsuids {
-                let b = decode_hex(t)
+                let b = crate::codec::hex::decode(t)
                     .filter(|b| layout.series_key_from_tsuid(b).is_some())
                     .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {t}")))?;
                 tsuids.push(b);
@@ -186,16 +186,6 @@ async fn bulk_inner(
         }
         _ => Err(method_not_allowed(method)),
     }
-}
-
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 pub async fn bulk(

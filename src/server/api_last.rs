@@ -16,17 +16,6 @@ use super::api::{Params, json_response, peer_of, read_body, respond, run_budgete
 use super::error::ApiError;
 use crate::engine::{Engine, IndexError, LastError};
 
-/// Upper- or lower-case hex to bytes.
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// Unknown names read as in `/api/query` (400 `No such name …`).
 fn index_err(e: IndexError) -> ApiError {
     match e {
@@ -67,7 +56,7 @@ fn answer(
             }
             LastSubQuery::Tsuids(list) => {
                 for hex in list {
-                    let t = decode_hex(hex.trim())
+                    let t = crate::codec::hex::decode(hex.trim())
                         .filter(|t| layout.series_key_from_tsuid(t).is_some())
                         .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {hex}")))?;
                     tsuids.push(t);

@@ -22,16 +22,6 @@ use crate::uid::{UidError, UidKind};
 /// table write).
 const MAX_ASSIGN: usize = 1000;
 
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) || hex.is_empty() {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// `metric` | `tagk` | `tagv` (the API's singular spelling).
 fn api_kind(s: &str) -> Option<UidKind> {
     match s.to_ascii_lowercase().as_str() {
@@ -195,7 +185,8 @@ fn uidmeta(ctx: &Ctx, params: &Params) -> Result<Response, ApiError> {
     let kind = api_kind(kind_s)
         .ok_or_else(|| ApiError::bad_request(format!("Invalid UID type: {kind_s}")))?;
     let uids = ctx.engine.uids();
-    let bytes = decode_hex(uid)
+    let bytes = crate::codec::hex::decode(uid)
+        .filter(|b| !b.is_empty())
         .filter(|b| b.len() <= uids.width(kind))
         .ok_or_else(|| ApiError::bad_request(format!("Invalid UID: {uid}")))?;
     let id = crate::codec::rowkey::uid_from_bytes(&bytes);
@@ -220,7 +211,7 @@ pub async fn uidmeta_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Param
 fn ts_meta(engine: &crate::engine::Engine, tsuid: &[u8]) -> Result<Value, ApiError> {
     let layout = *engine.layout();
     let uids = engine.uids();
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02X}")).collect::<String>();
+    let hex = crate::codec::hex::encode;
     let described = engine.describe_tsuid(tsuid)?;
     let (m, tags) = tsuid.split_at(layout.metric_width.min(tsuid.len()));
     let mut tag_metas = Vec::new();
@@ -267,7 +258,8 @@ pub async fn tsmeta_get(
     let r = async {
         if let Some(t) = param(&params, "tsuid") {
             let engine = &ctx.engine;
-            let tsuid = decode_hex(t)
+            let tsuid = crate::codec::hex::decode(t)
+                .filter(|b| !b.is_empty())
                 .filter(|b| engine.layout().series_key_from_tsuid(b).is_some())
                 .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {t}")))?;
             return tokio::task::block_in_place(|| {

@@ -250,17 +250,6 @@ pub(super) fn param<'a>(params: &'a Params, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Upper- or lower-case hex to bytes.
-fn decode_hex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -485,7 +474,7 @@ async fn run_query(
                 let keys: Vec<Vec<u8>> = results
                     .iter()
                     .flat_map(|r| r.tsuids.iter())
-                    .filter_map(|hex| decode_hex(hex))
+                    .filter_map(|hex| crate::codec::hex::decode(hex))
                     .filter_map(|t| layout.series_key_from_tsuid(&t))
                     .collect();
                 engine.delete_points(&keys, q.start_ms, q.end_ms)?;

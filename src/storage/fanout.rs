@@ -1,6 +1,7 @@
 //! Running one unit of work per salt bucket: on the calling thread first,
-//! with helper threads only once the work has lasted long enough to repay
-//! starting them. Every bucket is visited exactly once, whoever claims it.
+//! with helpers from a persistent pool (one thread per core, started once)
+//! only once the work has lasted long enough to repay the hand-off. Every
+//! bucket is visited exactly once, whoever claims it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,8 +18,26 @@ pub fn parallelism() -> usize {
     *N.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
-/// Helper threads worth starting for `units` CPU-bound units of work: one
-/// per other core.
+/// The fan-out's threads, one per core, started on first use; `None` if
+/// the system would not start them (every scan then runs on its calling
+/// thread alone).
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(parallelism())
+            .thread_name(|i| format!("hourglass-scan-{i}"))
+            .build()
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "no fan-out threads; scans run on one thread"),
+            )
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Helper jobs worth running for `units` CPU-bound units of work: one per
+/// other core.
 pub fn helpers(units: usize) -> usize {
     parallelism().min(units).saturating_sub(1)
 }
@@ -29,9 +48,10 @@ pub fn helpers(units: usize) -> usize {
 /// the caller records why).
 ///
 /// The calling thread works alone for `first_slice`; if buckets are still
-/// unclaimed then, `helpers` threads join it. Small scans thus finish
-/// before a thread would even have started (creating one costs up to
-/// milliseconds on a busy box), and large ones still use every core.
+/// unclaimed then, `helpers` jobs of the fan-out pool join it. Small scans
+/// thus finish without any hand-off, and large ones still use every core.
+/// No thread is started per query: the pool's threads live as long as the
+/// process.
 pub fn for_each_bucket<A, N, V>(
     buckets: usize,
     first_slice: Duration,
@@ -73,12 +93,19 @@ where
         more
     };
     if work(Some(Instant::now() + first_slice)) {
-        std::thread::scope(|s| {
-            for _ in 0..helpers.min(buckets) {
-                s.spawn(|| work(None));
+        match pool() {
+            Some(pool) => pool.in_place_scope(|s| {
+                for _ in 0..helpers.min(buckets) {
+                    s.spawn(|_| {
+                        work(None);
+                    });
+                }
+                work(None);
+            }),
+            None => {
+                work(None);
             }
-            work(None);
-        });
+        }
     }
     out.into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

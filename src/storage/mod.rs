@@ -150,6 +150,20 @@ impl StorageError {
     }
 }
 
+/// The smallest key above every key starting with `prefix`: the exclusive
+/// end of a prefix scan (the prefix with its last byte below 0xFF
+/// incremented; empty = unbounded).
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    Vec::new()
+}
+
 /// Rows with `start <= key < end` of one table (an empty `end` = to the
 /// end of the table).
 #[derive(Clone, Debug, PartialEq, Eq)]
