@@ -184,6 +184,7 @@ def expand(tree):
 
 
 CODE_PATH = re.compile(r"(?<![\w:])((?:crate|super|self)(?:::\w+)+)")
+CHILD_PATH = re.compile(r"(?<![\w:])([a-z_][a-z0-9_]*(?:::\w+)+)")
 
 
 def resolve(modules, here, path):
@@ -233,6 +234,12 @@ def edges_of(modules):
             t = resolve(modules, m, p)
             if t is not None and t != path:
                 deps.add(t)
+        # A path into a child module written without `self::` (`tcp::run(..)`).
+        for p in CHILD_PATH.findall(body):
+            if p.split("::")[0] in m.children:
+                t = resolve(modules, m, p)
+                if t is not None and t != path:
+                    deps.add(t)
         edges[path] = {d for d in deps if d in modules and not modules[d].test}
     return edges
 

@@ -3,13 +3,17 @@
 //! messages; a row is complete at its `commit_row` chunk and discarded at
 //! a `reset_row`. The assembler keeps its state across messages, checks
 //! the protocol's rules, and yields complete rows as store cells sorted by
-//! column.
+//! column. [`RowsReader`] runs one `ReadRows` call through it.
 
 use bigtable_rs::google::bigtable::v2::read_rows_response::CellChunk;
 use bigtable_rs::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus;
 
+use bigtable_rs::bigtable::BigTable;
+use bigtable_rs::google::bigtable::v2::{ReadRowsRequest, ReadRowsResponse};
+
+use super::rpc::{client_error, request, status_error};
 use super::schema;
-use crate::storage::Cell;
+use crate::storage::{Cell, Result};
 
 /// A row as read: key and cells, sorted by column.
 pub type Row = (Vec<u8>, Vec<Cell>);
@@ -120,6 +124,53 @@ impl RowAssembler {
             out.push((key, cells));
         }
         Ok(())
+    }
+}
+
+/// One `ReadRows` call, its responses assembled into rows.
+pub struct RowsReader {
+    stream: tonic::Streaming<ReadRowsResponse>,
+    rows: RowAssembler,
+}
+
+impl RowsReader {
+    pub async fn open(
+        mut client: BigTable,
+        req: ReadRowsRequest,
+        profile: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
+        let name = req.table_name.clone();
+        let stream = client
+            .get_client()
+            .read_rows(request(req, &name, profile, timeout))
+            .await
+            .map_err(|s| status_error("read", &s))?
+            .into_inner();
+        Ok(Self {
+            stream,
+            rows: RowAssembler::default(),
+        })
+    }
+
+    /// Appends to `out` the rows the next response completes; false once the
+    /// stream has ended (an error if it ended inside a row).
+    pub async fn next_rows(&mut self, out: &mut Vec<Row>) -> Result<bool> {
+        match self
+            .stream
+            .message()
+            .await
+            .map_err(|s| status_error("read", &s))?
+        {
+            Some(msg) => {
+                self.rows
+                    .push(msg.chunks, out)
+                    .map_err(|e| client_error("malformed ReadRows response", e, true))?;
+                Ok(true)
+            }
+            None if self.rows.is_idle() => Ok(false),
+            None => Err(client_error("ReadRows", "stream ended inside a row", true)),
+        }
     }
 }
 

@@ -38,7 +38,7 @@ use bigtable_rs::google::bigtable::v2::{
 };
 use tokio::sync::mpsc;
 
-use self::chunks::{Row, RowAssembler};
+use self::chunks::{Row, RowsReader};
 use self::rpc::{ATTEMPTS, client_error, request, status_error, wait, with_retries};
 use crate::codec::KeyLayout;
 use crate::config::BigtableConfig;
@@ -385,7 +385,7 @@ async fn stream_range(
 
 /// One `ReadRows` call, its rows sent to `tx` as they complete.
 async fn read_into(
-    mut client: BigTable,
+    client: BigTable,
     req: &ReadRowsRequest,
     profile: &str,
     timeout: Duration,
@@ -393,21 +393,9 @@ async fn read_into(
     tx: &mpsc::Sender<(usize, Result<Row>)>,
     last: &mut Option<Vec<u8>>,
 ) -> Result<()> {
-    let mut stream = client
-        .get_client()
-        .read_rows(request(req.clone(), &req.table_name, profile, timeout))
-        .await
-        .map_err(|s| status_error("read", &s))?
-        .into_inner();
-    let mut rows = RowAssembler::default();
+    let mut reader = RowsReader::open(client, req.clone(), profile, timeout).await?;
     let mut done = Vec::new();
-    while let Some(msg) = stream
-        .message()
-        .await
-        .map_err(|s| status_error("read", &s))?
-    {
-        rows.push(msg.chunks, &mut done)
-            .map_err(|e| client_error("malformed ReadRows response", e, true))?;
+    while reader.next_rows(&mut done).await? {
         for row in done.drain(..) {
             *last = Some(row.0.clone());
             if tx.send((index, Ok(row))).await.is_err() {
@@ -415,9 +403,6 @@ async fn read_into(
                 return Ok(());
             }
         }
-    }
-    if !rows.is_idle() {
-        return Err(client_error("ReadRows", "stream ended inside a row", true));
     }
     Ok(())
 }
@@ -720,30 +705,13 @@ impl Store for BigtableStore {
 
 /// One `ReadRows` call, every row collected.
 async fn read_all(
-    mut client: BigTable,
+    client: BigTable,
     req: ReadRowsRequest,
     profile: String,
     timeout: Duration,
 ) -> Result<Vec<Row>> {
-    let name = req.table_name.clone();
-    let mut stream = client
-        .get_client()
-        .read_rows(request(req, &name, &profile, timeout))
-        .await
-        .map_err(|s| status_error("read", &s))?
-        .into_inner();
-    let mut rows = RowAssembler::default();
+    let mut reader = RowsReader::open(client, req, &profile, timeout).await?;
     let mut out = Vec::new();
-    while let Some(msg) = stream
-        .message()
-        .await
-        .map_err(|s| status_error("read", &s))?
-    {
-        rows.push(msg.chunks, &mut out)
-            .map_err(|e| client_error("malformed ReadRows response", e, true))?;
-    }
-    if !rows.is_idle() {
-        return Err(client_error("ReadRows", "stream ended inside a row", true));
-    }
+    while reader.next_rows(&mut out).await? {}
     Ok(out)
 }
