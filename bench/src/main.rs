@@ -25,8 +25,11 @@
 //! completed but the server refused some of it.
 
 mod cli;
+mod clock;
+mod duration;
 mod error;
 mod http;
+mod net;
 mod procfs;
 mod progress;
 mod protocol;
@@ -40,12 +43,12 @@ mod workload;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use hyper::Method;
 
 use crate::cli::{Cli, Command, IngestArgs};
+use crate::clock::now_ms;
 use crate::error::BenchError;
 use crate::protocol::{Protocol, encoder_for};
 use crate::report::{IngestReport, ServerReport};
@@ -76,16 +79,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
         .enable_all()
         .build()
         .map_err(|e| BenchError::io("starting the tokio runtime", e))
-}
-
-/// The current time, milliseconds since the epoch.
-pub fn now_ms() -> Result<i64, BenchError> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_err(|e| BenchError::Config(format!("system clock is before 1970: {e}")))?
-        .as_millis();
-    i64::try_from(now)
-        .map_err(|_| BenchError::Config("system clock is too far in the future".into()))
 }
 
 fn ingest(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, BenchError> {

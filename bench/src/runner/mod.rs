@@ -23,11 +23,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use tokio::net::TcpStream;
-use tokio::task::JoinHandle;
 
 use self::payload::{PregenMode, Production, Share, Source, pregenerate};
 use crate::error::BenchError;
+use crate::net::connect;
 use crate::protocol::{EncodeOptions, Protocol};
 use crate::workload::{Workload, partition_hosts};
 
@@ -343,36 +342,6 @@ async fn join_all(
     }
     out.sort_by_key(|c| c.id);
     Ok(out)
-}
-
-/// Opens a TCP connection with a timeout and Nagle disabled.
-pub async fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, BenchError> {
-    let addr = crate::http::host_port(addr);
-    let connect_err = |source| BenchError::Connect {
-        addr: addr.to_string(),
-        source,
-    };
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(result) => result.map_err(connect_err)?,
-        Err(_) => {
-            return Err(connect_err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("timed out after {timeout:?}"),
-            )));
-        }
-    };
-    stream.set_nodelay(true).map_err(connect_err)?;
-    Ok(stream)
-}
-
-/// Aborts a background task when dropped, so early returns never leak it.
-#[derive(Debug)]
-pub struct AbortOnDrop<T>(pub JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 #[cfg(test)]

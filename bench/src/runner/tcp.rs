@@ -29,8 +29,9 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::oneshot;
 
 use super::payload::Source;
-use super::{AbortOnDrop, ConnCtx, ConnResult, MAX_ERROR_SAMPLES, TcpAck};
+use super::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES, TcpAck};
 use crate::error::BenchError;
+use crate::net::AbortOnDrop;
 
 /// How long to wait for the server to close after we half-close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);

@@ -17,8 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Shared;
+use crate::clock::now_ms;
 use crate::http::{HttpClient, with_query};
-use crate::runner::connect;
+use crate::net::connect;
 use crate::runner::tcp::is_error_line;
 
 /// The kinds of bad input, sent in turn.
@@ -207,7 +208,7 @@ pub async fn normal_query(
     metric: &str,
     host: &str,
 ) {
-    let now = crate::now_ms().unwrap_or_default() / 1000;
+    let now = now_ms().unwrap_or_default() / 1000;
     let path = with_query(
         "/api/query",
         &[
@@ -222,7 +223,7 @@ pub async fn normal_query(
 /// The oversized query: `sum:1s-avg-zero` over a day across every wide
 /// series. 200 (an answer) or 413 (refused) are fine.
 pub async fn oversized_query(client: &mut Option<HttpClient>, shared: &Shared) {
-    let now = crate::now_ms().unwrap_or_default() / 1000;
+    let now = now_ms().unwrap_or_default() / 1000;
     let path = with_query(
         "/api/query",
         &[
@@ -287,7 +288,7 @@ async fn query(client: &mut Option<HttpClient>, shared: &Shared, path: &str, ove
 /// Writes the wide series (`soak.wide{id=N}`, one point each, an hour ago)
 /// that the oversized query spans.
 pub async fn write_wide(addr: &str, timeout: Duration, series: u32) -> Result<(), String> {
-    let ts = crate::now_ms().unwrap_or_default() / 1000 - 3600;
+    let ts = now_ms().unwrap_or_default() / 1000 - 3600;
     let mut client = HttpClient::connect(addr, timeout)
         .await
         .map_err(|e| e.to_string())?;
@@ -401,7 +402,7 @@ pub async fn hold_connections(
 /// A fresh client: connect, one `put` acknowledged by `help`, one `/api/put`
 /// answered 2xx, all within the timeout. `Err` says what failed.
 pub async fn probe(shared: &Shared, n: u64) -> Result<(), String> {
-    let ts = crate::now_ms().unwrap_or_default() / 1000 - 60;
+    let ts = now_ms().unwrap_or_default() / 1000 - 60;
     let telnet = async {
         let mut s = connect(&shared.addr, shared.timeout)
             .await

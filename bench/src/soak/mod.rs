@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use self::hostile::{BadInput, Hold};
 use self::report::SoakReport;
 use self::writers::{WriterKind, WriterResult};
-use crate::cli::parse_duration;
+use crate::duration::parse_duration;
 use crate::error::BenchError;
 use crate::workload::{Kind, Workload, WorkloadSpec, partition_hosts};
 
@@ -226,7 +226,7 @@ pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
     }));
 
     // Fail early and clearly when nothing listens there.
-    crate::runner::connect(&args.addr, args.timeout).await?;
+    crate::net::connect(&args.addr, args.timeout).await?;
     let wide = hostile::write_wide(&args.addr, args.timeout, args.wide_series).await;
     // The soak proper starts now.
     let shared = Arc::new(Shared {
