@@ -341,7 +341,8 @@ pub fn print<T: Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command, plan};
+    use crate::cli::{Cli, Command};
+    use crate::ingest::plan::plan;
     use crate::runner::{ConnResult, PrepInfo};
     use clap::Parser;
     use std::time::Duration;
