@@ -16,7 +16,7 @@ use hyper::Method;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::clock::now_ms;
 use crate::http::{HttpClient, with_query};
 use crate::net::connect;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use hyper::Method;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::Shared;
+use super::shared::Shared;
 use crate::http::{HttpClient, with_query};
 use crate::net::connect;
 use crate::protocol::Encoder;
