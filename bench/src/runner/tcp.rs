@@ -28,8 +28,9 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::oneshot;
 
+use super::connection::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES};
+use super::options::TcpAck;
 use super::payload::Source;
-use super::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES, TcpAck};
 use crate::error::BenchError;
 use crate::net::AbortOnDrop;
 
