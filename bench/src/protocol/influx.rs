@@ -11,8 +11,10 @@
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, gzip_in_place, write_value};
-use crate::workload::{Point, Value, Workload, highcard};
+use super::encoder::Encoder;
+use super::gzip::gzip_in_place;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, Value, Workload};
 
 /// Timestamp precision of the lines (`precision=` on HTTP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
@@ -207,7 +209,7 @@ impl Encoder for InfluxEncoder {
             out.extend_from_slice(before);
             if t.pods {
                 out.extend_from_slice(b",pod=");
-                highcard::pod_name(p.host, p.pod, out);
+                pod_name(p.host, p.pod, out);
             }
             out.extend_from_slice(after);
             out.push(b' ');

@@ -8,8 +8,10 @@
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, gzip_in_place, write_value};
-use crate::workload::{Point, Workload, highcard};
+use super::encoder::Encoder;
+use super::gzip::gzip_in_place;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, Workload};
 
 /// Pre-rendered JSON fragments of a workload.
 #[derive(Debug)]
@@ -98,7 +100,7 @@ impl Encoder for JsonEncoder {
         out.extend_from_slice(&t.host_tags[p.host as usize]);
         if t.pods {
             out.extend_from_slice(b",\"pod\":\"");
-            highcard::pod_name(p.host, p.pod, out);
+            pod_name(p.host, p.pod, out);
             out.push(b'"');
         }
         out.extend_from_slice(b"}}");

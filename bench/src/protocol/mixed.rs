@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::Encoder;
+use super::encoder::Encoder;
 use super::influx::{InfluxEncoder, InfluxTemplates, Precision};
 use super::telnet::{TelnetEncoder, TelnetTemplates};
 use crate::workload::{Point, Workload};

@@ -14,8 +14,9 @@ use hourglass_ingest::prom::opentsdb_metric_to_prom;
 use hourglass_ingest::prom::pb::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message as _;
 
-use super::Encoder;
-use crate::workload::{Point, Workload, highcard};
+use super::encoder::Encoder;
+use super::text::pod_name;
+use crate::workload::{Point, Workload};
 
 /// The request headers remote-write senders use (Prometheus 2.x).
 pub const HEADERS: [(&str, &str); 3] = [
@@ -61,7 +62,7 @@ impl PromEncoder {
         }
         if self.workload.has_pods() {
             let mut pod = Vec::new();
-            highcard::pod_name(p.host, p.pod, &mut pod);
+            pod_name(p.host, p.pod, &mut pod);
             labels.push(label("pod", String::from_utf8_lossy(&pod).into_owned()));
         }
         labels.sort_by(|a, b| a.name.cmp(&b.name));

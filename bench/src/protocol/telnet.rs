@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, write_value};
-use crate::workload::{Point, TsUnit, Workload, highcard};
+use super::encoder::Encoder;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, TsUnit, Workload};
 
 /// Pre-rendered line fragments of a workload, shared by all connections.
 #[derive(Debug)]
@@ -85,7 +86,7 @@ impl Encoder for TelnetEncoder {
         out.extend_from_slice(&t.host_suffix[p.host as usize]);
         if t.pods {
             out.extend_from_slice(b" pod=");
-            highcard::pod_name(p.host, p.pod, out);
+            pod_name(p.host, p.pod, out);
         }
         out.push(b'\n');
     }

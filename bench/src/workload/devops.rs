@@ -3,7 +3,9 @@
 //! gauges, integer gauges and counters, named `bench.<group>.<field>`, with a
 //! configurable number of host tags.
 
-use super::{HostDef, MetricDef, ValueKind, mix64};
+use super::host::HostDef;
+use super::metric::{MetricDef, ValueKind};
+use super::rng::mix64;
 
 /// Extra per-host tag keys, in the order `--tags-per-host` adds them.
 pub const EXTRA_TAGS: [&str; 9] = [
