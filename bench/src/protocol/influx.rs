@@ -234,22 +234,16 @@ impl Encoder for InfluxEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::Limits;
     use hourglass_ingest::influx::{Precision as P, parse_body};
 
     fn workload(kind: Kind) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 5,
-            metrics: 10,
             tags_per_host: 5,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 4,
-            seed: 11,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 5, 10, 4, 11)
         }))
     }
 

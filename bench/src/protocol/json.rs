@@ -118,22 +118,17 @@ impl Encoder for JsonEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::{Limits, decode_put_body};
     use std::io::Read as _;
 
     fn workload(kind: Kind, interval_ms: i64) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 5,
-            metrics: 10,
             tags_per_host: 4,
-            start_ms: 1_700_000_000_000,
             interval_ms,
-            steps: 4,
-            seed: 3,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 5, 10, 4, 3)
         }))
     }
 

@@ -116,22 +116,16 @@ impl Encoder for PromEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::Limits;
     use hourglass_ingest::prom::{DEFAULT_MAX_DECODED_LEN, decode_write, decompress};
 
     fn workload(kind: Kind) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 6,
-            metrics: 10,
             tags_per_host: 3,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 5,
-            seed: 2,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 6, 10, 5, 2)
         }))
     }
 

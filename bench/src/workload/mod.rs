@@ -385,9 +385,11 @@ impl Generator {
     }
 }
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
+    /// A workload spec for tests: two host tags, pods rotating every three
+    /// steps, every 10 s from unix second 1_700_000_000.
     pub(crate) fn spec(
         kind: Kind,
         hosts: u32,
