@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod plan;
+pub mod report;
 
 pub use args::IngestArgs;
 
@@ -15,10 +16,10 @@ use std::sync::Arc;
 
 use hyper::Method;
 
+use self::report::{IngestReport, ServerReport};
 use crate::clock::now_ms;
 use crate::error::BenchError;
 use crate::protocol::{Protocol, encoder_for};
-use crate::report::{IngestReport, ServerReport};
 use crate::workload::{Generator, Workload};
 use crate::{http, procfs, runner};
 

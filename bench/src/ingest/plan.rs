@@ -3,11 +3,11 @@
 //! protocol) and the configuration the report echoes.
 
 use super::args::IngestArgs;
+use super::report::IngestConfig;
 use crate::duration::{format_ms, millis};
 use crate::error::BenchError;
 use crate::protocol::influx::Precision;
 use crate::protocol::{EncodeOptions, Protocol};
-use crate::report::IngestConfig;
 use crate::runner::{HttpTarget, RunOptions};
 use crate::workload::{Kind, TsUnit, WorkloadSpec};
 use crate::workload_args::workload_spec;
