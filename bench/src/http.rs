@@ -5,6 +5,10 @@
 //! Built on hyper's low-level connection API rather than a pooled client so
 //! that the bench decides exactly how many connections exist and when a new
 //! one is opened (counted in [`HttpClient::reconnects`]).
+//!
+//! Also what requests and messages need around it: query strings with
+//! encoded values ([`with_query`]) and response bodies shortened for error
+//! messages ([`snippet`]).
 
 use std::time::Duration;
 

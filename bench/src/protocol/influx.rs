@@ -73,9 +73,9 @@ pub struct InfluxTemplates {
     pods: bool,
 }
 
-/// Escapes `,` `=` and space with a backslash (tag keys, values, field keys;
-/// the measurement has no `=` to escape in our workloads but `\=` is harmless
-/// there only for tags, so measurements use [`escape_measurement`]).
+/// Escapes `,`, `=` and space with a backslash, as tag keys, tag values and
+/// field keys need; measurements, where `=` is not special, use
+/// [`escape_measurement`].
 fn escape_name(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {

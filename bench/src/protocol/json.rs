@@ -3,8 +3,8 @@
 //! gzip-compressed (sent with `Content-Encoding: gzip`).
 //!
 //! As for telnet, the metric and tag parts are rendered once per metric and
-//! per host. Workload names are plain ASCII identifiers, so they need no JSON
-//! escaping (checked when the templates are built).
+//! per host, so names are escaped for JSON once, when the templates are
+//! built.
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! The soak's hostile and heavy traffic: bad input of every kind, queries
-//! (ordinary and oversized), idle and stalled connections, and the probes
-//! that check a fresh client can still connect and write meanwhile.
+//! (ordinary, and oversized over the wide series written first), idle and
+//! stalled connections, slow-body attackers, and the probes that check a
+//! fresh client can still connect and write meanwhile.
 //!
 //! Every action is bounded: one request at a time per task, a timeout on
 //! every wait, a fixed number of connections. What the server answers is

@@ -1,6 +1,7 @@
 //! The soak report: what was sent, what the server refused (by status), the
-//! errors, the held connections and probes, the server's memory, the
-//! read-back of every acknowledged point, and the verdict.
+//! errors, the held connections, the storm (slow bodies, probes, the
+//! writers' rate before and during it), the server's memory, the read-back
+//! of every acknowledged point, and the verdict with each failure named.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};

@@ -1,7 +1,7 @@
-//! The `devops` workload: a catalog of 77 devops measurements (cpu, mem,
-//! disk, diskio, kernel, net, system, nginx, postgresql, redis) mixing float
-//! gauges, integer gauges and counters, named `bench.<group>.<field>`, with a
-//! configurable number of host tags.
+//! The `devops` workload: a catalog of 77 devops metrics in ten groups (cpu,
+//! mem, disk, diskio, kernel, net, system, nginx, postgresql, redis) mixing
+//! float gauges, integer gauges and counters, named `bench.<group>.<field>`,
+//! with a configurable number of host tags.
 
 use super::host::HostDef;
 use super::metric::{MetricDef, ValueKind};
