@@ -14,8 +14,10 @@
 //! * [`prom`] — Prometheus remote write (snappy block of a `WriteRequest`);
 //! * [`mixed`] — `put` and Influx lines interleaved on one connection.
 //!
-//! Shared by the formats: the [`Encoder`] trait ([`encoder`]), the number
-//! and tag text they append ([`text`]) and their gzip step ([`gzip`]).
+//! This root names the protocols ([`Protocol`]) and builds the encoder of
+//! each ([`encoder_for`]). Shared by the formats: the [`Encoder`] trait
+//! ([`encoder`]), the number and tag text they append ([`text`]) and their
+//! gzip step ([`gzip`]).
 
 pub mod encoder;
 pub mod gzip;
