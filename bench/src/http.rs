@@ -5,6 +5,10 @@
 //! Built on hyper's low-level connection API rather than a pooled client so
 //! that the bench decides exactly how many connections exist and when a new
 //! one is opened (counted in [`HttpClient::reconnects`]).
+//!
+//! Also what requests and messages need around it: query strings with
+//! encoded values ([`with_query`]) and response bodies shortened for error
+//! messages ([`snippet`]).
 
 use std::time::Duration;
 
@@ -15,7 +19,7 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 
 use crate::error::BenchError;
-use crate::runner::{AbortOnDrop, connect};
+use crate::net::{AbortOnDrop, connect, host_port};
 
 /// Longest response body kept in error messages.
 const SNIPPET: usize = 300;
@@ -47,13 +51,6 @@ pub fn snippet(body: &[u8]) -> String {
     }
     let cut: String = text.chars().take(SNIPPET).collect();
     format!("{cut}…")
-}
-
-/// Strips an optional `http://` and trailing `/` from an address.
-pub fn host_port(addr: &str) -> &str {
-    addr.strip_prefix("http://")
-        .unwrap_or(addr)
-        .trim_end_matches('/')
 }
 
 /// One keep-alive HTTP/1.1 connection to a server.
@@ -202,8 +199,6 @@ mod tests {
             "/api/query?m=avg%3Acpu%7Bhost%3Da%7D&start=1"
         );
         assert_eq!(encode_component("a b/é"), "a%20b%2F%C3%A9");
-        assert_eq!(host_port("http://127.0.0.1:4242/"), "127.0.0.1:4242");
-        assert_eq!(host_port("127.0.0.1:4242"), "127.0.0.1:4242");
     }
 
     #[test]

@@ -9,15 +9,64 @@
 //! * `series` creates many new series and checks that the cost of a batch
 //!   of new series does not grow with the series count.
 //!
-//! The pieces are kept apart:
+//! ## Layout
 //!
-//! - [`workload`] generates points (no I/O, no wire format);
-//! - [`protocol`] encodes points into payloads;
-//! - [`runner`] opens connections, sends, and measures ingest;
-//! - [`http`] is the keep-alive HTTP client every HTTP mode uses;
-//! - [`query`], [`soak`] and [`series`] are the other modes;
-//! - [`report`], [`progress`] and [`procfs`] print and measure;
-//! - [`cli`] parses and validates flags.
+//! One line per module, top to bottom; a module uses only modules listed
+//! below it (test code aside). A module root declares its children,
+//! re-exports what other modules use of them, and holds what uses them (a
+//! mode's run, the generator, the choice of encoder); what its children
+//! share lives in a file of its own.
+//!
+//! - [`cli`]: the command line, assembled from each mode's flags
+//! - [`ingest`]: the ingest mode: run, `--dry-run`, Influx `CREATE DATABASE`
+//!   - `ingest::plan`: ingest flags validated into the spec, run options and echoed config
+//!   - `ingest::args`: the flags of `ingest`
+//!   - `ingest::report`: the ingest report, human and `--json`
+//! - [`query`]: the query mode: timed reference queries, every answer checked
+//!   - `query::report`: latency percentiles, check outcomes, the side-by-side table
+//!   - `query::targets`: per server kind, the request of each query and the parsing of its answer
+//!   - `query::plan`: the reference queries, their windows and expected answers
+//!   - `query::expected`: expected answers with OpenTSDB's semantics, and the comparison
+//! - [`soak`]: the soak mode: its timeline of tasks, and the verdict
+//!   - `soak::report`: the soak report and its failure rules
+//!   - `soak::writers`: acknowledged steady ingest, and the read-back of every acked point
+//!   - `soak::hostile`: bad input, queries, idle and stalled connections, slow bodies, probes
+//!   - `soak::args`: the flags of `soak`
+//!   - `soak::shared`: the state every soak task shares: counters, refusals, first errors
+//! - [`series`]: the series mode: new-series cost at the start and at the end
+//! - [`workload_args`]: the workload flags of `ingest` and `query`, validated into a spec
+//! - [`runner`]: sending a workload over many connections and measuring it
+//!   - `runner::tcp`: a line-protocol connection, acknowledged by `version` or a close
+//!   - `runner::http`: an HTTP ingest connection, acknowledged by 2xx responses
+//!   - `runner::connection`: what a connection task gets and gives back
+//!   - `runner::options`: what a run is told (transport, limits, pacing, pre-generation)
+//!   - `runner::pacing`: rate and time limits per connection, data-time lockstep across them
+//!   - `runner::payload`: encoded batches, pre-generated or streamed by producer threads
+//! - [`protocol`]: the ingest protocols and the encoder of each
+//!   - `protocol::mixed`: `put` and Influx lines interleaved on one connection
+//!   - `protocol::influx`: InfluxDB line protocol
+//!   - `protocol::json`: OpenTSDB `/api/put` JSON
+//!   - `protocol::prom`: Prometheus remote write
+//!   - `protocol::telnet`: OpenTSDB `put` lines
+//!   - `protocol::encoder`: the `Encoder` trait every format implements
+//!   - `protocol::text`: decimal numbers, timestamps and pod names written into buffers
+//!   - `protocol::gzip`: gzip of a finished body
+//!   - `protocol::testutil` (tests): encode a whole workload, read it back with our parsers
+//! - [`workload`]: deterministic points: the workload kinds, the spec, the generator
+//!   - `workload::highcard`: the `high-cardinality` workload, with pods that churn
+//!   - `workload::cpu`: the `cpu` workload (TSBS `cpu-only`)
+//!   - `workload::devops`: the `devops` workload's catalog of metrics and host tags
+//!   - `workload::metric`: a metric's name and how its values evolve
+//!   - `workload::host`: a host's tags
+//!   - `workload::rng`: SplitMix64, the source of every random choice
+//! - [`http`]: the keep-alive HTTP/1.1 client, query strings, body snippets
+//! - [`report`]: how every report prints itself, and the figures reports share
+//! - [`progress`]: progress bars and spinners on stderr
+//! - [`procfs`]: the server's memory and CPU time, and its data directory's size
+//! - [`net`]: TCP connect with a timeout, addresses, tasks that end with their owner
+//! - [`clock`]: the current time in milliseconds
+//! - [`duration`]: durations as flags spell them and reports print them
+//! - [`error`]: [`BenchError`], the one error type, returned up to `main`
 //!
 //! Exit status: 0 on success, 1 on failure (bad flags after parsing,
 //! connection or I/O errors, server not answering, a wrong query answer, a
@@ -25,8 +74,12 @@
 //! completed but the server refused some of it.
 
 mod cli;
+mod clock;
+mod duration;
 mod error;
 mod http;
+mod ingest;
+mod net;
 mod procfs;
 mod progress;
 mod protocol;
@@ -36,28 +89,20 @@ mod runner;
 mod series;
 mod soak;
 mod workload;
+mod workload_args;
 
-use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use hyper::Method;
 
-use crate::cli::{Cli, Command, IngestArgs};
+use crate::cli::{Cli, Command};
+use crate::clock::now_ms;
 use crate::error::BenchError;
-use crate::protocol::{Protocol, encoder_for};
-use crate::report::{IngestReport, ServerReport};
-use crate::workload::{Generator, Workload};
-
-/// Exit status when the server refused some of an ingest.
-const EXIT_SERVER_ERRORS: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = runtime().and_then(|rt| match cli.command {
-        Command::Ingest(args) => ingest(&rt, &args),
+        Command::Ingest(args) => ingest::run(&rt, &args),
         Command::Query(args) => rt.block_on(query::run(&args, now_ms()?)),
         Command::Soak(args) => rt.block_on(soak::run(&args, now_ms()?)),
         Command::Series(args) => rt.block_on(series::run(&args)),
@@ -76,146 +121,4 @@ fn runtime() -> Result<tokio::runtime::Runtime, BenchError> {
         .enable_all()
         .build()
         .map_err(|e| BenchError::io("starting the tokio runtime", e))
-}
-
-/// The current time, milliseconds since the epoch.
-pub fn now_ms() -> Result<i64, BenchError> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_err(|e| BenchError::Config(format!("system clock is before 1970: {e}")))?
-        .as_millis();
-    i64::try_from(now)
-        .map_err(|_| BenchError::Config("system clock is too far in the future".into()))
-}
-
-fn ingest(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, BenchError> {
-    let mut plan = cli::plan(args, now_ms()?)?;
-    let workload = Arc::new(Workload::new(plan.spec.clone()));
-    plan.config.distinct_series = workload.distinct_series();
-
-    if let Some(n) = args.dry_run {
-        dry_run(&workload, &plan.opts, n)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-
-    if args.create_db {
-        rt.block_on(create_influx_db(&plan.opts, &args.db))?;
-    }
-    let before = args.server_pid.map(procfs::sample).transpose()?;
-    let run = rt.block_on(runner::run_ingest(Arc::clone(&workload), &plan.opts))?;
-    if !args.settle.is_zero() {
-        std::thread::sleep(args.settle);
-    }
-    let mut server = ServerReport::default();
-    let acked: u64 = run.connections.iter().map(|c| c.points).sum();
-    if let (Some(pid), Some(before)) = (args.server_pid, before) {
-        let after = procfs::sample(pid)?;
-        let cpu = after.cpu_since(&before).as_secs_f64();
-        server.pid = Some(pid);
-        server.peak_rss_bytes = Some(after.peak_rss_bytes);
-        server.rss_bytes = Some(after.rss_bytes);
-        server.cpu_seconds = Some(cpu);
-        server.cpu_us_per_point = (acked > 0).then(|| cpu * 1e6 / acked as f64);
-    }
-    if let Some(dir) = &args.data_dir {
-        let bytes = procfs::dir_bytes(dir)?;
-        server.data_dir = Some(dir.clone());
-        server.data_dir_bytes = Some(bytes);
-        server.bytes_per_point = (acked > 0).then(|| bytes as f64 / acked as f64);
-    }
-    let report = IngestReport::new(plan.config, &run, server);
-    report::print(&report, args.json, |r, out| r.write_human(out))?;
-    if report.errors > 0 {
-        eprintln!(
-            "hourglass-bench: the server refused part of the ingest ({} error replies)",
-            report.errors
-        );
-        return Ok(ExitCode::from(EXIT_SERVER_ERRORS));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `POST /query` `CREATE DATABASE`, as Telegraf does before writing to InfluxDB 1.x.
-async fn create_influx_db(opts: &runner::RunOptions, db: &str) -> Result<(), BenchError> {
-    let mut client = http::HttpClient::connect(&opts.addr, opts.connect_timeout).await?;
-    let body = format!(
-        "q={}",
-        http::encode_component(&format!("CREATE DATABASE \"{db}\""))
-    );
-    let response = client
-        .send(
-            Method::POST,
-            "/query",
-            &[("content-type", "application/x-www-form-urlencoded")],
-            body.into(),
-            1 << 20,
-            opts.reply_timeout,
-        )
-        .await?;
-    if !response.is_success() {
-        return Err(BenchError::Http {
-            method: "POST",
-            path: "/query (CREATE DATABASE)".into(),
-            status: response.status,
-            hint: "",
-            body: response.snippet(),
-        });
-    }
-    Ok(())
-}
-
-/// Writes the first `limit` payloads (0 = all) of the workload, in the order a
-/// single connection would send them, to stdout; binary payloads (gzip,
-/// snappy) are described instead.
-fn dry_run(
-    workload: &Arc<Workload>,
-    opts: &runner::RunOptions,
-    limit: u64,
-) -> Result<(), BenchError> {
-    let mut encoder = encoder_for(opts.protocol, workload, opts.encode);
-    let hosts = (0..workload.spec.hosts).collect();
-    let mut generator =
-        Generator::with_limit(Arc::clone(workload), hosts, opts.points.unwrap_or(u64::MAX));
-    let binary = opts.encode.gzip || opts.protocol == Protocol::PromWrite;
-    let mut remaining = if limit == 0 { u64::MAX } else { limit };
-    let mut out = io::stdout().lock();
-    let mut buf = Vec::with_capacity(1 << 20);
-    while remaining > 0 {
-        buf.clear();
-        encoder.begin_batch(&mut buf);
-        let n = generator.next_batch(opts.batch, |p| encoder.encode(p, &mut buf));
-        if n == 0 {
-            break;
-        }
-        encoder.end_batch(&mut buf);
-        remaining -= 1;
-        let written = if binary {
-            writeln!(
-                out,
-                "<{} bytes of {} payload, {n} points>",
-                buf.len(),
-                opts.protocol.name()
-            )
-        } else {
-            out.write_all(&buf).and_then(|()| {
-                if buf.last() == Some(&b'\n') {
-                    Ok(())
-                } else {
-                    out.write_all(b"\n")
-                }
-            })
-        };
-        match written {
-            Ok(()) => {}
-            // `hourglass-bench ingest --dry-run 0 | head` is fine.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(BenchError::io("writing to stdout", e)),
-        }
-    }
-    match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(BenchError::io("writing to stdout", e))
-        }
-        _ => Ok(()),
-    }
 }

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use hyper::Method;
 use serde::Serialize;
 
-use crate::cli::parse_duration;
+use crate::duration::parse_duration;
 use crate::error::BenchError;
 use crate::http::HttpClient;
 use crate::procfs;

@@ -1,35 +1,28 @@
-//! Shared data for the micro-benchmarks: the cpu workload's shape (a bounded
-//! random walk in [0, 100] with two decimals and steps of at most ±1.00,
-//! fixed seed), its tags, and its wire forms. Kept apart from the bench
-//! binary's generator (a binary crate exports nothing) but the same walk.
+//! Shared data for the micro-benchmarks: the cpu workload's metric names,
+//! its walk (a bounded random walk in [0, 100] with two decimals and steps
+//! of at most ±1.00, fixed seeds), its tags, and its wire forms.
+//!
+//! The names and the random generator are the bench binary's own
+//! `workload` module, compiled in here (a binary crate exports nothing).
+//! Each series is seeded directly and the tags are derived more simply than
+//! by the binary's generator, as they always were, so that results stay
+//! comparable across versions.
 #![allow(dead_code)]
 
-/// SplitMix64 with a fixed seed: the same data on every run.
-pub struct Rng(u64);
+// Only a few of its items are used here, and its tests' imports go unused
+// outside the binary's own test build.
+#[allow(unused_imports)]
+#[path = "../../src/workload/mod.rs"]
+mod workload;
 
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
+use workload::rng::SplitMix64;
 
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[lo, hi]`.
-    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        let span = (hi - lo) as u128 + 1;
-        lo + ((u128::from(self.next_u64()) * span) >> 64) as i64
-    }
-}
+/// The cpu workload's metric fields, in the order they are generated.
+pub const METRICS: [&str; 10] = workload::cpu::METRICS;
 
 /// `n` values of one cpu series, in hundredths.
 pub fn walk(seed: u64, n: usize) -> Vec<i64> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut v = rng.range(0, 10_000);
     (0..n)
         .map(|_| {
@@ -39,19 +32,6 @@ pub fn walk(seed: u64, n: usize) -> Vec<i64> {
         })
         .collect()
 }
-
-pub const METRICS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
 
 /// The cpu workload's tags of host `h` (values as the bench derives them in
 /// spirit: fixed per host).

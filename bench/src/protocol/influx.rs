@@ -11,8 +11,10 @@
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, gzip_in_place, write_value};
-use crate::workload::{Point, Value, Workload, highcard};
+use super::encoder::Encoder;
+use super::gzip::gzip_in_place;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, Value, Workload};
 
 /// Timestamp precision of the lines (`precision=` on HTTP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
@@ -71,9 +73,9 @@ pub struct InfluxTemplates {
     pods: bool,
 }
 
-/// Escapes `,` `=` and space with a backslash (tag keys, values, field keys;
-/// the measurement has no `=` to escape in our workloads but `\=` is harmless
-/// there only for tags, so measurements use [`escape_measurement`]).
+/// Escapes `,`, `=` and space with a backslash, as tag keys, tag values and
+/// field keys need; measurements, where `=` is not special, use
+/// [`escape_measurement`].
 fn escape_name(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -207,7 +209,7 @@ impl Encoder for InfluxEncoder {
             out.extend_from_slice(before);
             if t.pods {
                 out.extend_from_slice(b",pod=");
-                highcard::pod_name(p.host, p.pod, out);
+                pod_name(p.host, p.pod, out);
             }
             out.extend_from_slice(after);
             out.push(b' ');
@@ -232,22 +234,16 @@ impl Encoder for InfluxEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::Limits;
     use hourglass_ingest::influx::{Precision as P, parse_body};
 
     fn workload(kind: Kind) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 5,
-            metrics: 10,
             tags_per_host: 5,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 4,
-            seed: 11,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 5, 10, 4, 11)
         }))
     }
 

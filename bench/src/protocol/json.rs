@@ -3,13 +3,15 @@
 //! gzip-compressed (sent with `Content-Encoding: gzip`).
 //!
 //! As for telnet, the metric and tag parts are rendered once per metric and
-//! per host. Workload names are plain ASCII identifiers, so they need no JSON
-//! escaping (checked when the templates are built).
+//! per host, so names are escaped for JSON once, when the templates are
+//! built.
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, gzip_in_place, write_value};
-use crate::workload::{Point, Workload, highcard};
+use super::encoder::Encoder;
+use super::gzip::gzip_in_place;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, Workload};
 
 /// Pre-rendered JSON fragments of a workload.
 #[derive(Debug)]
@@ -98,7 +100,7 @@ impl Encoder for JsonEncoder {
         out.extend_from_slice(&t.host_tags[p.host as usize]);
         if t.pods {
             out.extend_from_slice(b",\"pod\":\"");
-            highcard::pod_name(p.host, p.pod, out);
+            pod_name(p.host, p.pod, out);
             out.push(b'"');
         }
         out.extend_from_slice(b"}}");
@@ -116,22 +118,17 @@ impl Encoder for JsonEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::{Limits, decode_put_body};
     use std::io::Read as _;
 
     fn workload(kind: Kind, interval_ms: i64) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 5,
-            metrics: 10,
             tags_per_host: 4,
-            start_ms: 1_700_000_000_000,
             interval_ms,
-            steps: 4,
-            seed: 3,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 5, 10, 4, 3)
         }))
     }
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::Encoder;
+use super::encoder::Encoder;
 use super::influx::{InfluxEncoder, InfluxTemplates, Precision};
 use super::telnet::{TelnetEncoder, TelnetTemplates};
 use crate::workload::{Point, Workload};
@@ -51,6 +51,7 @@ impl Encoder for MixedEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::port::{LineKind, classify_line};
     use hourglass_ingest::{Command, Limits};
@@ -58,16 +59,9 @@ mod tests {
     #[test]
     fn lines_classify_and_parse_as_their_protocol() {
         let w = Arc::new(Workload::new(WorkloadSpec {
-            kind: Kind::Cpu,
-            hosts: 4,
-            metrics: 10,
             tags_per_host: 0,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 3,
-            seed: 1,
             churn: 0,
-            prefix: String::new(),
+            ..spec(Kind::Cpu, 4, 10, 3, 1)
         }));
         let mut enc = MixedEncoder::new(&w, Precision::Ns);
         let text = generated_batches(&w, &mut enc, 25).concat();

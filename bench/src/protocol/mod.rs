@@ -1,4 +1,5 @@
-//! Wire formats: turning generated [`Point`]s into request payloads.
+//! Wire formats: turning generated [`Point`](crate::workload::Point)s into
+//! request payloads.
 //!
 //! Each format implements [`Encoder`], which appends one point at a time to
 //! a caller-owned buffer, with hooks around a batch for formats that wrap one
@@ -12,7 +13,14 @@
 //!   measurement, the metrics as fields);
 //! * [`prom`] — Prometheus remote write (snappy block of a `WriteRequest`);
 //! * [`mixed`] — `put` and Influx lines interleaved on one connection.
+//!
+//! This root names the protocols ([`Protocol`]) and builds the encoder of
+//! each ([`encoder_for`]). Shared by the formats: the [`Encoder`] trait
+//! ([`encoder`]), the number and tag text they append ([`text`]) and their
+//! gzip step ([`gzip`]).
 
+pub mod encoder;
+pub mod gzip;
 pub mod influx;
 pub mod json;
 pub mod mixed;
@@ -20,10 +28,13 @@ pub mod prom;
 pub mod telnet;
 #[cfg(test)]
 mod testutil;
+pub mod text;
+
+pub use encoder::Encoder;
 
 use std::sync::Arc;
 
-use crate::workload::{Point, Value, Workload};
+use crate::workload::Workload;
 
 /// The ingest protocols the benchmark can speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -79,17 +90,6 @@ impl Protocol {
     }
 }
 
-/// Appends points to a send buffer in some wire format.
-pub trait Encoder: Send {
-    /// Called before the first point of a batch.
-    fn begin_batch(&mut self, _out: &mut Vec<u8>) {}
-    /// Appends one point.
-    fn encode(&mut self, point: &Point, out: &mut Vec<u8>);
-    /// Called after the last point of a batch; may rewrite `out` entirely
-    /// (compression, protobuf framing).
-    fn end_batch(&mut self, _out: &mut Vec<u8>) {}
-}
-
 /// Options that shape payloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodeOptions {
@@ -125,124 +125,5 @@ pub fn encoder_for(
             opts.gzip,
         )),
         Protocol::PromWrite => Box::new(prom::PromEncoder::new(Arc::clone(workload))),
-    }
-}
-
-/// Appends the decimal form of `v`.
-pub fn write_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
-/// Appends the decimal form of `v`.
-pub fn write_i64(out: &mut Vec<u8>, v: i64) {
-    if v < 0 {
-        out.push(b'-');
-    }
-    write_u64(out, v.unsigned_abs());
-}
-
-/// Appends `h / 100` with exactly two decimals (`12.30`, `0.05`, `-1.00`).
-pub fn write_hundredths(out: &mut Vec<u8>, h: i64) {
-    if h < 0 {
-        out.push(b'-');
-    }
-    let a = h.unsigned_abs();
-    write_u64(out, a / 100);
-    let frac = (a % 100) as u8;
-    out.extend_from_slice(&[b'.', b'0' + frac / 10, b'0' + frac % 10]);
-}
-
-/// Appends a value the way OpenTSDB clients write it: integers bare, the
-/// two-decimal floats with their two decimals.
-pub fn write_value(out: &mut Vec<u8>, v: Value) {
-    match v {
-        Value::Int(v) => write_i64(out, v),
-        Value::Hundredths(h) => write_hundredths(out, h),
-    }
-}
-
-/// A timestamp text cache: consecutive points mostly share their timestamp.
-#[derive(Debug, Default)]
-pub(crate) struct TsCache {
-    ts: Option<i64>,
-    text: Vec<u8>,
-}
-
-impl TsCache {
-    /// The decimal text of `ts` converted by `convert`.
-    pub(crate) fn get(&mut self, ts_ms: i64, convert: impl Fn(i64) -> i64) -> &[u8] {
-        if self.ts != Some(ts_ms) {
-            self.text.clear();
-            write_i64(&mut self.text, convert(ts_ms));
-            self.ts = Some(ts_ms);
-        }
-        &self.text
-    }
-}
-
-/// gzip-compresses `out` in place.
-pub(crate) fn gzip_in_place(out: &mut Vec<u8>) {
-    use std::io::Write as _;
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(out.len() / 4),
-        flate2::Compression::default(),
-    );
-    // Writing into a Vec cannot fail.
-    let _ = enc.write_all(out);
-    if let Ok(compressed) = enc.finish() {
-        *out = compressed;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(f: impl Fn(&mut Vec<u8>)) -> String {
-        let mut out = Vec::new();
-        f(&mut out);
-        String::from_utf8(out).expect("ascii")
-    }
-
-    #[test]
-    fn integers() {
-        for v in [0, 1, -1, 9, 10, 12345, i64::MAX, i64::MIN] {
-            assert_eq!(text(|o| write_i64(o, v)), v.to_string());
-        }
-    }
-
-    #[test]
-    fn two_decimals() {
-        assert_eq!(text(|o| write_hundredths(o, 0)), "0.00");
-        assert_eq!(text(|o| write_hundredths(o, 5)), "0.05");
-        assert_eq!(text(|o| write_hundredths(o, 1230)), "12.30");
-        assert_eq!(text(|o| write_hundredths(o, 10_000)), "100.00");
-        assert_eq!(text(|o| write_hundredths(o, -105)), "-1.05");
-        for h in -20_000i64..20_000 {
-            let s = text(|o| write_hundredths(o, h));
-            assert_eq!(s.parse::<f64>().ok(), Some(h as f64 / 100.0), "{s}");
-        }
-    }
-
-    #[test]
-    fn gzip_round_trip() {
-        use std::io::Read as _;
-        let mut data = b"hello hello hello".to_vec();
-        gzip_in_place(&mut data);
-        let mut back = String::new();
-        flate2::read::GzDecoder::new(&data[..])
-            .read_to_string(&mut back)
-            .expect("gunzip");
-        assert_eq!(back, "hello hello hello");
     }
 }

@@ -14,8 +14,9 @@ use hourglass_ingest::prom::opentsdb_metric_to_prom;
 use hourglass_ingest::prom::pb::{Label, Sample, TimeSeries, WriteRequest};
 use prost::Message as _;
 
-use super::Encoder;
-use crate::workload::{Point, Workload, highcard};
+use super::encoder::Encoder;
+use super::text::pod_name;
+use crate::workload::{Point, Workload};
 
 /// The request headers remote-write senders use (Prometheus 2.x).
 pub const HEADERS: [(&str, &str); 3] = [
@@ -61,7 +62,7 @@ impl PromEncoder {
         }
         if self.workload.has_pods() {
             let mut pod = Vec::new();
-            highcard::pod_name(p.host, p.pod, &mut pod);
+            pod_name(p.host, p.pod, &mut pod);
             labels.push(label("pod", String::from_utf8_lossy(&pod).into_owned()));
         }
         labels.sort_by(|a, b| a.name.cmp(&b.name));
@@ -115,22 +116,16 @@ impl Encoder for PromEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::Limits;
     use hourglass_ingest::prom::{DEFAULT_MAX_DECODED_LEN, decode_write, decompress};
 
     fn workload(kind: Kind) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 6,
-            metrics: 10,
             tags_per_host: 3,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 5,
-            seed: 2,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 6, 10, 5, 2)
         }))
     }
 

@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use super::{Encoder, TsCache, write_value};
-use crate::workload::{Point, TsUnit, Workload, highcard};
+use super::encoder::Encoder;
+use super::text::{TsCache, pod_name, write_value};
+use crate::workload::{Point, TsUnit, Workload};
 
 /// Pre-rendered line fragments of a workload, shared by all connections.
 #[derive(Debug)]
@@ -85,7 +86,7 @@ impl Encoder for TelnetEncoder {
         out.extend_from_slice(&t.host_suffix[p.host as usize]);
         if t.pods {
             out.extend_from_slice(b" pod=");
-            highcard::pod_name(p.host, p.pod, out);
+            pod_name(p.host, p.pod, out);
         }
         out.push(b'\n');
     }
@@ -95,21 +96,16 @@ impl Encoder for TelnetEncoder {
 mod tests {
     use super::*;
     use crate::protocol::testutil::{expected_points, generated_batches, parsed_point};
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec};
     use hourglass_ingest::{Command, Limits};
 
     fn workload(kind: Kind, interval_ms: i64, seed: u64) -> Arc<Workload> {
         Arc::new(Workload::new(WorkloadSpec {
-            kind,
-            hosts: 6,
-            metrics: 10,
             tags_per_host: 3,
-            start_ms: 1_700_000_000_000,
             interval_ms,
-            steps: 5,
-            seed,
             churn: 2,
-            prefix: String::new(),
+            ..spec(kind, 6, 10, 5, seed)
         }))
     }
 

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use super::Encoder;
-use crate::workload::{Generator, Workload, highcard};
+use super::encoder::Encoder;
+use super::text::pod_name;
+use crate::workload::{Generator, Workload};
 
 /// A point in comparable form: metric, timestamp (ms), value, sorted tags.
 pub type Canon = (String, i64, f64, Vec<(String, String)>);
@@ -33,7 +34,7 @@ pub fn expected_points(w: &Arc<Workload>) -> Vec<Canon> {
         let mut tags = w.hosts[p.host as usize].tags.clone();
         if w.has_pods() {
             let mut pod = Vec::new();
-            highcard::pod_name(p.host, p.pod, &mut pod);
+            pod_name(p.host, p.pod, &mut pod);
             tags.push(("pod".into(), String::from_utf8_lossy(&pod).into_owned()));
         }
         tags.sort();

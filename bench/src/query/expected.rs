@@ -249,7 +249,7 @@ fn first<'a>(keys: &[&'a String]) -> Vec<&'a String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::SplitMix64;
+    use crate::workload::rng::SplitMix64;
 
     fn series(seed: u64, n: usize, step: i64, offset: i64) -> Vec<Expected> {
         let mut rng = SplitMix64::new(seed);

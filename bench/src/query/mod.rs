@@ -24,10 +24,11 @@ use self::expected::ExpectedAnswer;
 use self::plan::{QueryId, QueryPlan};
 use self::report::{QueryConfig, QueryReport, QueryResult};
 use self::targets::Target;
-use crate::cli::{WorkloadArgs, parse_duration};
+use crate::duration::parse_duration;
 use crate::error::BenchError;
 use crate::http::HttpClient;
 use crate::workload::Workload;
+use crate::workload_args::{WorkloadArgs, workload_spec};
 
 /// Flags of `hourglass-bench query`.
 #[derive(Debug, Clone, clap::Args)]
@@ -99,7 +100,7 @@ pub async fn run(args: &QueryArgs, now_ms: i64) -> Result<ExitCode, BenchError> 
             "--repeat and --clients must be at least 1".into(),
         ));
     }
-    let spec = crate::cli::workload_spec(&args.workload, now_ms)?;
+    let spec = workload_spec(&args.workload, now_ms)?;
     let workload = Workload::new(spec);
     let plan = Arc::new(QueryPlan::new(&workload, args.query_host, &args.influx_db)?);
     let queries: Vec<QueryId> = if args.queries.is_empty() {

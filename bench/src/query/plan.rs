@@ -219,19 +219,14 @@ mod tests {
     use super::*;
     use crate::query::expected::{Answer, check};
     use crate::workload::WorkloadSpec;
+    use crate::workload::tests::spec;
 
     fn workload(start_ms: i64, steps: u64) -> Workload {
         Workload::new(WorkloadSpec {
-            kind: Kind::Cpu,
-            hosts: 3,
-            metrics: 10,
             tags_per_host: 0,
             start_ms,
-            interval_ms: 10_000,
-            steps,
-            seed: 1,
             churn: 0,
-            prefix: String::new(),
+            ..spec(Kind::Cpu, 3, 10, steps, 1)
         })
     }
 

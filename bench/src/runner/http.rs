@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use hyper::Method;
 
+use super::connection::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES};
 use super::payload::Source;
-use super::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES};
 use crate::error::BenchError;
 use crate::http::HttpClient;
 

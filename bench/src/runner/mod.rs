@@ -8,101 +8,31 @@
 //! acknowledged everything it sent: the `version` round trip (or the server's
 //! close) on TCP ([`tcp`]), the responses on HTTP ([`http`]).
 //!
-//! Optional pacing for soak-style runs: a rate limit, a wall-clock limit, and
-//! a bound on how far apart in data time the connections may drift
-//! ([`Lockstep`], needed by Prometheus, which refuses samples older than its
-//! head's window).
+//! What a run is told is in [`options`], what a connection task gets and
+//! gives back in [`connection`], the optional pacing for soak-style runs in
+//! [`pacing`].
 
+pub mod connection;
 pub mod http;
+pub mod options;
+pub mod pacing;
 pub mod payload;
 pub mod tcp;
 
-use std::collections::BTreeMap;
+pub use connection::{ConnResult, MAX_ERROR_SAMPLES};
+pub use options::{HttpTarget, RunOptions, TcpAck};
+pub use pacing::Pacer;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use indicatif::ProgressBar;
-use tokio::net::TcpStream;
-use tokio::task::JoinHandle;
-
+use self::connection::ConnCtx;
+use self::pacing::Lockstep;
 use self::payload::{PregenMode, Production, Share, Source, pregenerate};
 use crate::error::BenchError;
-use crate::protocol::{EncodeOptions, Protocol};
+use crate::http::HttpClient;
+use crate::net::connect;
 use crate::workload::{Workload, partition_hosts};
-
-/// How many server error replies each connection keeps verbatim.
-pub const MAX_ERROR_SAMPLES: usize = 5;
-
-/// How a TCP connection learns that the server processed everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TcpAck {
-    /// Send `version` and wait for the reply (OpenTSDB, hourglass).
-    Version,
-    /// Half-close and wait for the server to close (servers without `version`,
-    /// e.g. VictoriaMetrics's OpenTSDB listener).
-    Close,
-}
-
-/// The HTTP request shape of an HTTP protocol.
-#[derive(Debug, Clone)]
-pub struct HttpTarget {
-    /// Path and query string.
-    pub path: String,
-    pub headers: Vec<(String, String)>,
-}
-
-/// Transport settings of a run.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub addr: String,
-    pub protocol: Protocol,
-    pub connections: u32,
-    /// Points per payload.
-    pub batch: usize,
-    pub encode: EncodeOptions,
-    pub connect_timeout: Duration,
-    /// TCP: how long to wait for the acknowledgement; HTTP: per request.
-    pub reply_timeout: Duration,
-    pub tcp_ack: TcpAck,
-    pub http: Option<HttpTarget>,
-    /// Send at most this many points (in global generation order).
-    pub points: Option<u64>,
-    /// Total points per second (spread evenly over connections).
-    pub rate: Option<f64>,
-    /// Stop sending after this long.
-    pub max_time: Option<Duration>,
-    /// Keep connections within this much data time of each other.
-    pub max_skew_ms: Option<i64>,
-    pub pregen: PregenMode,
-    pub pregen_max_bytes: u64,
-    pub progress: bool,
-}
-
-/// What one connection did.
-#[derive(Debug, Clone, Default)]
-pub struct ConnResult {
-    pub id: usize,
-    pub hosts: usize,
-    /// Points sent and acknowledged (HTTP: in 2xx responses).
-    pub points: u64,
-    /// Points in requests the server refused (HTTP non-2xx).
-    pub points_refused: u64,
-    pub bytes: u64,
-    /// From the common start until the server confirmed the last point.
-    pub elapsed: Duration,
-    /// TCP: error lines; HTTP: non-2xx responses.
-    pub errors: u64,
-    pub first_errors: Vec<String>,
-    pub server_version: Option<String>,
-    /// HTTP: requests and their statuses.
-    pub requests: u64,
-    pub statuses: BTreeMap<u16, u64>,
-    pub reconnects: u64,
-    /// Time spent waiting for the generator (streaming only).
-    pub generator_wait: Duration,
-}
 
 /// How payloads were prepared.
 #[derive(Debug, Clone, Default)]
@@ -125,98 +55,6 @@ pub struct RunResult {
     pub prep: PrepInfo,
     /// Stopped by `--max-time` before the workload was exhausted.
     pub stopped_early: bool,
-}
-
-/// Per-connection pacing: rate limit and deadline. Kept on tokio's clock
-/// (not `std::time`) so that tests can run it on a paused clock.
-#[derive(Debug, Clone)]
-pub struct Pacer {
-    start: tokio::time::Instant,
-    /// Points per second for this connection.
-    rate: Option<f64>,
-    deadline: Option<tokio::time::Instant>,
-}
-
-impl Pacer {
-    pub fn new(start: Instant, rate: Option<f64>, max_time: Option<Duration>) -> Self {
-        let start = tokio::time::Instant::from_std(start);
-        Pacer {
-            start,
-            rate,
-            deadline: max_time.map(|d| start + d),
-        }
-    }
-
-    /// Waits until `sent` points are allowed by the rate; false once the
-    /// deadline has passed (stop sending).
-    pub async fn admit(&self, sent: u64) -> bool {
-        if let Some(rate) = self.rate {
-            let due = self.start + Duration::from_secs_f64(sent as f64 / rate);
-            if let Some(deadline) = self.deadline
-                && due >= deadline
-            {
-                tokio::time::sleep_until(deadline).await;
-                return false;
-            }
-            tokio::time::sleep_until(due).await;
-        }
-        self.deadline
-            .is_none_or(|d| tokio::time::Instant::now() < d)
-    }
-}
-
-/// Keeps connections within `skew_ms` of data time of each other.
-#[derive(Debug)]
-pub struct Lockstep {
-    progress: Vec<AtomicI64>,
-    skew_ms: i64,
-}
-
-impl Lockstep {
-    pub fn new(connections: usize, skew_ms: i64) -> Self {
-        Lockstep {
-            progress: (0..connections).map(|_| AtomicI64::new(i64::MIN)).collect(),
-            skew_ms,
-        }
-    }
-
-    /// Records that connection `me` is about to send data from `ts_ms` and
-    /// waits while that is more than the skew ahead of the slowest one. The
-    /// slowest connection never waits, so this cannot deadlock.
-    pub async fn wait(&self, me: usize, ts_ms: i64) {
-        self.progress[me].store(ts_ms, Ordering::SeqCst);
-        loop {
-            let min = self
-                .progress
-                .iter()
-                .map(|p| p.load(Ordering::SeqCst))
-                // A connection that has not sent yet holds nobody back.
-                .filter(|&p| p != i64::MIN)
-                .min()
-                .unwrap_or(i64::MAX);
-            if ts_ms <= min.saturating_add(self.skew_ms) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
-    /// Connection `me` has nothing more to send.
-    pub fn done(&self, me: usize) {
-        self.progress[me].store(i64::MAX, Ordering::SeqCst);
-    }
-}
-
-/// What every connection task shares.
-#[derive(Debug, Clone)]
-pub struct ConnCtx {
-    pub id: usize,
-    pub hosts: usize,
-    pub start: Instant,
-    pub pacer: Pacer,
-    pub lockstep: Option<Arc<Lockstep>>,
-    pub progress: ProgressBar,
-    pub opts: Arc<RunOptions>,
 }
 
 /// Sends the workload to the server and measures it.
@@ -247,7 +85,7 @@ pub async fn run_ingest(
         PregenMode::Off => false,
         PregenMode::Auto => prep.estimated_bytes <= opts.pregen_max_bytes,
     };
-    let mut sources: Vec<Source> = if prep.pregenerated {
+    let sources: Vec<Source> = if prep.pregenerated {
         let bar = crate::progress::spinner(opts.progress, "pre-generating payloads");
         let sets = tokio::task::block_in_place(|| pregenerate(&production, &shares));
         bar.finish_and_clear();
@@ -270,46 +108,27 @@ pub async fn run_ingest(
         .map(|skew| Arc::new(Lockstep::new(shares.len(), skew)));
     let per_conn_rate = opts.rate.map(|r| r / shares.len() as f64);
 
+    let ctx = |id: usize, start: Instant| ConnCtx {
+        id,
+        hosts: shares[id].hosts.len(),
+        start,
+        pacer: Pacer::new(start, per_conn_rate, opts.max_time),
+        lockstep: lockstep.clone(),
+        progress: progress.clone(),
+        opts: Arc::clone(&opts),
+    };
     let result = if opts.protocol.is_tcp() {
         let mut streams = Vec::with_capacity(shares.len());
         for _ in &shares {
             streams.push(connect(&opts.addr, opts.connect_timeout).await?);
         }
-        let start = Instant::now();
-        let mut tasks = tokio::task::JoinSet::new();
-        for (id, (stream, source)) in streams.into_iter().zip(sources.drain(..)).enumerate() {
-            let ctx = ConnCtx {
-                id,
-                hosts: shares[id].hosts.len(),
-                start,
-                pacer: Pacer::new(start, per_conn_rate, opts.max_time),
-                lockstep: lockstep.clone(),
-                progress: progress.clone(),
-                opts: Arc::clone(&opts),
-            };
-            tasks.spawn(tcp::run_connection(ctx, stream, source));
-        }
-        join_all(tasks).await
+        drive(streams, sources, ctx, tcp::run_connection).await
     } else {
         let mut clients = Vec::with_capacity(shares.len());
         for _ in &shares {
-            clients.push(crate::http::HttpClient::connect(&opts.addr, opts.connect_timeout).await?);
+            clients.push(HttpClient::connect(&opts.addr, opts.connect_timeout).await?);
         }
-        let start = Instant::now();
-        let mut tasks = tokio::task::JoinSet::new();
-        for (id, (client, source)) in clients.into_iter().zip(sources.drain(..)).enumerate() {
-            let ctx = ConnCtx {
-                id,
-                hosts: shares[id].hosts.len(),
-                start,
-                pacer: Pacer::new(start, per_conn_rate, opts.max_time),
-                lockstep: lockstep.clone(),
-                progress: progress.clone(),
-                opts: Arc::clone(&opts),
-            };
-            tasks.spawn(http::run_connection(ctx, client, source));
-        }
-        join_all(tasks).await
+        drive(clients, sources, ctx, http::run_connection).await
     };
     progress.finish_and_clear();
     let connections = result?;
@@ -330,6 +149,26 @@ pub async fn run_ingest(
     })
 }
 
+/// Starts the clock, then every connection on its payloads, and waits for
+/// them all; connections are opened beforehand so that connecting is not
+/// timed.
+async fn drive<C, F>(
+    conns: Vec<C>,
+    sources: Vec<Source>,
+    ctx: impl Fn(usize, Instant) -> ConnCtx,
+    run: impl Fn(ConnCtx, C, Source) -> F,
+) -> Result<Vec<ConnResult>, BenchError>
+where
+    F: Future<Output = Result<ConnResult, BenchError>> + Send + 'static,
+{
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (id, (conn, source)) in conns.into_iter().zip(sources).enumerate() {
+        tasks.spawn(run(ctx(id, start), conn, source));
+    }
+    join_all(tasks).await
+}
+
 /// Waits for every connection; the first failure aborts the others (the
 /// JoinSet is dropped on return).
 async fn join_all(
@@ -343,69 +182,4 @@ async fn join_all(
     }
     out.sort_by_key(|c| c.id);
     Ok(out)
-}
-
-/// Opens a TCP connection with a timeout and Nagle disabled.
-pub async fn connect(addr: &str, timeout: Duration) -> Result<TcpStream, BenchError> {
-    let addr = crate::http::host_port(addr);
-    let connect_err = |source| BenchError::Connect {
-        addr: addr.to_string(),
-        source,
-    };
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(result) => result.map_err(connect_err)?,
-        Err(_) => {
-            return Err(connect_err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("timed out after {timeout:?}"),
-            )));
-        }
-    };
-    stream.set_nodelay(true).map_err(connect_err)?;
-    Ok(stream)
-}
-
-/// Aborts a background task when dropped, so early returns never leak it.
-#[derive(Debug)]
-pub struct AbortOnDrop<T>(pub JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn pacer_limits_rate_and_stops_at_deadline() {
-        let start = tokio::time::Instant::now();
-        let pacer = Pacer::new(start.into_std(), Some(1000.0), Some(Duration::from_secs(2)));
-        assert!(pacer.admit(0).await);
-        assert!(pacer.admit(1000).await);
-        assert!(start.elapsed() >= Duration::from_secs(1));
-        assert!(!pacer.admit(5000).await);
-        let free = Pacer::new(Instant::now(), None, None);
-        assert!(free.admit(u64::MAX).await);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn lockstep_holds_the_fastest_back() {
-        let l = Arc::new(Lockstep::new(2, 100));
-        l.wait(0, 0).await;
-        l.wait(1, 50).await;
-        let ahead = {
-            let l = Arc::clone(&l);
-            tokio::spawn(async move { l.wait(1, 500).await })
-        };
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!ahead.is_finished());
-        l.wait(0, 450).await;
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        assert!(ahead.is_finished());
-        l.done(0);
-        l.wait(1, 10_000).await;
-    }
 }

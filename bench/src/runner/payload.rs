@@ -174,20 +174,14 @@ pub fn pregenerate(production: &Arc<Production>, shares: &[Share]) -> Vec<Vec<Pa
 mod tests {
     use super::*;
     use crate::protocol::influx::Precision;
+    use crate::workload::tests::spec;
     use crate::workload::{Kind, WorkloadSpec, partition_hosts};
 
     fn production(protocol: Protocol) -> Arc<Production> {
         let workload = Arc::new(Workload::new(WorkloadSpec {
-            kind: Kind::Cpu,
-            hosts: 5,
-            metrics: 10,
             tags_per_host: 0,
-            start_ms: 1_700_000_000_000,
-            interval_ms: 10_000,
-            steps: 7,
-            seed: 1,
             churn: 0,
-            prefix: String::new(),
+            ..spec(Kind::Cpu, 5, 10, 7, 1)
         }));
         Arc::new(Production {
             workload,

@@ -28,9 +28,11 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::sync::oneshot;
 
+use super::connection::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES};
+use super::options::TcpAck;
 use super::payload::Source;
-use super::{AbortOnDrop, ConnCtx, ConnResult, MAX_ERROR_SAMPLES, TcpAck};
 use crate::error::BenchError;
+use crate::net::AbortOnDrop;
 
 /// How long to wait for the server to close after we half-close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);

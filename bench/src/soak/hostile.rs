@@ -1,6 +1,7 @@
 //! The soak's hostile and heavy traffic: bad input of every kind, queries
-//! (ordinary and oversized), idle and stalled connections, and the probes
-//! that check a fresh client can still connect and write meanwhile.
+//! (ordinary, and oversized over the wide series written first), idle and
+//! stalled connections, slow-body attackers, and the probes that check a
+//! fresh client can still connect and write meanwhile.
 //!
 //! Every action is bounded: one request at a time per task, a timeout on
 //! every wait, a fixed number of connections. What the server answers is
@@ -16,9 +17,10 @@ use hyper::Method;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::Shared;
+use super::shared::Shared;
+use crate::clock::now_ms;
 use crate::http::{HttpClient, with_query};
-use crate::runner::connect;
+use crate::net::connect;
 use crate::runner::tcp::is_error_line;
 
 /// The kinds of bad input, sent in turn.
@@ -207,7 +209,7 @@ pub async fn normal_query(
     metric: &str,
     host: &str,
 ) {
-    let now = crate::now_ms().unwrap_or_default() / 1000;
+    let now = now_ms().unwrap_or_default() / 1000;
     let path = with_query(
         "/api/query",
         &[
@@ -222,7 +224,7 @@ pub async fn normal_query(
 /// The oversized query: `sum:1s-avg-zero` over a day across every wide
 /// series. 200 (an answer) or 413 (refused) are fine.
 pub async fn oversized_query(client: &mut Option<HttpClient>, shared: &Shared) {
-    let now = crate::now_ms().unwrap_or_default() / 1000;
+    let now = now_ms().unwrap_or_default() / 1000;
     let path = with_query(
         "/api/query",
         &[
@@ -287,7 +289,7 @@ async fn query(client: &mut Option<HttpClient>, shared: &Shared, path: &str, ove
 /// Writes the wide series (`soak.wide{id=N}`, one point each, an hour ago)
 /// that the oversized query spans.
 pub async fn write_wide(addr: &str, timeout: Duration, series: u32) -> Result<(), String> {
-    let ts = crate::now_ms().unwrap_or_default() / 1000 - 3600;
+    let ts = now_ms().unwrap_or_default() / 1000 - 3600;
     let mut client = HttpClient::connect(addr, timeout)
         .await
         .map_err(|e| e.to_string())?;
@@ -401,7 +403,7 @@ pub async fn hold_connections(
 /// A fresh client: connect, one `put` acknowledged by `help`, one `/api/put`
 /// answered 2xx, all within the timeout. `Err` says what failed.
 pub async fn probe(shared: &Shared, n: u64) -> Result<(), String> {
-    let ts = crate::now_ms().unwrap_or_default() / 1000 - 60;
+    let ts = now_ms().unwrap_or_default() / 1000 - 60;
     let telnet = async {
         let mut s = connect(&shared.addr, shared.timeout)
             .await

@@ -20,176 +20,25 @@
 //! when its RSS passed `--max-rss-mb`, or (unless `--allow-errors`) when
 //! anything got an answer it must never get (see [`hostile`]).
 
+pub mod args;
 pub mod hostile;
 pub mod report;
+pub mod shared;
 pub mod writers;
 
-use std::collections::BTreeMap;
+pub use args::SoakArgs;
+
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use self::hostile::{BadInput, Hold};
 use self::report::SoakReport;
+use self::shared::Shared;
 use self::writers::{WriterKind, WriterResult};
-use crate::cli::parse_duration;
 use crate::error::BenchError;
 use crate::workload::{Kind, Workload, WorkloadSpec, partition_hosts};
-
-/// Errors kept verbatim.
-const MAX_ERRORS_KEPT: usize = 10;
-
-/// Flags of `hourglass-bench soak`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SoakArgs {
-    /// Server address (host:port).
-    #[arg(long, default_value = "127.0.0.1:4242")]
-    pub addr: String,
-
-    /// How long to soak.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    pub duration: Duration,
-
-    /// Steady ingest rate, points per second over all writers.
-    #[arg(long, default_value_t = 20_000.0)]
-    pub rate: f64,
-
-    /// Hosts of the soak workload (cpu workload, metrics `soak.cpu.*`).
-    #[arg(long, default_value_t = 20)]
-    pub hosts: u32,
-
-    /// Telnet writers (acknowledged with `help` after each batch).
-    #[arg(long, default_value_t = 2)]
-    pub telnet_writers: u32,
-
-    /// `/api/put` writers.
-    #[arg(long, default_value_t = 2)]
-    pub http_writers: u32,
-
-    /// Points per batch.
-    #[arg(long, default_value_t = 500)]
-    pub batch: usize,
-
-    /// An ordinary query this often.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub query_every: Duration,
-
-    /// An oversized query this often.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub oversized_every: Duration,
-
-    /// Series of `soak.wide` (one point each) the oversized query spans.
-    #[arg(long, default_value_t = 3000)]
-    pub wide_series: u32,
-
-    /// A bad input this often (cycling through every kind).
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
-    pub bad_every: Duration,
-
-    /// Idle connections held from the start.
-    #[arg(long, default_value_t = 50)]
-    pub idle: u32,
-
-    /// Stalled connections in the storm (half a stalled line, half a stalled HTTP body).
-    #[arg(long, default_value_t = 200)]
-    pub stalled: u32,
-
-    /// Slow-body attackers in the storm: each declares a 64 MiB `/api/put`
-    /// body, trickles it a byte at a time and reconnects when cut off.
-    #[arg(long, default_value_t = 8)]
-    pub slow_bodies: u32,
-
-    /// How often a slow-body attacker sends a byte.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub trickle_every: Duration,
-
-    /// Fail when a slow body holds its connection longer than this.
-    #[arg(long, value_parser = parse_duration)]
-    pub slow_body_max_hold: Option<Duration>,
-
-    /// A fresh-client probe this often during the storm.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub probe_every: Duration,
-
-    /// Timeout of every wait (acknowledgements, answers, connects).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub timeout: Duration,
-
-    /// Timeout of a query.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub query_timeout: Duration,
-
-    /// Server process id: sample its RSS (and check it is alive at the end).
-    #[arg(long)]
-    pub server_pid: Option<u32>,
-
-    /// Fail when the server's RSS passes this many MiB.
-    #[arg(long)]
-    pub max_rss_mb: Option<u64>,
-
-    /// Do not fail because of errors (unexpected answers); still report them.
-    #[arg(long)]
-    pub allow_errors: bool,
-
-    /// Seed of the value generator.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-
-    /// Print one JSON object instead of the human summary.
-    #[arg(long)]
-    pub json: bool,
-
-    /// No progress display.
-    #[arg(long)]
-    pub no_progress: bool,
-}
-
-/// Counters every soak task updates.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub points_acked: AtomicU64,
-    pub queries_sent: AtomicU64,
-    pub queries_ok: AtomicU64,
-    pub oversized_sent: AtomicU64,
-    pub oversized_answered: AtomicU64,
-    pub oversized_refused: AtomicU64,
-    pub bad_sent: AtomicU64,
-    pub bad_refused: AtomicU64,
-    pub held_now: AtomicU64,
-    pub errors: AtomicU64,
-}
-
-/// State shared by the soak's tasks.
-#[derive(Debug)]
-pub struct Shared {
-    pub addr: String,
-    pub start: Instant,
-    pub duration: Duration,
-    pub timeout: Duration,
-    pub query_timeout: Duration,
-    pub counters: Counters,
-    /// Refusals: (what, HTTP status) → count.
-    refused: Mutex<BTreeMap<(String, u16), u64>>,
-    first_errors: Mutex<Vec<String>>,
-}
-
-impl Shared {
-    /// Records something that must not happen.
-    pub fn error(&self, what: String) {
-        self.counters.errors.fetch_add(1, Ordering::Relaxed);
-        let mut e = self.first_errors.lock().unwrap_or_else(|e| e.into_inner());
-        if e.len() < MAX_ERRORS_KEPT {
-            e.push(what);
-        }
-    }
-
-    /// Records a clear refusal (an HTTP status the request deserved).
-    pub fn refused(&self, what: &str, status: u16, _body: &str) {
-        let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
-        *r.entry((what.to_string(), status)).or_default() += 1;
-    }
-}
 
 /// Runs the soak.
 pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
@@ -226,19 +75,16 @@ pub async fn run(args: &SoakArgs, now_ms: i64) -> Result<ExitCode, BenchError> {
     }));
 
     // Fail early and clearly when nothing listens there.
-    crate::runner::connect(&args.addr, args.timeout).await?;
+    crate::net::connect(&args.addr, args.timeout).await?;
     let wide = hostile::write_wide(&args.addr, args.timeout, args.wide_series).await;
     // The soak proper starts now.
-    let shared = Arc::new(Shared {
-        addr: args.addr.clone(),
-        start: Instant::now(),
-        duration: args.duration,
-        timeout: args.timeout,
-        query_timeout: args.query_timeout,
-        counters: Counters::default(),
-        refused: Mutex::new(BTreeMap::new()),
-        first_errors: Mutex::new(Vec::new()),
-    });
+    let shared = Arc::new(Shared::new(
+        args.addr.clone(),
+        Instant::now(),
+        args.duration,
+        args.timeout,
+        args.query_timeout,
+    ));
     let wide_ok = match wide {
         Ok(()) => true,
         Err(why) => {
@@ -472,37 +318,4 @@ enum Side {
     /// The attackers' outcome and the points acknowledged when the storm began.
     SlowBodies(hostile::SlowBodies, u64),
     Probes(report::Probes),
-}
-
-impl Shared {
-    /// Refusals by status, summed over what was refused.
-    pub fn refused_by_status(&self) -> BTreeMap<u16, u64> {
-        let mut out = BTreeMap::new();
-        for ((_, status), n) in self
-            .refused
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            *out.entry(*status).or_default() += n;
-        }
-        out
-    }
-
-    /// Refusals as `what status` → count.
-    pub fn refused_detail(&self) -> BTreeMap<String, u64> {
-        self.refused
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|((what, status), n)| (format!("{what} {status}"), *n))
-            .collect()
-    }
-
-    pub fn first_errors(&self) -> Vec<String> {
-        self.first_errors
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
 }

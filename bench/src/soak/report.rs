@@ -1,6 +1,7 @@
 //! The soak report: what was sent, what the server refused (by status), the
-//! errors, the held connections and probes, the server's memory, the
-//! read-back of every acknowledged point, and the verdict.
+//! errors, the held connections, the storm (slow bodies, probes, the
+//! writers' rate before and during it), the server's memory, the read-back
+//! of every acknowledged point, and the verdict with each failure named.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -8,9 +9,10 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
+use super::args::SoakArgs;
 use super::hostile::{HeldConnections, SlowBodies};
+use super::shared::Shared;
 use super::writers::{Verification, WriterKind, WriterResult};
-use super::{Shared, SoakArgs};
 use crate::procfs::ProcSample;
 use crate::report::mib;
 
@@ -340,7 +342,6 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
-    use std::sync::Mutex;
     use std::time::Instant;
 
     fn args(extra: &[&str]) -> SoakArgs {
@@ -353,16 +354,13 @@ mod tests {
     }
 
     fn shared() -> Shared {
-        Shared {
-            addr: "127.0.0.1:1".into(),
-            start: Instant::now(),
-            duration: std::time::Duration::from_secs(1),
-            timeout: std::time::Duration::from_secs(1),
-            query_timeout: std::time::Duration::from_secs(1),
-            counters: super::super::Counters::default(),
-            refused: Mutex::new(BTreeMap::new()),
-            first_errors: Mutex::new(Vec::new()),
-        }
+        Shared::new(
+            "127.0.0.1:1".into(),
+            Instant::now(),
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(1),
+        )
     }
 
     fn writers() -> Vec<WriterResult> {

@@ -17,8 +17,9 @@ use std::time::Duration;
 use hyper::Method;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::Shared;
+use super::shared::Shared;
 use crate::http::{HttpClient, with_query};
+use crate::net::connect;
 use crate::protocol::Encoder;
 use crate::protocol::json::{JsonEncoder, JsonTemplates};
 use crate::protocol::telnet::{TelnetEncoder, TelnetTemplates};
@@ -128,7 +129,7 @@ struct TelnetConn {
 
 async fn send_telnet(conn: &mut Option<TelnetConn>, b: &Batch, shared: &Shared) -> bool {
     if conn.is_none() {
-        match crate::runner::connect(&shared.addr, shared.timeout).await {
+        match connect(&shared.addr, shared.timeout).await {
             Ok(s) => {
                 let (rd, wr) = s.into_split();
                 *conn = Some(TelnetConn {

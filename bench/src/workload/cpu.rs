@@ -6,7 +6,9 @@
 //! clamped at the bounds.
 
 use super::devops::{ARCHES, OSES, REGIONS};
-use super::{HostDef, MetricDef, ValueKind, mix64};
+use super::host::HostDef;
+use super::metric::{MetricDef, ValueKind};
+use super::rng::mix64;
 
 /// The ten metrics, in the order they are generated (and in which Influx
 /// fields are written).

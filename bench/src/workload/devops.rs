@@ -1,9 +1,11 @@
-//! The `devops` workload: a catalog of 77 devops measurements (cpu, mem,
-//! disk, diskio, kernel, net, system, nginx, postgresql, redis) mixing float
-//! gauges, integer gauges and counters, named `bench.<group>.<field>`, with a
-//! configurable number of host tags.
+//! The `devops` workload: a catalog of 77 devops metrics in ten groups (cpu,
+//! mem, disk, diskio, kernel, net, system, nginx, postgresql, redis) mixing
+//! float gauges, integer gauges and counters, named `bench.<group>.<field>`,
+//! with a configurable number of host tags.
 
-use super::{HostDef, MetricDef, ValueKind, mix64};
+use super::host::HostDef;
+use super::metric::{MetricDef, ValueKind};
+use super::rng::mix64;
 
 /// Extra per-host tag keys, in the order `--tags-per-host` adds them.
 pub const EXTRA_TAGS: [&str; 9] = [

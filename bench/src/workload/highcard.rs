@@ -2,14 +2,17 @@
 //! ten metrics 1 M series are live at any time) with short-lived series.
 //!
 //! Every host carries `hostname, region, datacenter, service` and a `pod`
-//! tag that rotates every `churn` intervals, so each series lives `churn`
-//! points and is then replaced by a new one. Rotations are staggered by host
-//! (host `h` rotates at steps where `(step + h) % churn == 0`), so a steady
-//! `1/churn` of the hosts starts new series at every interval instead of all
-//! of them at once. Values are the cpu workload's random walks; a series'
-//! walk continues across pods.
+//! tag (`pod-<host>-<epoch>`, written by the encoders) that rotates every
+//! `churn` intervals, so each series lives `churn` points and is then
+//! replaced by a new one. Rotations are staggered by host (host `h` rotates
+//! at steps where `(step + h) % churn == 0`), so a steady `1/churn` of the
+//! hosts starts new series at every interval instead of all of them at once.
+//! Values are the cpu workload's random walks; a series' walk continues
+//! across pods.
 
-use super::{HostDef, MetricDef, cpu};
+use super::cpu;
+use super::host::HostDef;
+use super::metric::MetricDef;
 
 /// Metric fields, named `<prefix>container.<field>`.
 pub const METRICS: [&str; 10] = [
@@ -62,14 +65,6 @@ pub fn pod_epoch(host: u32, step: u64, churn: u32) -> u32 {
     ((step + u64::from(host) % churn) / churn) as u32
 }
 
-/// The `pod` tag value of `(host, epoch)`.
-pub fn pod_name(host: u32, epoch: u32, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"pod-");
-    crate::protocol::write_u64(out, u64::from(host));
-    out.push(b'-');
-    crate::protocol::write_u64(out, u64::from(epoch));
-}
-
 /// Distinct pods of one host over `steps` steps.
 pub fn pods_per_host(host: u32, steps: u64, churn: u32) -> u64 {
     if steps == 0 {
@@ -120,12 +115,5 @@ mod tests {
             .count();
         assert_eq!(starting, 25);
         assert_eq!(pod_epoch(7, 1000, 0), 0);
-    }
-
-    #[test]
-    fn pod_names() {
-        let mut out = Vec::new();
-        pod_name(12, 3, &mut out);
-        assert_eq!(out, b"pod-12-3");
     }
 }

@@ -14,14 +14,25 @@
 //! `t`, then every series at `t + interval`, and so on. The generator knows
 //! nothing about wire formats; it hands [`Point`]s to a callback, and a
 //! `protocol` encoder turns them into bytes.
+//!
+//! Each workload ([`cpu`], [`devops`], [`highcard`]) defines its metrics
+//! ([`metric`]) and hosts ([`host`]); every random choice comes from
+//! [`rng`].
 
 pub mod cpu;
 pub mod devops;
 pub mod highcard;
+pub mod host;
+pub mod metric;
+pub mod rng;
 
 use std::sync::Arc;
 
 pub use devops::EXTRA_TAGS;
+
+use self::host::HostDef;
+use self::metric::{MetricDef, ValueKind};
+use self::rng::{SplitMix64, mix64};
 
 /// Which workload to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -60,69 +71,6 @@ impl Kind {
             Kind::HighCardinality => Some(highcard::METRICS.len() as u32),
             Kind::Devops => None,
         }
-    }
-}
-
-/// How a series' values evolve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueKind {
-    /// Float in `[0, max / 100]` with two decimals; walks by a uniform step
-    /// in `[-step, step]` hundredths, clamped.
-    FloatGauge { max: i64, step: i64 },
-    /// Integer in `[min, max]`; walks by at most `step` (0 = constant).
-    Gauge { min: i64, max: i64, step: i64 },
-    /// Monotonic integer counter; grows by `0..=max_step` per interval.
-    Counter { max_step: i64 },
-}
-
-impl ValueKind {
-    /// True if the series emits floats rather than integers.
-    pub fn is_float(self) -> bool {
-        matches!(self, ValueKind::FloatGauge { .. })
-    }
-}
-
-/// A metric of the workload.
-#[derive(Debug, Clone)]
-pub struct MetricDef {
-    /// Full metric name, e.g. `cpu.usage_user`.
-    pub name: String,
-    /// How its values evolve.
-    pub kind: ValueKind,
-}
-
-/// A host of the workload and its tags, in output order.
-#[derive(Debug, Clone)]
-pub struct HostDef {
-    pub tags: Vec<(String, String)>,
-}
-
-/// The SplitMix64 finalizer: a strong 64-bit mixing function.
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// SplitMix64 pseudo-random generator (Steele, Lea & Flood 2014).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix64(self.0)
-    }
-
-    /// Uniform integer in `[lo, hi]` (requires `lo <= hi`).
-    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        let span = hi.abs_diff(lo) as u128 + 1;
-        let off = (u128::from(self.next_u64()) * span) >> 64;
-        lo.wrapping_add(off as i64)
     }
 }
 
@@ -437,9 +385,11 @@ impl Generator {
     }
 }
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
+    /// A workload spec for tests: two host tags, pods rotating every three
+    /// steps, every 10 s from unix second 1_700_000_000.
     pub(crate) fn spec(
         kind: Kind,
         hosts: u32,
@@ -647,15 +597,5 @@ mod tests {
             pts.iter()
                 .all(|p| p.pod == w.pod_of(p.host, ((p.ts_ms - w.spec.start_ms) / 10_000) as u64))
         );
-    }
-
-    #[test]
-    fn rng_range_bounds() {
-        let mut r = SplitMix64::new(1);
-        for _ in 0..10_000 {
-            let v = r.range(-3, 3);
-            assert!((-3..=3).contains(&v));
-        }
-        assert_eq!(r.range(5, 5), 5);
     }
 }
