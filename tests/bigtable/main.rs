@@ -26,7 +26,7 @@ use common::Server;
 use hourglass::codec::DecodedPoint;
 use hourglass::config::{Backend, Config};
 use hourglass::storage::Table;
-use hourglass::storage::embedded::compaction::RetentionView;
+use hourglass::storage::retention::RetentionView;
 
 /// First timestamp of the data: 2024-01-01T00:00:00Z (closed hours, so the
 /// nodes pack them while the tests run).
