@@ -64,6 +64,22 @@ impl Report {
         });
     }
 
+    /// A log whose last write was cut short by a crash: harmless, cut on
+    /// open.
+    pub fn torn_tail(&mut self, path: impl Into<PathBuf>, valid_len: u64, torn_bytes: u64) {
+        self.push(
+            Severity::Info,
+            path,
+            Some(valid_len),
+            format!("torn tail of {torn_bytes} bytes (an unacknowledged write; truncated on open)"),
+        );
+    }
+
+    /// A log that cannot be read: damage, at its offset where known.
+    pub fn log_error(&mut self, path: impl Into<PathBuf>, e: &crate::logfile::LogError) {
+        self.push(Severity::Error, path, e.offset(), e.to_string());
+    }
+
     pub fn errors(&self) -> usize {
         self.findings
             .iter()

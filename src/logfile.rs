@@ -59,6 +59,16 @@ pub enum LogError {
     },
 }
 
+impl LogError {
+    /// Where in the file the damage is, when the error names a place.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            LogError::Corrupt { offset, .. } | LogError::BadRecord { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
     move |source| LogError::Io {
         path: path.to_path_buf(),

@@ -297,15 +297,7 @@ pub fn check(
                     l.points
                 ));
             }
-            Err(e) => {
-                let offset = match &e {
-                    LogError::Corrupt { offset, .. } | LogError::BadRecord { offset, .. } => {
-                        Some(*offset)
-                    }
-                    _ => None,
-                };
-                report.push(Error, file, offset, e.to_string());
-            }
+            Err(e) => report.log_error(file, &e),
         }
     }
     uids

@@ -154,7 +154,7 @@ pub fn check(
     layout: &crate::codec::KeyLayout,
     report: &mut crate::findings::Report,
 ) -> [u64; 3] {
-    use crate::findings::Severity::{Error, Info};
+    use crate::findings::Severity::Error;
     let mut uids = [0u64; 3];
     let segments = match list_segments(dir) {
         Ok(s) => s,
@@ -177,25 +177,9 @@ pub fn check(
                     report.push(Error, &path, Some(offset), reason);
                 }
             }
-            Ok(r) if r.torn_bytes > 0 => report.push(
-                Info,
-                &path,
-                Some(r.valid_len),
-                format!(
-                    "torn tail of {} bytes (an unacknowledged write; truncated on open)",
-                    r.torn_bytes
-                ),
-            ),
+            Ok(r) if r.torn_bytes > 0 => report.torn_tail(&path, r.valid_len, r.torn_bytes),
             Ok(_) => {}
-            Err(e) => {
-                let offset = match &e {
-                    LogError::Corrupt { offset, .. } | LogError::BadRecord { offset, .. } => {
-                        Some(*offset)
-                    }
-                    _ => None,
-                };
-                report.push(Error, &path, offset, e.to_string());
-            }
+            Err(e) => report.log_error(&path, &e),
         }
         let uid = crate::codec::rowkey::uid_from_bytes;
         for key in defs.values().map(|d| &d.key) {

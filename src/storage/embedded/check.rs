@@ -198,24 +198,9 @@ pub fn check(dir: &Path, layout: &KeyLayout, report: &mut crate::findings::Repor
         Ok::<(), logfile::LogError>(())
     });
     match read {
-        Ok(r) if r.torn_bytes > 0 => report.push(
-            Info,
-            &log,
-            Some(r.valid_len),
-            format!(
-                "torn tail of {} bytes (an unacknowledged write; truncated on open)",
-                r.torn_bytes
-            ),
-        ),
+        Ok(r) if r.torn_bytes > 0 => report.torn_tail(&log, r.valid_len, r.torn_bytes),
         Ok(_) => {}
-        Err(e) => {
-            let offset = match &e {
-                logfile::LogError::Corrupt { offset, .. }
-                | logfile::LogError::BadRecord { offset, .. } => Some(*offset),
-                _ => None,
-            };
-            report.push(Error, &log, offset, e.to_string());
-        }
+        Err(e) => report.log_error(&log, &e),
     }
     for &n in &listing.logs {
         if n != m.log_number {
