@@ -31,9 +31,10 @@ pub mod error;
 pub mod http;
 pub mod influx;
 pub mod limits;
+pub mod line;
 pub mod prom;
 pub mod series_cache;
-pub mod telnet;
+pub mod write;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -237,6 +238,6 @@ async fn serve_connection(
         .await;
     } else {
         ctx.metrics.connections.with_label_values(&["telnet"]).inc();
-        telnet::serve(Arc::clone(ctx), stream, peer, stop).await;
+        line::serve(Arc::clone(ctx), stream, peer, stop).await;
     }
 }

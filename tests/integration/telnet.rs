@@ -165,7 +165,13 @@ fn commands() {
     t.stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let _ = t.stream.read_to_end(&mut rest);
+    // The server closes the connection: the read ends (Ok), it does not
+    // time out (an Err of kind WouldBlock/TimedOut would mean it stayed open).
+    let closed = t.stream.read_to_end(&mut rest);
+    assert!(
+        closed.is_ok(),
+        "exit did not close the connection: {closed:?}"
+    );
     assert!(rest.is_empty(), "exit sends nothing: {rest:?}");
 }
 

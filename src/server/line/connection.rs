@@ -1,0 +1,144 @@
+//! Serving one line-protocol connection: reads straight into a line buffer
+//! (bounded: one unfinished line plus one read), frames it
+//! ([`super::frame`]) and hands each line to [`super::command`], within
+//! the connection's time bounds (an unfinished line may not sit longer
+//! than `server.line_timeout_secs`; an idle connection is closed after
+//! `server.idle_timeout_secs` if set) and the server's in-flight memory
+//! (reading stops while the connection's address, or the server, holds
+//! too much input: TCP slows the client down).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::command::{self, Step};
+use super::frame::{Frame, Framer};
+use super::replies::Replies;
+use super::session::Session;
+use crate::server::Ctx;
+
+const READ_CHUNK: usize = 64 << 10;
+
+pub async fn serve(
+    ctx: Arc<Ctx>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (mut rd, wr) = stream.into_split();
+    let (replies, writer) = Replies::start(
+        wr,
+        ctx.config.server.telnet_error_queue,
+        ctx.metrics.clone(),
+    );
+    let mut session = Session::new(&ctx, replies);
+    let framer = Framer {
+        frame_limit: ctx
+            .limits
+            .max_line_len
+            .max(ctx.config.server.max_influx_line_bytes),
+        command_limit: ctx.limits.max_line_len,
+    };
+    // Bounded: at most one over-long line (the frame limit) plus one read
+    // chunk; sized for OpenTSDB lines, it grows only for long InfluxDB lines.
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK + ctx.limits.max_line_len + 2);
+    let idle_timeout = match ctx.config.server.idle_timeout_secs {
+        0 => None,
+        s => Some(Duration::from_secs(s)),
+    };
+    let line_timeout = Duration::from_secs(ctx.config.server.line_timeout_secs.max(1));
+    // When the unfinished line at the end of `buf` started: a client may sit
+    // idle between lines for ever (collectd does), but not in the middle of
+    // one.
+    let mut partial_since: Option<tokio::time::Instant> = None;
+    loop {
+        let deadline = match (partial_since, idle_timeout) {
+            (Some(t), _) => Some(t + line_timeout),
+            (None, Some(d)) => Some(tokio::time::Instant::now() + d),
+            (None, None) => None,
+        };
+        let timer = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        buf.reserve(READ_CHUNK);
+        let mut limited = (&mut rd).take(READ_CHUNK as u64);
+        let n = tokio::select! {
+            r = limited.read_buf(&mut buf) => match r { Ok(n) => n, Err(_) => break },
+            _ = stop.changed() => break,
+            () = timer => {
+                if partial_since.is_some() {
+                    ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
+                    session.replies.error(format!(
+                        "put: illegal argument: no end of line within {} s; closing the connection",
+                        line_timeout.as_secs()
+                    ));
+                }
+                break;
+            }
+        };
+        if n == 0 {
+            // An unterminated last line is dropped: it may be cut short.
+            break;
+        }
+        let _inflight = ctx.inflight.take(peer.ip(), buf.len()).await;
+        let Some(used) = lines(&ctx, &framer, &buf, &mut session).await else {
+            break;
+        };
+        buf.drain(..used);
+        // An unfinished line keeps its start time while it only grows.
+        partial_since = match (buf.is_empty(), partial_since) {
+            (true, _) => None,
+            (false, Some(t)) if used == 0 => Some(t),
+            (false, _) => Some(tokio::time::Instant::now()),
+        };
+    }
+    // Points still in flight become durable whether or not anyone waits;
+    // waiting keeps a closing client's last points acknowledged by the
+    // close.
+    session.flush(&ctx).await;
+    session.settle(&ctx).await;
+    drop(session);
+    writer.finish(peer).await;
+}
+
+/// Handles every complete line of `buf`, then writes the read's points.
+/// Returns the bytes used, or `None` once the connection is to close.
+async fn lines(
+    ctx: &Arc<Ctx>,
+    framer: &Framer,
+    buf: &[u8],
+    session: &mut Session,
+) -> Option<usize> {
+    let mut pos = 0;
+    loop {
+        match framer.next(&buf[pos..]) {
+            Frame::Incomplete => break,
+            Frame::TooLong(limit) => {
+                session.flush(ctx).await;
+                session.replies.error(format!(
+                    "put: illegal argument: line longer than {limit} bytes; closing the connection"
+                ));
+                return None;
+            }
+            Frame::Line {
+                line,
+                consumed,
+                influx,
+            } => {
+                pos += consumed;
+                if command::handle(ctx, session, line, influx).await == Step::Close {
+                    return None;
+                }
+            }
+        }
+    }
+    session.flush(ctx).await;
+    Some(pos)
+}

@@ -1,0 +1,177 @@
+//! What a line-protocol connection keeps between reads: its reply queue,
+//! its cache of the series it wrote (`series_cache`: a repeated series
+//! skips tag parsing and validation and reaches the engine already
+//! resolved), the points of the current read, and the log positions of
+//! written batches not yet durable.
+//!
+//! Points of a read are written as one batch, on a blocking thread (a new
+//! series may need UID assignments and index rows: storage I/O); the
+//! connection reads on while up to `server.telnet_batches_in_flight`
+//! batches wait to be durable (the WAL's group commit then covers
+//! several), and a command is answered only once every point before it is
+//! durable: a client that sends `version` (or any command) after its puts
+//! knows they survive a crash when the answer comes.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::replies::Replies;
+use crate::engine::{EngineError, PointError};
+use crate::server::Ctx;
+use crate::server::series_cache::SeriesCache;
+use crate::server::write::{PointSink, WriteBatch, Written};
+use crate::uid::UidError;
+
+/// The origin of a point in a line-protocol batch: an OpenTSDB `put`.
+pub const FROM_PUT: u32 = 0;
+/// The origin of a point in a line-protocol batch: an InfluxDB line.
+pub const FROM_INFLUX: u32 = 1;
+
+/// A batch is written once it holds this many points.
+pub const BATCH_POINTS: usize = 8192;
+
+pub struct Session {
+    pub replies: Replies,
+    /// The series this connection has written (it travels with each batch
+    /// to the blocking write and back).
+    pub cache: SeriesCache,
+    /// Points of the current read (owned: written on a blocking thread).
+    pub batch: WriteBatch<'static>,
+    /// Log positions of written batches not known to be durable yet,
+    /// oldest first.
+    in_flight: VecDeque<u64>,
+    max_in_flight: usize,
+    /// Lines of the connection so far (InfluxDB errors name them).
+    pub line_no: u64,
+}
+
+impl Session {
+    pub fn new(ctx: &Ctx, replies: Replies) -> Self {
+        Self {
+            replies,
+            cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
+            batch: WriteBatch::default(),
+            in_flight: VecDeque::new(),
+            max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
+            line_no: 0,
+        }
+    }
+
+    /// Writes the batch once it is full.
+    pub async fn flush_if_full(&mut self, ctx: &Arc<Ctx>) {
+        if self.batch.len() >= BATCH_POINTS {
+            self.flush(ctx).await;
+        }
+    }
+
+    /// Writes the batch (not waiting for it to be durable: see
+    /// [`Session::settle`]); refusals become error lines.
+    pub async fn flush(&mut self, ctx: &Arc<Ctx>) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let all_influx = self.batch.origins().iter().all(|&o| o == FROM_INFLUX);
+        // The line protocol has no way to say "retry later": while storage
+        // is behind, hold the batch and stop reading, so TCP slows the
+        // client down.
+        let mut backoff = Duration::from_millis(10);
+        let res = loop {
+            match self.write(ctx).await {
+                Err(EngineError::Overloaded { .. }) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                other => break other,
+            }
+        };
+        match res {
+            Ok(written) => self.written(ctx, written).await,
+            Err(e) => {
+                let word = if all_influx { "influx" } else { "put" };
+                self.replies.error(format!("{word}: storage error: {e}"));
+                self.batch = WriteBatch::default();
+            }
+        }
+    }
+
+    /// One write of the batch on a blocking thread, the cache going with it.
+    async fn write(&mut self, ctx: &Arc<Ctx>) -> Result<Written, EngineError> {
+        let engine = Arc::clone(&ctx.engine);
+        let mut batch = std::mem::take(&mut self.batch);
+        let fresh = SeriesCache::new(Arc::clone(&ctx.series_cache_budget));
+        let cache = std::mem::replace(&mut self.cache, fresh);
+        let joined = tokio::task::spawn_blocking(move || {
+            let res = batch.write(&engine, cache.refs());
+            (batch, cache, res)
+        })
+        .await;
+        match joined {
+            Ok((batch, cache, res)) => {
+                self.batch = batch;
+                self.cache = cache;
+                res
+            }
+            Err(e) => Err(EngineError::Damaged(format!("write task failed: {e}"))),
+        }
+    }
+
+    async fn written(&mut self, ctx: &Arc<Ctx>, written: Written) {
+        for (origin, e) in &written.errors {
+            let word = if *origin == FROM_INFLUX {
+                "influx"
+            } else {
+                "put"
+            };
+            self.replies.error(match e {
+                PointError::Uid(u @ UidError::NoSuchName { .. }) => {
+                    format!("{word}: unknown metric: {u}")
+                }
+                PointError::Uid(u) => format!("{word}: illegal argument: {u}"),
+                PointError::Timestamp(_) => format!("{word}: illegal argument: {e}"),
+            });
+        }
+        for (index, series) in written.refreshed {
+            self.cache.refresh(index, series);
+        }
+        for (key, series) in written.new_series {
+            self.cache.insert(key, series);
+        }
+        if written.lsn > 0 {
+            self.in_flight.push_back(written.lsn);
+            self.bound(ctx).await;
+        }
+    }
+
+    /// Waits until every point written so far is durable (before a command
+    /// is answered); a failure becomes an error line.
+    pub async fn settle(&mut self, ctx: &Ctx) {
+        let Some(&lsn) = self.in_flight.back() else {
+            return;
+        };
+        self.in_flight.clear();
+        if let Err(e) = ctx.engine.wait_durable(lsn).await {
+            self.replies.error(format!("put: storage error: {e}"));
+        }
+    }
+
+    /// Keeps at most `max_in_flight` batches waiting: waits for the oldest
+    /// ones beyond that (the backpressure on a client that outruns fsync).
+    async fn bound(&mut self, ctx: &Ctx) {
+        while self.in_flight.len() > self.max_in_flight {
+            let Some(lsn) = self.in_flight.pop_front() else {
+                break;
+            };
+            if let Err(e) = ctx.engine.wait_durable(lsn).await {
+                self.in_flight.clear();
+                self.replies.error(format!("put: storage error: {e}"));
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.replies.close();
+    }
+}
