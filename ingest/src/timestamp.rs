@@ -31,7 +31,7 @@ use std::borrow::Cow;
 
 use crate::number::parse_long;
 use crate::point::{PutError, Timestamp};
-use crate::validate::MAX_MS_TIMESTAMP;
+use crate::validate::OPENTSDB_MAX_MS_TIMESTAMP;
 
 /// The latest second a row key's 4-byte base time holds: 2106-02-07T06:28:15Z.
 pub const MAX_TIMESTAMP_SECS: u64 = u32::MAX as u64;
@@ -216,7 +216,7 @@ pub fn opentsdb_out_of_range(text: &str) -> Option<Timestamp> {
     parse_long(text)
         .ok()
         .and_then(|v| u64::try_from(v).ok())
-        .filter(|&v| v > MAX_MS_TIMESTAMP)
+        .filter(|&v| v > OPENTSDB_MAX_MS_TIMESTAMP)
         .map(Timestamp)
 }
 

@@ -9,7 +9,7 @@ use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
 
 /// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
 /// kept: hourglass refuses everything after [`MAX_TIMESTAMP_MS`] (2106), see [`crate::timestamp`].
-pub const MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
+pub const OPENTSDB_MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
 
 /// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
 /// ASCII letters and digits, `-`, `_`, `.`, `/`, and Unicode alphabetic characters.
@@ -90,7 +90,7 @@ fn check_name(s: &str, max_len: usize, what: impl FnOnce() -> String) -> Result<
 /// which depend on nothing else of the point).
 pub fn timestamp_in_range(ts: Timestamp) -> bool {
     let t = ts.0;
-    t != 0 && !(ts.is_ms() && t > MAX_MS_TIMESTAMP) && t <= MAX_TIMESTAMP_MS
+    t != 0 && !(ts.is_ms() && t > OPENTSDB_MAX_MS_TIMESTAMP) && t <= MAX_TIMESTAMP_MS
 }
 
 /// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
@@ -113,7 +113,7 @@ pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
     if ts == 0 {
         return Err(TimestampError::NotPositive("0".to_owned()).to_string());
     }
-    if point.timestamp.is_ms() && ts > MAX_MS_TIMESTAMP {
+    if point.timestamp.is_ms() && ts > OPENTSDB_MAX_MS_TIMESTAMP {
         return Err(format!(
             "bad timestamp={ts} when trying to add value={}/{} to metric={}, tags={}",
             java_bytes(&point.value.encode()),
