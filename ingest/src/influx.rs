@@ -48,7 +48,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::Limits;
+use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::{TimestampError, timestamp_from_millis, timestamp_from_secs};

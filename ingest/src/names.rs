@@ -2,7 +2,7 @@
 //! values; Prometheus metric names, label names and values) to OpenTSDB names.
 //!
 //! OpenTSDB allows ASCII letters and digits, `-`, `_`, `.`, `/` and Unicode letters in names
-//! ([`crate::validate::is_valid_name_char`]). InfluxDB and Prometheus allow much more (spaces,
+//! ([`crate::name_chars::is_valid_name_char`]). InfluxDB and Prometheus allow much more (spaces,
 //! `,`, `=`, `:`, `"`, emoji, ...). [`encode_name`] keeps every allowed character and writes each
 //! other character as `%XX` per UTF-8 byte (upper-case hex); `%` itself is not allowed and so
 //! becomes `%25`. [`decode_name`] reverses it exactly: `decode_name(&encode_name(s)) == s` for
@@ -20,17 +20,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::validate::is_valid_name_char;
-
-/// Upper-case hex digit (the only case [`encode_name`] writes and the validator accepts).
-pub(crate) fn is_upper_hex(b: u8) -> bool {
-    b.is_ascii_digit() || (b'A'..=b'F').contains(&b)
-}
-
-/// `true` when `rest` starts with two upper-case hex digits (the tail of a `%XX` escape).
-pub(crate) fn starts_with_escape_tail(rest: &[u8]) -> bool {
-    matches!(rest, [a, b, ..] if is_upper_hex(*a) && is_upper_hex(*b))
-}
+use crate::name_chars::{is_valid_name_char, starts_with_escape_tail};
 
 /// Maps a foreign name to an OpenTSDB name: allowed characters are kept, every other character
 /// (and `%`) is written as `%XX` for each of its UTF-8 bytes. Borrows when nothing changes.

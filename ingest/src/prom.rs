@@ -43,7 +43,7 @@ use std::borrow::Cow;
 
 use prost::Message;
 
-use crate::Limits;
+use crate::limits::Limits;
 use crate::names::{decode_name, encode_name, encode_with};
 use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::timestamp_from_millis;

@@ -30,9 +30,11 @@
 
 use std::borrow::Cow;
 
-use crate::Limits;
-use crate::point::{Point, PutError, Timestamp, Value, complete, java_map};
+use crate::java::java_map;
+use crate::limits::Limits;
+use crate::point::{Point, PutError, Timestamp, Value};
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
+use crate::validate::complete;
 
 /// Outcome of looking for the next line in a receive buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,21 +1,17 @@
 //! Name validation (`Tags.validateString`) and the semantic checks OpenTSDB applies to every
 //! data point before UID resolution (§3.4 step 7): timestamp range, tag count, metric name, then
-//! each tag key and value — in that order, first failure wins.
+//! each tag key and value — in that order, first failure wins. Also the step shared by every
+//! write path that turns parsed fields into a checked [`Point`] ([`complete`]).
 
-use crate::Limits;
-use crate::names::starts_with_escape_tail;
-use crate::point::{Point, Timestamp, java_bytes, java_map};
-use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
+use std::borrow::Cow;
 
-/// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
-/// kept: hourglass refuses everything after [`MAX_TIMESTAMP_MS`] (2106), see [`crate::timestamp`].
-pub const OPENTSDB_MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
-
-/// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
-/// ASCII letters and digits, `-`, `_`, `.`, `/`, and Unicode alphabetic characters.
-pub fn is_valid_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') || c.is_alphabetic()
-}
+use crate::java::{java_bytes, java_map};
+use crate::limits::Limits;
+pub use crate::name_chars::is_valid_name_char;
+use crate::name_chars::{NAME_BYTE, starts_with_escape_tail};
+use crate::number::{ValueError, parse_value};
+use crate::point::{Point, PutError, Timestamp};
+use crate::timestamp::{MAX_TIMESTAMP_MS, OPENTSDB_MAX_MS_TIMESTAMP, TimestampError};
 
 /// OpenTSDB's `Tags.validateString(what, s)`, plus one documented deviation: `%` followed by two
 /// upper-case hex digits is accepted, because that is how [`crate::names::encode_name`] writes
@@ -40,18 +36,6 @@ fn shortened(s: &str) -> &str {
     }
     &s[..end]
 }
-
-/// ASCII bytes allowed in names: letters, digits, `-`, `_`, `.`, `/`.
-const NAME_BYTE: [bool; 128] = {
-    let mut t = [false; 128];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/');
-        b += 1;
-    }
-    t
-};
 
 /// [`validate_name`] with the `what` of the error message built only when
 /// there is an error (the check runs for every name of every point).
@@ -154,6 +138,34 @@ pub fn check_series<K: AsRef<str>, V: AsRef<str>>(
         check_name(v, max, || format!("tag value with key [{}]", shortened(k)))?;
     }
     Ok(())
+}
+
+/// Shared tail of every write path (OpenTSDB §3.4 steps 6–7): classify the value text, reject
+/// NaN/Infinity, then run the semantic checks of [`check_point`].
+pub(crate) fn complete<'a>(
+    metric: Cow<'a, str>,
+    timestamp: Timestamp,
+    value_text: &str,
+    tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    limits: &Limits,
+) -> Result<Point<'a>, PutError> {
+    let value = match parse_value(value_text) {
+        Ok(v) => v,
+        Err(ValueError::NotANumber(msg)) => return Err(PutError::InvalidValue(msg)),
+        Err(ValueError::NonFinite(what)) => {
+            return Err(PutError::IllegalArgument(format!(
+                "value is NaN or Infinite: {what} for metric={metric} timestamp={timestamp}"
+            )));
+        }
+    };
+    let point = Point {
+        metric,
+        timestamp,
+        value,
+        tags,
+    };
+    check_point(&point, limits).map_err(PutError::IllegalArgument)?;
+    Ok(point)
 }
 
 #[cfg(test)]
