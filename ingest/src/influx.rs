@@ -911,9 +911,10 @@ fn build<'a>(
         if i == 0 {
             // The tags are the line's: checked once, with the first metric
             // (OpenTSDB's order: tag count, metric name, then the tags).
-            check_series(&metric, &tags, limits)?;
+            check_series(&metric, &tags, limits).map_err(|e| e.to_string())?;
         } else {
-            validate_name("metric name", &metric, limits.max_name_len)?;
+            validate_name("metric name", &metric, limits.max_name_len)
+                .map_err(|e| e.to_string())?;
         }
         fields.push((metric, value));
     }

@@ -49,4 +49,4 @@ pub use timestamp::{
     MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_query_timestamp, parse_timestamp,
     timestamp_from_millis, timestamp_from_secs,
 };
-pub use validate::{check_point, check_series, validate_name};
+pub use validate::{CheckError, NameError, check_point, check_series, validate_name};

@@ -626,7 +626,7 @@ fn map_labels(labels: &[pb::Label], limits: &Limits) -> Result<Mapped, String> {
         }
     }
     let metric = metric.ok_or_else(|| "missing metric name (no __name__ label)".to_owned())?;
-    check_series(&metric, &tags, limits)?;
+    check_series(&metric, &tags, limits).map_err(|e| e.to_string())?;
     Ok((metric, tags))
 }
 
