@@ -52,7 +52,7 @@ use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::{TimestampError, timestamp_from_millis, timestamp_from_secs};
-use crate::validate::{check_series, validate_name};
+use crate::validate::{CheckError, NameError, check_series, validate_name};
 
 /// Timestamp unit of a write (`precision=` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -166,6 +166,78 @@ fn reword(e: TimestampError, shown: String) -> TimestampError {
     }
 }
 
+/// Why a line is refused: InfluxDB's parse-error reasons (its own texts), the timestamp rule, or
+/// the semantic checks every write path applies.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InfluxError {
+    /// The line is not UTF-8.
+    #[error("invalid UTF-8")]
+    InvalidUtf8,
+    /// The line starts with a comma.
+    #[error("missing measurement")]
+    MissingMeasurement,
+    /// The line ends before its field set.
+    #[error("missing fields")]
+    MissingFields,
+    /// A comma in the tag set is not followed by a key.
+    #[error("missing tag key")]
+    MissingTagKey,
+    /// A tag key without `=` or without a value.
+    #[error("missing tag value")]
+    MissingTagValue,
+    /// A tag value holds an unescaped `=`.
+    #[error("invalid tag format")]
+    InvalidTagFormat,
+    /// A tag key appears twice.
+    #[error("duplicate tags")]
+    DuplicateTags,
+    /// A field starts with `=`.
+    #[error("missing field key")]
+    MissingFieldKey,
+    /// A field is not `key=value`, or junk follows a string value.
+    #[error("invalid field format")]
+    InvalidFieldFormat,
+    /// A field key with `=` but no value.
+    #[error("missing field value")]
+    MissingFieldValue,
+    /// A string field value has no closing quote.
+    #[error("unbalanced quotes")]
+    UnbalancedQuotes,
+    /// A field value that is neither a number, a boolean nor a string.
+    #[error("invalid boolean")]
+    InvalidBoolean,
+    /// A field value that starts like a number but is none.
+    #[error("invalid number")]
+    InvalidNumber,
+    /// A float field value out of `f64`'s range (`1e400`).
+    #[error("invalid float")]
+    InvalidFloat,
+    /// An `i` integer field value outside `i64` (carries the digits).
+    #[error("unable to parse integer {0}: value out of range")]
+    IntegerOutOfRange(String),
+    /// A `u` unsigned field value outside `u64` (carries the digits).
+    #[error("unable to parse unsigned {0}: value out of range")]
+    UnsignedOutOfRange(String),
+    /// The timestamp is not an integer.
+    #[error("bad timestamp")]
+    BadTimestamp,
+    /// Something follows the timestamp.
+    #[error("point is invalid")]
+    PointIsInvalid,
+    /// The timestamp is refused by the timestamp rule ([`crate::timestamp`]).
+    #[error(transparent)]
+    Timestamp(#[from] TimestampError),
+    /// The series fails the semantic checks (tags, names; [`check_series`]).
+    #[error(transparent)]
+    Check(#[from] CheckError),
+}
+
+impl From<NameError> for InfluxError {
+    fn from(e: NameError) -> Self {
+        InfluxError::Check(CheckError::Name(e))
+    }
+}
+
 /// One accepted line: its tags, timestamp and one metric/value per numeric field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InfluxLine<'a> {
@@ -204,13 +276,13 @@ pub struct LineError {
     /// The line as sent (terminator removed; invalid UTF-8 replaced by U+FFFD).
     pub line: String,
     /// Why: InfluxDB's parse-error text, or hourglass's semantic error.
-    pub reason: String,
+    pub reason: InfluxError,
 }
 
 impl LineError {
     /// A refused entry (the text shown is the entry without its leading
     /// blanks and trailing `\r`).
-    pub fn new(line_no: usize, entry: &[u8], reason: String) -> Self {
+    pub fn new(line_no: usize, entry: &[u8], reason: InfluxError) -> Self {
         LineError {
             line_no,
             line: String::from_utf8_lossy(strip_cr(trim_start(entry))).into_owned(),
@@ -472,12 +544,12 @@ pub fn parse_line<'a>(
     precision: Precision,
     now_ms: i64,
     limits: &Limits,
-) -> Result<Option<InfluxLine<'a>>, String> {
+) -> Result<Option<InfluxLine<'a>>, InfluxError> {
     let line = strip_cr(trim_start(line));
     if line.is_empty() || line[0] == b'#' {
         return Ok(None);
     }
-    let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_owned())?;
+    let text = std::str::from_utf8(line).map_err(|_| InfluxError::InvalidUtf8)?;
     let raw = scan(text)?;
     build(raw, precision, now_ms, limits).map(Some)
 }
@@ -560,7 +632,7 @@ pub fn fast_line<'a>(
 }
 
 /// InfluxDB's text for a refused line: `unable to parse '<line>': <reason>`.
-pub fn line_error_text(line: &[u8], reason: &str) -> String {
+pub fn line_error_text(line: &[u8], reason: &InfluxError) -> String {
     format!(
         "unable to parse '{}': {reason}",
         String::from_utf8_lossy(strip_cr(trim_start(line)))
@@ -626,74 +698,70 @@ fn skip_spaces(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-fn err<T>(reason: &str) -> Result<T, String> {
-    Err(reason.to_owned())
-}
-
-fn scan(s: &str) -> Result<RawLine<'_>, String> {
+fn scan(s: &str) -> Result<RawLine<'_>, InfluxError> {
     let b = s.as_bytes();
     // Measurement.
     if b[0] == b',' {
-        return err("missing measurement");
+        return Err(InfluxError::MissingMeasurement);
     }
     let (mut i, measurement) = scan_name(s, 0, MEASUREMENT_ESCAPES, b", ");
     if i >= b.len() {
-        return err("missing fields");
+        return Err(InfluxError::MissingFields);
     }
     // Tags.
     let mut tags: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
     while b.get(i) == Some(&b',') {
         i += 1;
         if i >= b.len() || matches!(b[i], b' ' | b',' | b'=') {
-            return err("missing tag key");
+            return Err(InfluxError::MissingTagKey);
         }
         let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
         if end >= b.len() || b[end] != b'=' {
-            return err("missing tag value");
+            return Err(InfluxError::MissingTagValue);
         }
         i = end + 1;
         if i >= b.len() || matches!(b[i], b',' | b' ') {
-            return err("missing tag value");
+            return Err(InfluxError::MissingTagValue);
         }
         let (end, value) = scan_name(s, i, KEY_ESCAPES, b"=, ");
         if end >= b.len() {
-            return err("missing fields");
+            return Err(InfluxError::MissingFields);
         }
         if b[end] == b'=' {
-            return err("invalid tag format");
+            return Err(InfluxError::InvalidTagFormat);
         }
         tags.push((key, value));
         i = end;
     }
     if has_duplicate(tags.iter().map(|(k, _)| k.as_ref())) {
-        return err("duplicate tags");
+        return Err(InfluxError::DuplicateTags);
     }
     // Fields.
     i = skip_spaces(b, i);
     if i >= b.len() {
-        return err("missing fields");
+        return Err(InfluxError::MissingFields);
     }
     let mut fields: Vec<(Cow<'_, str>, Value)> = Vec::new();
     let mut string_fields = 0;
     loop {
         if b.get(i) == Some(&b'=') {
-            return err("missing field key");
+            return Err(InfluxError::MissingFieldKey);
         }
         if i >= b.len() || b[i] == b' ' {
-            return err("invalid field format");
+            return Err(InfluxError::InvalidFieldFormat);
         }
         let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
         if end >= b.len() || b[end] != b'=' {
-            return err("invalid field format");
+            return Err(InfluxError::InvalidFieldFormat);
         }
         i = end + 1;
         if i >= b.len() || matches!(b[i], b',' | b' ') {
-            return err("missing field value");
+            return Err(InfluxError::MissingFieldValue);
         }
         if b[i] == b'"' {
             i = skip_string(b, i + 1)?;
             if i < b.len() && !matches!(b[i], b',' | b' ') {
-                return err("invalid field format");
+                return Err(InfluxError::InvalidFieldFormat);
             }
             string_fields += 1;
         } else {
@@ -721,13 +789,11 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
         let text = &s[i..end];
         let digits = text.strip_prefix('-').unwrap_or(text);
         if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return err("bad timestamp");
+            return Err(InfluxError::BadTimestamp);
         }
-        let ts = text
-            .parse::<i64>()
-            .map_err(|_| "bad timestamp".to_owned())?;
+        let ts = text.parse::<i64>().map_err(|_| InfluxError::BadTimestamp)?;
         if skip_spaces(b, end) < b.len() {
-            return err("point is invalid");
+            return Err(InfluxError::PointIsInvalid);
         }
         Some(ts)
     } else {
@@ -772,7 +838,7 @@ fn dedup_last_wins(fields: &mut Vec<(Cow<'_, str>, Value)>) {
 
 /// Skips a string field value starting after its opening quote; returns the index after the
 /// closing quote.
-fn skip_string(b: &[u8], mut i: usize) -> Result<usize, String> {
+fn skip_string(b: &[u8], mut i: usize) -> Result<usize, InfluxError> {
     while i < b.len() {
         match b[i] {
             b'\\' if matches!(b.get(i + 1), Some(b'"' | b'\\')) => i += 2,
@@ -780,11 +846,11 @@ fn skip_string(b: &[u8], mut i: usize) -> Result<usize, String> {
             _ => i += 1,
         }
     }
-    err("unbalanced quotes")
+    Err(InfluxError::UnbalancedQuotes)
 }
 
 /// A non-string field value: boolean, `i` integer, `u` unsigned, or float.
-fn field_value(t: &str) -> Result<Value, String> {
+fn field_value(t: &str) -> Result<Value, InfluxError> {
     match t {
         "t" | "T" | "true" | "True" | "TRUE" => return Ok(Value::Int(1)),
         "f" | "F" | "false" | "False" | "FALSE" => return Ok(Value::Int(0)),
@@ -795,35 +861,33 @@ fn field_value(t: &str) -> Result<Value, String> {
         .next()
         .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'N' | b'n'));
     if !numeric_start {
-        return err("invalid boolean");
+        return Err(InfluxError::InvalidBoolean);
     }
     let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
     if let Some(int) = t.strip_suffix('i') {
         if !all_digits(int.strip_prefix('-').unwrap_or(int)) {
-            return err("invalid number");
+            return Err(InfluxError::InvalidNumber);
         }
         return int
             .parse::<i64>()
             .map(Value::Int)
-            .map_err(|_| format!("unable to parse integer {int}: value out of range"));
+            .map_err(|_| InfluxError::IntegerOutOfRange(int.to_owned()));
     }
     if let Some(uint) = t.strip_suffix('u') {
         if !all_digits(uint) {
-            return err("invalid number");
+            return Err(InfluxError::InvalidNumber);
         }
         return match uint.parse::<u64>() {
             Ok(u) => Ok(i64::try_from(u).map_or(Value::Double(u as f64), Value::Int)),
-            Err(_) => Err(format!(
-                "unable to parse unsigned {uint}: value out of range"
-            )),
+            Err(_) => Err(InfluxError::UnsignedOutOfRange(uint.to_owned())),
         };
     }
     if !is_float_literal(t) {
-        return err("invalid number");
+        return Err(InfluxError::InvalidNumber);
     }
-    let d: f64 = t.parse().map_err(|_| "invalid number".to_owned())?;
+    let d: f64 = t.parse().map_err(|_| InfluxError::InvalidNumber)?;
     if !d.is_finite() {
-        return err("invalid float");
+        return Err(InfluxError::InvalidFloat);
     }
     let f = d as f32;
     Ok(if f64::from(f) == d {
@@ -881,12 +945,11 @@ fn build<'a>(
     precision: Precision,
     now_ms: i64,
     limits: &Limits,
-) -> Result<InfluxLine<'a>, String> {
+) -> Result<InfluxLine<'a>, InfluxError> {
     let timestamp = match raw.timestamp {
         Some(ts) => precision.to_timestamp(ts),
         None => timestamp_from_millis(now_ms),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     if raw.fields.is_empty() {
         // Only string fields: nothing to store, so the tags are not checked.
         return Ok(InfluxLine {
@@ -911,10 +974,9 @@ fn build<'a>(
         if i == 0 {
             // The tags are the line's: checked once, with the first metric
             // (OpenTSDB's order: tag count, metric name, then the tags).
-            check_series(&metric, &tags, limits).map_err(|e| e.to_string())?;
+            check_series(&metric, &tags, limits)?;
         } else {
-            validate_name("metric name", &metric, limits.max_name_len)
-                .map_err(|e| e.to_string())?;
+            validate_name("metric name", &metric, limits.max_name_len)?;
         }
         fields.push((metric, value));
     }
@@ -933,6 +995,7 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000_123;
 
+    /// A line parsed, its refusal as the text clients see.
     fn line(s: &str) -> Result<Option<InfluxLine<'_>>, String> {
         parse_line(
             s.as_bytes(),
@@ -940,6 +1003,7 @@ mod tests {
             NOW,
             &Limits::default(),
         )
+        .map_err(|e| e.to_string())
     }
 
     fn ok(s: &str) -> InfluxLine<'_> {
@@ -1235,7 +1299,7 @@ mod tests {
                 NOW,
                 &Limits::default()
             ),
-            Err("invalid UTF-8".to_owned())
+            Err(InfluxError::InvalidUtf8)
         );
     }
 
@@ -1259,6 +1323,7 @@ mod tests {
             let text = format!("m,h=a v=1 {ts}");
             parse_line(text.as_bytes(), p, NOW, &Limits::default())
                 .map(|l| l.map(|l| l.timestamp.as_millis()))
+                .map_err(|e| e.to_string())
         };
         use Precision::*;
         assert_eq!(
@@ -1325,7 +1390,7 @@ mod tests {
         assert_eq!(at(Milliseconds, "2000"), Ok(Some(2000)));
         // now_ms is checked too.
         assert_eq!(
-            parse_line(b"m,h=a v=1", Nanoseconds, 0, &Limits::default()),
+            parse_line(b"m,h=a v=1", Nanoseconds, 0, &Limits::default()).map_err(|e| e.to_string()),
             Err("invalid timestamp: 0 ms".to_owned())
         );
     }
@@ -1433,12 +1498,14 @@ mod tests {
                 LineError {
                     line_no: 4,
                     line: "cpu,h=a v=oops 1700000000000000000".to_owned(),
-                    reason: "invalid boolean".to_owned(),
+                    reason: InfluxError::InvalidBoolean,
                 },
                 LineError {
                     line_no: 5,
                     line: "cpu v=1 1700000000000000000".to_owned(),
-                    reason: "Need at least one tag (metric=cpu.v, tags={})".to_owned(),
+                    reason: InfluxError::Check(CheckError::NoTags {
+                        metric: "cpu.v".to_owned()
+                    }),
                 },
             ]
         );
@@ -1485,7 +1552,7 @@ mod tests {
         );
         assert_eq!(blank.v2_response().status, 204);
         assert_eq!(
-            line_error_text(b"  bad\r", "missing fields"),
+            line_error_text(b"  bad\r", &InfluxError::MissingFields),
             "unable to parse 'bad': missing fields"
         );
     }
@@ -1506,6 +1573,6 @@ mod tests {
         let batch = parse_body(body, Precision::Nanoseconds, NOW, &Limits::default());
         assert_eq!(batch.lines.len(), 1);
         assert_eq!(batch.errors[0].line_no, 1);
-        assert_eq!(batch.errors[0].reason, "missing fields");
+        assert_eq!(batch.errors[0].reason, InfluxError::MissingFields);
     }
 }
