@@ -1,7 +1,8 @@
 //! InfluxDB line protocol (1.x `POST /write`, 2.x `POST /api/v2/write`, and lines on the shared
 //! telnet port): parsing into [`Point`]s ([`parse_body`], [`parse_line`]), timestamp
-//! precisions ([`Precision`]) and InfluxDB's responses ([`InfluxBatch::v1_response`],
-//! [`InfluxBatch::v2_response`]).
+//! precisions ([`Precision`]) and what was wrong with a refused line ([`LineError`],
+//! [`InfluxError`]) or precision ([`PrecisionError`]). The HTTP answers built from them are the
+//! server's (`src/server/influx.rs`).
 //!
 //! # Syntax
 //!
@@ -76,29 +77,6 @@ pub enum Precision {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid precision {0:?}")]
 pub struct PrecisionError(pub String);
-
-impl PrecisionError {
-    /// InfluxDB 1.x style 400 response. (1.x itself silently reads an unknown precision as
-    /// nanoseconds; refusing it is a deliberate deviation — a typo would otherwise store every
-    /// point in 1970 or refuse it.)
-    pub fn v1_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v1(
-            format!(
-                "invalid precision {:?}; valid precision units are n, ns, u, us, ms, s, m and h",
-                self.0
-            ),
-            None,
-        )
-    }
-
-    /// InfluxDB 2.x's 400 response.
-    pub fn v2_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v2(
-            "invalid precision; valid precision units are ns, us, ms, and s",
-            None,
-        )
-    }
-}
 
 impl Precision {
     /// The 1.x `precision=` values: empty, `n`/`ns`, `u`/`us`/`µ`, `ms`, `s`, `m`, `h`.
@@ -314,62 +292,6 @@ pub struct InfluxBatch<'a> {
     pub accepted_lines: usize,
 }
 
-/// What to answer an InfluxDB client, and whether to write [`InfluxBatch::points`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InfluxResponse {
-    /// HTTP status: 204, or 400.
-    pub status: u16,
-    /// JSON body (`Content-Type: application/json`); `None` for 204. InfluxDB also sends the
-    /// error text in an `X-Influxdb-Error` header.
-    pub body: Option<String>,
-    /// The error text alone, for that header.
-    pub error: Option<String>,
-    /// Whether the accepted points are to be written (1.x writes them even when other lines
-    /// failed; 2.x writes nothing if any line failed).
-    pub write_points: bool,
-}
-
-impl InfluxResponse {
-    fn no_content() -> Self {
-        Self {
-            status: 204,
-            body: None,
-            error: None,
-            write_points: true,
-        }
-    }
-
-    /// 1.x shape: `{"error": ...}`, plus `"line"` (the first refused line, 1-based) when a line
-    /// was refused — an addition to 1.x, taken from the 2.x `LineProtocolError` schema.
-    fn error_v1(message: String, line: Option<usize>) -> Self {
-        let mut body = serde_json::json!({ "error": message });
-        if let Some(n) = line {
-            body["line"] = n.into();
-        }
-        Self {
-            status: 400,
-            body: Some(body.to_string()),
-            error: Some(message),
-            write_points: true,
-        }
-    }
-
-    /// 2.x `LineProtocolError` shape: `{"code": "invalid", "message": ..., "line": N}` (`line`:
-    /// the first refused line, 1-based, when a line was refused).
-    fn error_v2(message: &str, line: Option<usize>) -> Self {
-        let mut body = serde_json::json!({ "code": "invalid", "message": message });
-        if let Some(n) = line {
-            body["line"] = n.into();
-        }
-        Self {
-            status: 400,
-            body: Some(body.to_string()),
-            error: Some(message.to_owned()),
-            write_points: false,
-        }
-    }
-}
-
 impl InfluxBatch<'_> {
     /// Every point of the accepted lines.
     pub fn points(&self) -> impl Iterator<Item = Point<'_>> + '_ {
@@ -399,35 +321,6 @@ impl InfluxBatch<'_> {
                 .collect::<Vec<_>>()
                 .join("\n"),
         )
-    }
-
-    /// The InfluxDB 1.x `POST /write` answer: 204 when every line parsed; when some failed, 400
-    /// `{"error":"partial write: <errors> dropped=0"}` and the good lines are written; when all
-    /// failed, 400 `{"error":"<errors>"}`.
-    pub fn v1_response(&self) -> InfluxResponse {
-        match self.error_text() {
-            None => InfluxResponse::no_content(),
-            Some(text) if self.accepted_lines == 0 => {
-                InfluxResponse::error_v1(text, self.first_error_line())
-            }
-            Some(text) => InfluxResponse::error_v1(
-                format!("partial write: {text} dropped=0"),
-                self.first_error_line(),
-            ),
-        }
-    }
-
-    /// The InfluxDB 2.x `POST /api/v2/write` answer: 204 when every line parsed; otherwise 400
-    /// `{"code":"invalid","message":"<errors>"}` and nothing is written; an empty body is 400
-    /// `{"code":"invalid","message":"writing requires points"}`.
-    pub fn v2_response(&self) -> InfluxResponse {
-        if self.empty_body {
-            return InfluxResponse::error_v2("writing requires points", None);
-        }
-        match self.error_text() {
-            None => InfluxResponse::no_content(),
-            Some(text) => InfluxResponse::error_v2(&text, self.first_error_line()),
-        }
     }
 }
 
@@ -1093,8 +986,9 @@ mod tests {
             );
             assert_eq!(crate::check_point(p, &Limits::default()), Ok(()));
         }
-        assert_eq!(batch.v1_response(), InfluxResponse::no_content());
-        assert_eq!(batch.v2_response().status, 204);
+        assert_eq!(batch.error_text(), None);
+        assert_eq!(batch.accepted_lines, 2);
+        assert!(!batch.empty_body);
     }
 
     #[test]
@@ -1422,23 +1316,15 @@ mod tests {
             assert_eq!(Precision::from_v2(p), Ok(want), "{p}");
         }
         for bad in ["n", "u", "m", "h", "sec", "NS"] {
-            let e = Precision::from_v2(bad).unwrap_err();
-            let r = e.v2_response();
-            assert_eq!(r.status, 400);
             assert_eq!(
-                r.body.as_deref(),
-                Some(
-                    r#"{"code":"invalid","message":"invalid precision; valid precision units are ns, us, ms, and s"}"#
-                )
+                Precision::from_v2(bad),
+                Err(PrecisionError(bad.to_owned())),
+                "{bad}"
             );
         }
         let e = Precision::from_v1("sec").unwrap_err();
-        assert_eq!(
-            e.v1_response().body.as_deref(),
-            Some(
-                r#"{"error":"invalid precision \"sec\"; valid precision units are n, ns, u, us, ms, s, m and h"}"#
-            )
-        );
+        assert_eq!(e, PrecisionError("sec".to_owned()));
+        assert_eq!(e.to_string(), r#"invalid precision "sec""#);
     }
 
     #[test]
@@ -1483,7 +1369,7 @@ mod tests {
     }
 
     #[test]
-    fn body_errors_with_line_numbers_and_responses() {
+    fn body_errors_with_line_numbers() {
         let body = b"# header\n\
                      cpu,h=a v=1 1700000000000000000\n\
                      \n\
@@ -1511,46 +1397,29 @@ mod tests {
         );
         let joined = "unable to parse 'cpu,h=a v=oops 1700000000000000000': invalid boolean\nunable to parse 'cpu v=1 1700000000000000000': Need at least one tag (metric=cpu.v, tags={})";
         assert_eq!(batch.error_text().as_deref(), Some(joined));
-        let v1 = batch.v1_response();
-        assert_eq!(v1.status, 400);
-        assert!(v1.write_points);
-        assert_eq!(
-            v1.body,
-            Some(
-                serde_json::json!({ "error": format!("partial write: {joined} dropped=0"), "line": 4 })
-                    .to_string()
-            )
-        );
-        let v2 = batch.v2_response();
-        assert_eq!(v2.status, 400);
-        assert!(!v2.write_points);
-        assert_eq!(
-            v2.body,
-            Some(
-                serde_json::json!({ "code": "invalid", "message": joined, "line": 4 }).to_string()
-            )
-        );
-        assert_eq!(v2.error.as_deref(), Some(joined));
-        // Every line failed: 1.x reports without "partial write".
+        assert_eq!(batch.first_error_line(), Some(4));
+        assert_eq!(batch.accepted_lines, 2);
+        // Every line failed.
         let batch = parse_body(b"cpu\n", Precision::Nanoseconds, NOW, &Limits::default());
+        assert_eq!(batch.accepted_lines, 0);
+        assert_eq!(batch.first_error_line(), Some(1));
         assert_eq!(
-            batch.v1_response().body.as_deref(),
-            Some(r#"{"error":"unable to parse 'cpu': missing fields","line":1}"#)
+            batch.error_text().as_deref(),
+            Some("unable to parse 'cpu': missing fields")
         );
-        // Empty bodies.
+        // An empty body, and one of blank and comment lines only.
         let empty = parse_body(b"", Precision::Nanoseconds, NOW, &Limits::default());
-        assert_eq!(empty.v1_response().status, 204);
-        assert_eq!(
-            empty.v2_response().body.as_deref(),
-            Some(r#"{"code":"invalid","message":"writing requires points"}"#)
-        );
+        assert!(empty.empty_body);
+        assert_eq!(empty.error_text(), None);
         let blank = parse_body(
             b"\n\n# c\n",
             Precision::Nanoseconds,
             NOW,
             &Limits::default(),
         );
-        assert_eq!(blank.v2_response().status, 204);
+        assert!(!blank.empty_body);
+        assert_eq!(blank.error_text(), None);
+        assert_eq!(blank.accepted_lines, 0);
         assert_eq!(
             line_error_text(b"  bad\r", &InfluxError::MissingFields),
             "unable to parse 'bad': missing fields"
