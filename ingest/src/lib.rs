@@ -10,7 +10,14 @@
 //! * [`telnet`] — OpenTSDB telnet line framing ([`next_line`]) and command / `put` parsing.
 //! * [`json`] — the HTTP `/api/put` body ([`decode_put_body`]) and per-point checks ([`JsonPoint`]).
 //! * [`influx`] — InfluxDB line protocol: `/write` bodies ([`influx::parse_body`]) and lines.
-//! * [`prom`] — Prometheus remote write and remote read: messages, snappy, the name mapping.
+//! * [`prom`] — Prometheus remote write and remote read: the facade of the `prom::` modules below.
+//! * `prom::write` — remote write: a `WriteRequest`, series by series, into points.
+//! * `prom::read` — remote read: the request, its matchers, stored series as `TimeSeries`.
+//! * `prom::wire` — the protobuf field reader remote write streams a request with.
+//! * [`prom::pb`] — the `prompb` protobuf messages, with their official field numbers.
+//! * `prom::metric_names` — Prometheus metric names to OpenTSDB metrics and back.
+//! * `prom::snappy` — snappy block bodies, bounded before anything is allocated.
+//! * `prom::error` — [`prom::PromError`], a request that cannot be served as a whole.
 //! * [`port`] — sharing one TCP port: HTTP or line protocol, OpenTSDB command or InfluxDB line.
 //! * [`validate`] — name validation and the semantic checks of every write path ([`check_point`]).
 //! * [`timestamp`] — the one timestamp rule of every write format and of query times.
