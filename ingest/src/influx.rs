@@ -782,12 +782,7 @@ fn field_value(t: &str) -> Result<Value, InfluxError> {
     if !d.is_finite() {
         return Err(InfluxError::InvalidFloat);
     }
-    let f = d as f32;
-    Ok(if f64::from(f) == d {
-        Value::Float(f)
-    } else {
-        Value::Double(d)
-    })
+    Ok(Value::from_double(d))
 }
 
 /// `-?(digits)?(.digits?)?([eE][+-]?digits)?` with at least one mantissa digit.

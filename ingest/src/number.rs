@@ -102,12 +102,7 @@ pub fn parse_value(text: &str) -> Result<Value, ValueError> {
             "-Infinity"
         }));
     }
-    let f = d as f32;
-    if f64::from(f) == d {
-        Ok(Value::Float(f))
-    } else {
-        Ok(Value::Double(d))
-    }
+    Ok(Value::from_double(d))
 }
 
 /// An optional sign, then digits whose value fits in a `u64`: the nearest double.

@@ -50,6 +50,17 @@ pub enum Value {
 }
 
 impl Value {
+    /// A finite double as OpenTSDB stores it: a 4-byte [`Value::Float`] when the double is
+    /// exactly representable as one, else an 8-byte [`Value::Double`].
+    pub fn from_double(double: f64) -> Value {
+        let float = double as f32;
+        if f64::from(float) == double {
+            Value::Float(float)
+        } else {
+            Value::Double(double)
+        }
+    }
+
     /// OpenTSDB's value bytes: integers big-endian on the smallest of 1/2/4/8 bytes,
     /// floats as 4-byte and doubles as 8-byte big-endian IEEE-754.
     pub fn encode(self) -> Vec<u8> {

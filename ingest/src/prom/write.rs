@@ -198,7 +198,7 @@ fn decode_series(
             continue;
         }
         match timestamp_from_millis(s.timestamp) {
-            Ok(ts) => stored.push((ts, classify(s.value))),
+            Ok(ts) => stored.push((ts, Value::from_double(s.value))),
             Err(e) => {
                 let r = refused.get_or_insert_with(|| SeriesError {
                     index,
@@ -218,16 +218,6 @@ fn decode_series(
         });
     }
     Ok(())
-}
-
-/// A finite double as OpenTSDB stores it: 4-byte float when exact, else 8-byte double.
-fn classify(d: f64) -> Value {
-    let f = d as f32;
-    if f64::from(f) == d {
-        Value::Float(f)
-    } else {
-        Value::Double(d)
-    }
 }
 
 type Mapped = (String, Vec<(String, String)>);
