@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::error::QueryError;
-use crate::render::push_str_lit;
+use crate::json_out::{push_str_list, push_str_lit, push_str_map};
 use crate::time::parse_time;
 
 /// One annotation (note).
@@ -73,7 +73,7 @@ impl Annotation {
         push_str_lit(&mut out, &self.notes);
         out.push_str(",\"custom\":");
         match &self.custom {
-            Some(map) => push_custom(&mut out, map),
+            Some(map) => push_str_map(&mut out, map),
             None => out.push_str("null"),
         }
         out.push('}');
@@ -96,7 +96,7 @@ impl Annotation {
         push_str_lit(out, &self.notes);
         if let Some(map) = &self.custom {
             out.push_str(",\"custom\":");
-            push_custom(out, map);
+            push_str_map(out, map);
         }
         let _ = write!(
             out,
@@ -120,19 +120,6 @@ impl Annotation {
             .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))?;
         Ok(Annotation::from_json(&v)?.annotation)
     }
-}
-
-fn push_custom(out: &mut String, map: &BTreeMap<String, String>) {
-    out.push('{');
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_str_lit(out, k);
-        out.push(':');
-        push_str_lit(out, v);
-    }
-    out.push('}');
 }
 
 /// Renders a JSON array of annotations (response form).
@@ -488,12 +475,7 @@ pub fn render_bulk_delete(req: &BulkDelete, total_deleted: u64) -> Vec<u8> {
         out.push_str("null");
     } else {
         out.push('[');
-        for (i, t) in req.tsuids.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_str_lit(&mut out, t);
-        }
+        push_str_list(&mut out, &req.tsuids);
         out.push(']');
     }
     let _ = write!(out, ",\"global\":{},\"startTime\":", req.global);

@@ -628,7 +628,7 @@ fn too_many_buckets() -> QueryError {
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
-    use crate::time::{DAY_MS, days_from_civil};
+    use crate::civil::{DAY_MS, days_from_civil};
 
     fn ds(s: &str) -> DownsampleSpec {
         DownsampleSpec::parse(s, false).unwrap()

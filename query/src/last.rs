@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use crate::error::QueryError;
 use crate::exec::hex_upper;
-use crate::lookup::{parse_with_metric, push_tag_map};
+use crate::json_out::{java_double, push_str_lit, push_str_map};
+use crate::lookup::parse_with_metric;
 use crate::num::Num;
-use crate::render::{java_double, push_str_lit};
 
 /// One sub query of a last-point request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +208,7 @@ pub fn render_last(points: &[LastPoint]) -> Vec<u8> {
         push_str_lit(&mut out, &java_value_text(p.value));
         if let Some((_, tags)) = &p.names {
             out.push_str(",\"tags\":");
-            push_tag_map(&mut out, tags);
+            push_str_map(&mut out, tags);
         }
         out.push_str(",\"tsuid\":");
         push_str_lit(&mut out, &hex_upper(&p.tsuid));

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::error::QueryError;
-use crate::render::push_str_lit;
+use crate::json_out::{push_str_lit, push_str_map};
 
 /// OpenTSDB's default lookup limit.
 pub const DEFAULT_LOOKUP_LIMIT: i64 = 25;
@@ -256,24 +256,11 @@ pub fn render_lookup(
         out.push_str(",\"metric\":");
         push_str_lit(&mut out, &r.metric);
         out.push_str(",\"tags\":");
-        push_tag_map(&mut out, &r.tags);
+        push_str_map(&mut out, &r.tags);
         out.push('}');
     }
     let _ = write!(out, "],\"startIndex\":0,\"totalResults\":{total_results}}}");
     out.into_bytes()
-}
-
-pub(crate) fn push_tag_map(out: &mut String, tags: &BTreeMap<String, String>) {
-    out.push('{');
-    for (i, (k, v)) in tags.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_str_lit(out, k);
-        out.push(':');
-        push_str_lit(out, v);
-    }
-    out.push('}');
 }
 
 #[cfg(test)]

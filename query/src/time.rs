@@ -1,5 +1,4 @@
-//! Time strings and durations (spec §5.2), plus the small amount of UTC
-//! calendar arithmetic the rest of the crate needs.
+//! Time strings and durations (spec §5.2).
 //!
 //! This module owns:
 //! * [`parse_time`] / [`parse_time_tz`]: `start`/`end` strings → epoch ms
@@ -7,9 +6,7 @@
 //!   seconds, 13-digit ms, the dotted `<seconds>.<3 digits>` form);
 //! * [`parse_duration`]: `<n><unit>` → ms with OpenTSDB's exact error texts;
 //! * absolute dates in the query's `timezone` (any IANA name, resolved by
-//!   [`crate::calendar`]); without a zone they are UTC;
-//! * proleptic-Gregorian day arithmetic used by absolute dates and calendar
-//!   downsampling.
+//!   [`crate::calendar`]); without a zone they are UTC.
 //!
 //! Numeric times follow the one timestamp rule of every write protocol
 //! (`hourglass_ingest::timestamp`): seconds (up to 10 digits), 13-digit
@@ -19,6 +16,7 @@
 //! 2106-02-07T06:28:15Z (no row key holds it) or before 1970.
 
 use crate::calendar::{lookup_zone, resolve_wall};
+use crate::civil::days_from_civil;
 use crate::error::QueryError;
 
 /// Parses a time string relative to `now_ms`, absolute dates in UTC.
@@ -270,34 +268,6 @@ pub fn is_supported_timezone(tz: &str) -> bool {
     lookup_zone(tz).is_some()
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12).
-pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Inverse of [`days_from_civil`]: `(year, month 1..=12, day 1..=31)`.
-pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Milliseconds per day.
-pub(crate) const DAY_MS: i64 = 86_400_000;
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
@@ -520,15 +490,5 @@ mod tests {
             d("9999999999999999y"),
             "Duration must be < Long.MAX_VALUE ms: 9999999999999999y"
         );
-    }
-
-    #[test]
-    fn civil_round_trip() {
-        for days in [-800_000, -1, 0, 1, 15_694, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(15_694), (2012, 12, 20));
     }
 }
