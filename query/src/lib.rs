@@ -24,6 +24,7 @@
 //! * [`filter`] — the seven tag-value filter types and legacy `tags` conversion.
 //! * [`aggregate`] — the 35 aggregators, integer and double modes.
 //! * [`budget`] — the per-query budget (points, held values, deadline, cancellation).
+//! * `input` — request input: JSON bodies and shared field shapes, query-string parameters.
 //! * `json_out` — JSON output pieces: string literals, string maps, Java's `Double.toString`.
 //! * `num` — [`Num`], a value that is an integer or a double.
 //! * [`error`] — the [`QueryError`] type.
@@ -73,6 +74,7 @@ pub mod downsample;
 pub mod error;
 pub mod exec;
 pub mod filter;
+mod input;
 mod json_out;
 pub mod last;
 pub mod lookup;
