@@ -420,13 +420,16 @@ fn entry_end(body: &[u8], start: usize) -> usize {
     body.len()
 }
 
-fn trim_start(b: &[u8]) -> &[u8] {
-    let n = b.iter().take_while(|&&c| c == b' ' || c == b'\t').count();
-    &b[n..]
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let n = bytes
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    &bytes[n..]
 }
 
-fn strip_cr(b: &[u8]) -> &[u8] {
-    b.strip_suffix(b"\r").unwrap_or(b)
+fn strip_cr(bytes: &[u8]) -> &[u8] {
+    bytes.strip_suffix(b"\r").unwrap_or(bytes)
 }
 
 /// Parses one line (terminator removed; a trailing `\r` is dropped) — the telnet-port entry
@@ -549,21 +552,26 @@ const KEY_ESCAPES: &[u8] = b",= ";
 
 /// Scans a name from `i` up to the first unescaped byte in `stops` (or the end). Returns the
 /// end index and the unescaped name.
-fn scan_name<'a>(s: &'a str, mut i: usize, escapes: &[u8], stops: &[u8]) -> (usize, Cow<'a, str>) {
-    let b = s.as_bytes();
+fn scan_name<'a>(
+    line: &'a str,
+    mut i: usize,
+    escapes: &[u8],
+    stops: &[u8],
+) -> (usize, Cow<'a, str>) {
+    let bytes = line.as_bytes();
     let start = i;
     let mut escaped = false;
-    while i < b.len() {
-        if b[i] == b'\\' && b.get(i + 1).is_some_and(|n| escapes.contains(n)) {
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && bytes.get(i + 1).is_some_and(|n| escapes.contains(n)) {
             escaped = true;
             i += 2;
-        } else if stops.contains(&b[i]) {
+        } else if stops.contains(&bytes[i]) {
             break;
         } else {
             i += 1;
         }
     }
-    let raw = &s[start..i];
+    let raw = &line[start..i];
     if !escaped {
         return (i, Cow::Borrowed(raw));
     }
@@ -584,43 +592,43 @@ fn scan_name<'a>(s: &'a str, mut i: usize, escapes: &[u8], stops: &[u8]) -> (usi
     (i, Cow::Owned(out))
 }
 
-fn skip_spaces(b: &[u8], mut i: usize) -> usize {
-    while b.get(i) == Some(&b' ') {
-        i += 1;
+fn skip_spaces(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos) == Some(&b' ') {
+        pos += 1;
     }
-    i
+    pos
 }
 
-fn scan(s: &str) -> Result<RawLine<'_>, InfluxError> {
-    let b = s.as_bytes();
+fn scan(line: &str) -> Result<RawLine<'_>, InfluxError> {
+    let bytes = line.as_bytes();
     // Measurement.
-    if b[0] == b',' {
+    if bytes[0] == b',' {
         return Err(InfluxError::MissingMeasurement);
     }
-    let (mut i, measurement) = scan_name(s, 0, MEASUREMENT_ESCAPES, b", ");
-    if i >= b.len() {
+    let (mut i, measurement) = scan_name(line, 0, MEASUREMENT_ESCAPES, b", ");
+    if i >= bytes.len() {
         return Err(InfluxError::MissingFields);
     }
     // Tags.
     let mut tags: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
-    while b.get(i) == Some(&b',') {
+    while bytes.get(i) == Some(&b',') {
         i += 1;
-        if i >= b.len() || matches!(b[i], b' ' | b',' | b'=') {
+        if i >= bytes.len() || matches!(bytes[i], b' ' | b',' | b'=') {
             return Err(InfluxError::MissingTagKey);
         }
-        let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() || b[end] != b'=' {
+        let (end, key) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() || bytes[end] != b'=' {
             return Err(InfluxError::MissingTagValue);
         }
         i = end + 1;
-        if i >= b.len() || matches!(b[i], b',' | b' ') {
+        if i >= bytes.len() || matches!(bytes[i], b',' | b' ') {
             return Err(InfluxError::MissingTagValue);
         }
-        let (end, value) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() {
+        let (end, value) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() {
             return Err(InfluxError::MissingFields);
         }
-        if b[end] == b'=' {
+        if bytes[end] == b'=' {
             return Err(InfluxError::InvalidTagFormat);
         }
         tags.push((key, value));
@@ -630,42 +638,42 @@ fn scan(s: &str) -> Result<RawLine<'_>, InfluxError> {
         return Err(InfluxError::DuplicateTags);
     }
     // Fields.
-    i = skip_spaces(b, i);
-    if i >= b.len() {
+    i = skip_spaces(bytes, i);
+    if i >= bytes.len() {
         return Err(InfluxError::MissingFields);
     }
     let mut fields: Vec<(Cow<'_, str>, Value)> = Vec::new();
     let mut string_fields = 0;
     loop {
-        if b.get(i) == Some(&b'=') {
+        if bytes.get(i) == Some(&b'=') {
             return Err(InfluxError::MissingFieldKey);
         }
-        if i >= b.len() || b[i] == b' ' {
+        if i >= bytes.len() || bytes[i] == b' ' {
             return Err(InfluxError::InvalidFieldFormat);
         }
-        let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() || b[end] != b'=' {
+        let (end, key) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() || bytes[end] != b'=' {
             return Err(InfluxError::InvalidFieldFormat);
         }
         i = end + 1;
-        if i >= b.len() || matches!(b[i], b',' | b' ') {
+        if i >= bytes.len() || matches!(bytes[i], b',' | b' ') {
             return Err(InfluxError::MissingFieldValue);
         }
-        if b[i] == b'"' {
-            i = skip_string(b, i + 1)?;
-            if i < b.len() && !matches!(b[i], b',' | b' ') {
+        if bytes[i] == b'"' {
+            i = skip_string(bytes, i + 1)?;
+            if i < bytes.len() && !matches!(bytes[i], b',' | b' ') {
                 return Err(InfluxError::InvalidFieldFormat);
             }
             string_fields += 1;
         } else {
-            let end = b[i..]
+            let end = bytes[i..]
                 .iter()
                 .position(|&c| c == b',' || c == b' ')
-                .map_or(b.len(), |p| i + p);
-            fields.push((key, field_value(&s[i..end])?));
+                .map_or(bytes.len(), |p| i + p);
+            fields.push((key, field_value(&line[i..end])?));
             i = end;
         }
-        if b.get(i) == Some(&b',') {
+        if bytes.get(i) == Some(&b',') {
             i += 1;
         } else {
             break;
@@ -673,19 +681,19 @@ fn scan(s: &str) -> Result<RawLine<'_>, InfluxError> {
     }
     dedup_last_wins(&mut fields);
     // Timestamp.
-    i = skip_spaces(b, i);
-    let timestamp = if i < b.len() {
-        let end = b[i..]
+    i = skip_spaces(bytes, i);
+    let timestamp = if i < bytes.len() {
+        let end = bytes[i..]
             .iter()
             .position(|&c| c == b' ')
-            .map_or(b.len(), |p| i + p);
-        let text = &s[i..end];
+            .map_or(bytes.len(), |p| i + p);
+        let text = &line[i..end];
         let digits = text.strip_prefix('-').unwrap_or(text);
         if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return Err(InfluxError::BadTimestamp);
         }
         let ts = text.parse::<i64>().map_err(|_| InfluxError::BadTimestamp)?;
-        if skip_spaces(b, end) < b.len() {
+        if skip_spaces(bytes, end) < bytes.len() {
             return Err(InfluxError::PointIsInvalid);
         }
         Some(ts)
@@ -731,25 +739,25 @@ fn dedup_last_wins(fields: &mut Vec<(Cow<'_, str>, Value)>) {
 
 /// Skips a string field value starting after its opening quote; returns the index after the
 /// closing quote.
-fn skip_string(b: &[u8], mut i: usize) -> Result<usize, InfluxError> {
-    while i < b.len() {
-        match b[i] {
-            b'\\' if matches!(b.get(i + 1), Some(b'"' | b'\\')) => i += 2,
-            b'"' => return Ok(i + 1),
-            _ => i += 1,
+fn skip_string(bytes: &[u8], mut pos: usize) -> Result<usize, InfluxError> {
+    while pos < bytes.len() {
+        match bytes[pos] {
+            b'\\' if matches!(bytes.get(pos + 1), Some(b'"' | b'\\')) => pos += 2,
+            b'"' => return Ok(pos + 1),
+            _ => pos += 1,
         }
     }
     Err(InfluxError::UnbalancedQuotes)
 }
 
 /// A non-string field value: boolean, `i` integer, `u` unsigned, or float.
-fn field_value(t: &str) -> Result<Value, InfluxError> {
-    match t {
+fn field_value(text: &str) -> Result<Value, InfluxError> {
+    match text {
         "t" | "T" | "true" | "True" | "TRUE" => return Ok(Value::Int(1)),
         "f" | "F" | "false" | "False" | "FALSE" => return Ok(Value::Int(0)),
         _ => {}
     }
-    let numeric_start = t
+    let numeric_start = text
         .bytes()
         .next()
         .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'N' | b'n'));
@@ -757,7 +765,7 @@ fn field_value(t: &str) -> Result<Value, InfluxError> {
         return Err(InfluxError::InvalidBoolean);
     }
     let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
-    if let Some(int) = t.strip_suffix('i') {
+    if let Some(int) = text.strip_suffix('i') {
         if !all_digits(int.strip_prefix('-').unwrap_or(int)) {
             return Err(InfluxError::InvalidNumber);
         }
@@ -766,7 +774,7 @@ fn field_value(t: &str) -> Result<Value, InfluxError> {
             .map(Value::Int)
             .map_err(|_| InfluxError::IntegerOutOfRange(int.to_owned()));
     }
-    if let Some(uint) = t.strip_suffix('u') {
+    if let Some(uint) = text.strip_suffix('u') {
         if !all_digits(uint) {
             return Err(InfluxError::InvalidNumber);
         }
@@ -775,10 +783,10 @@ fn field_value(t: &str) -> Result<Value, InfluxError> {
             Err(_) => Err(InfluxError::UnsignedOutOfRange(uint.to_owned())),
         };
     }
-    if !is_float_literal(t) {
+    if !is_float_literal(text) {
         return Err(InfluxError::InvalidNumber);
     }
-    let d: f64 = t.parse().map_err(|_| InfluxError::InvalidNumber)?;
+    let d: f64 = text.parse().map_err(|_| InfluxError::InvalidNumber)?;
     if !d.is_finite() {
         return Err(InfluxError::InvalidFloat);
     }
@@ -786,34 +794,34 @@ fn field_value(t: &str) -> Result<Value, InfluxError> {
 }
 
 /// `-?(digits)?(.digits?)?([eE][+-]?digits)?` with at least one mantissa digit.
-fn is_float_literal(t: &str) -> bool {
-    let b = t.as_bytes();
-    let mut i = usize::from(b.first() == Some(&b'-'));
+fn is_float_literal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = usize::from(bytes.first() == Some(&b'-'));
     let digits = |i: &mut usize| {
         let start = *i;
-        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+        while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
             *i += 1;
         }
         *i - start
     };
     let mut mantissa = digits(&mut i);
-    if b.get(i) == Some(&b'.') {
+    if bytes.get(i) == Some(&b'.') {
         i += 1;
         mantissa += digits(&mut i);
     }
     if mantissa == 0 {
         return false;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
         i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
         if digits(&mut i) == 0 {
             return false;
         }
     }
-    i == b.len()
+    i == bytes.len()
 }
 
 // ---- mapping and validation ----

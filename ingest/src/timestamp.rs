@@ -101,8 +101,8 @@ impl TimestampError {
     }
 }
 
-fn all_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+fn all_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Parses a timestamp written as text (telnet `put`, `/api/put` numeric strings and JSON

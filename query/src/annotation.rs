@@ -44,11 +44,11 @@ pub struct Annotation {
 }
 
 /// The start time in ms, for window checks (OpenTSDB: `ts & SECOND_MASK`).
-pub(crate) fn time_ms(t: i64) -> i64 {
-    if t > i64::from(u32::MAX) || t < 0 {
-        t
+pub(crate) fn time_ms(time: i64) -> i64 {
+    if time > i64::from(u32::MAX) || time < 0 {
+        time
     } else {
-        t.saturating_mul(1000)
+        time.saturating_mul(1000)
     }
 }
 

@@ -60,28 +60,32 @@ fn sci_parts(sci: &str) -> (String, i32) {
 /// shortest digits that round-trip, in plain notation with at least one
 /// fractional digit when `1e-3 <= |v| < 1e7`, otherwise as
 /// `<d>.<ddd>E<exp>` (e.g. `2.0`, `0.03333333333333333`, `1.0E10`, `1.0E-5`).
-pub fn java_double(v: f64) -> String {
+pub fn java_double(value: f64) -> String {
     let mut out = String::with_capacity(24);
-    push_java_double(&mut out, v);
+    push_java_double(&mut out, value);
     out
 }
 
 /// [`java_double`] appended to `out`, without allocating: Rust's shortest
 /// round-trip digits (`{:e}`) are written to a stack buffer and laid out
 /// from there (this runs for every value of every answer).
-pub fn push_java_double(out: &mut String, v: f64) {
-    if v.is_nan() {
+pub fn push_java_double(out: &mut String, value: f64) {
+    if value.is_nan() {
         return out.push_str("NaN");
     }
-    if v.is_infinite() {
-        return out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
+    if value.is_infinite() {
+        return out.push_str(if value > 0.0 { "Infinity" } else { "-Infinity" });
     }
-    if v == 0.0 {
-        return out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+    if value == 0.0 {
+        return out.push_str(if value.is_sign_negative() {
+            "-0.0"
+        } else {
+            "0.0"
+        });
     }
     let mut buf = StackText::default();
-    if write!(buf, "{:e}", v.abs()).is_err() {
-        return out.push_str(&java_double_slow(v));
+    if write!(buf, "{:e}", value.abs()).is_err() {
+        return out.push_str(&java_double_slow(value));
     }
     // "1.2345e-7": significant digits and the exponent of the first one.
     let text = buf.as_str();
@@ -95,15 +99,15 @@ pub fn push_java_double(out: &mut String, v: f64) {
             n += 1;
         }
     }
-    if n == 1 && v.abs() < f64::MIN_POSITIVE {
+    if n == 1 && value.abs() < f64::MIN_POSITIVE {
         // Java never prints fewer than two significant digits and then picks
         // the two-digit decimal closest to the value; that only differs from
         // "<d>.0" for subnormals (4.9E-324 for the smallest double).
-        return out.push_str(&java_double_slow(v));
+        return out.push_str(&java_double_slow(value));
     }
     // The digits are ASCII by construction.
     let digits = std::str::from_utf8(&digits[..n]).unwrap_or("0");
-    write_java(out, v.is_sign_negative(), v.abs(), digits, exp);
+    write_java(out, value.is_sign_negative(), value.abs(), digits, exp);
 }
 
 /// A small text buffer on the stack for one formatted number.
@@ -175,18 +179,24 @@ fn write_java(out: &mut String, negative: bool, abs: f64, digits: &str, exp: i32
 
 /// The general (allocating) form, through Rust's `{:e}` digits: one-digit
 /// values, where Java's two-digit rule needs a second look.
-fn java_double_slow(v: f64) -> String {
-    let (mut digits, mut exp) = sci_parts(&format!("{:e}", v.abs()));
+fn java_double_slow(value: f64) -> String {
+    let (mut digits, mut exp) = sci_parts(&format!("{:e}", value.abs()));
     if digits.len() == 1 {
-        let two = format!("{:.1e}", v.abs());
-        if two.parse::<f64>().ok() == Some(v.abs()) {
+        let two = format!("{:.1e}", value.abs());
+        if two.parse::<f64>().ok() == Some(value.abs()) {
             (digits, exp) = sci_parts(&two);
             let trimmed = digits.trim_end_matches('0').len().max(1);
             digits.truncate(trimmed);
         }
     }
     let mut out = String::with_capacity(digits.len() + 8);
-    write_java(&mut out, v.is_sign_negative(), v.abs(), &digits, exp);
+    write_java(
+        &mut out,
+        value.is_sign_negative(),
+        value.abs(),
+        &digits,
+        exp,
+    );
     out
 }
 

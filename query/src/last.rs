@@ -56,8 +56,8 @@ pub struct LastPoint {
     pub names: Option<(String, BTreeMap<String, String>)>,
 }
 
-fn timeseries_sub_query(s: &str) -> Result<LastSubQuery, QueryError> {
-    let (metric, pairs) = parse_with_metric(s)?;
+fn timeseries_sub_query(text: &str) -> Result<LastSubQuery, QueryError> {
+    let (metric, pairs) = parse_with_metric(text)?;
     let mut tags = BTreeMap::new();
     for (k, v) in pairs {
         if let Some(old) = tags.get(&k)
@@ -69,15 +69,15 @@ fn timeseries_sub_query(s: &str) -> Result<LastSubQuery, QueryError> {
         }
         tags.insert(k, v);
     }
-    let metric = metric.ok_or_else(|| QueryError::bad(format!("Missing metric in: {s}")))?;
+    let metric = metric.ok_or_else(|| QueryError::bad(format!("Missing metric in: {text}")))?;
     Ok(LastSubQuery::Metric { metric, tags })
 }
 
-fn validate(q: LastQuery) -> Result<LastQuery, QueryError> {
-    if q.queries.is_empty() {
+fn validate(query: LastQuery) -> Result<LastQuery, QueryError> {
+    if query.queries.is_empty() {
         return Err(QueryError::bad("Missing sub queries"));
     }
-    Ok(q)
+    Ok(query)
 }
 
 /// GET: `timeseries=` (repeatable), `tsuids=` (repeatable, comma lists),
@@ -168,8 +168,8 @@ pub fn parse_last_json(body: &[u8]) -> Result<LastQuery, QueryError> {
 }
 
 /// Java's `toString` of a stored value.
-pub fn java_value_text(v: Num) -> String {
-    match v {
+pub fn java_value_text(value: Num) -> String {
+    match value {
         Num::Int(i) => i.to_string(),
         Num::Float(f) => java_double(f),
     }

@@ -90,25 +90,27 @@ pub(crate) type MetricAndTags = (Option<String>, Vec<(String, String)>);
 
 /// `metric{k=v,…}` into the metric (`None` for `{…}` without one) and the
 /// pairs, with `Tags.parseWithMetric`'s error texts.
-pub(crate) fn parse_with_metric(s: &str) -> Result<MetricAndTags, QueryError> {
-    let Some(curly) = s.find('{') else {
-        if s.is_empty() {
+pub(crate) fn parse_with_metric(text: &str) -> Result<MetricAndTags, QueryError> {
+    let Some(curly) = text.find('{') else {
+        if text.is_empty() {
             return Err(QueryError::bad("Metric string was empty"));
         }
-        return Ok((Some(s.to_string()), Vec::new()));
+        return Ok((Some(text.to_string()), Vec::new()));
     };
-    let len = s.len();
-    if !s.ends_with('}') {
-        return Err(QueryError::bad(format!("Missing '}}' at the end of: {s}")));
+    let len = text.len();
+    if !text.ends_with('}') {
+        return Err(QueryError::bad(format!(
+            "Missing '}}' at the end of: {text}"
+        )));
     }
     if curly == len - 2 {
-        if s.starts_with('{') {
-            return Err(QueryError::bad(format!("Missing metric and tags: {s}")));
+        if text.starts_with('{') {
+            return Err(QueryError::bad(format!("Missing metric and tags: {text}")));
         }
-        return Ok((Some(s[..len - 2].to_string()), Vec::new()));
+        return Ok((Some(text[..len - 2].to_string()), Vec::new()));
     }
     let mut tags = Vec::new();
-    for tag in s[curly + 1..len - 1].split(',') {
+    for tag in text[curly + 1..len - 1].split(',') {
         let mut kv = tag.split('=');
         match (kv.next(), kv.next(), kv.next()) {
             (Some(k), Some(v), None) if !k.is_empty() && !v.is_empty() => {
@@ -121,17 +123,17 @@ pub(crate) fn parse_with_metric(s: &str) -> Result<MetricAndTags, QueryError> {
             }
         }
     }
-    let metric = (curly > 0).then(|| s[..curly].to_string());
+    let metric = (curly > 0).then(|| text[..curly].to_string());
     Ok((metric, tags))
 }
 
-fn validate(q: LookupQuery) -> Result<LookupQuery, QueryError> {
-    if q.metric.as_deref().is_none_or(str::is_empty) && q.tags.is_empty() {
+fn validate(query: LookupQuery) -> Result<LookupQuery, QueryError> {
+    if query.metric.as_deref().is_none_or(str::is_empty) && query.tags.is_empty() {
         return Err(QueryError::bad(
             "Missing metric and tags. Please supply at least one value.",
         ));
     }
-    Ok(q)
+    Ok(query)
 }
 
 /// GET `/api/search/lookup?m=…[&limit=N]`.
@@ -206,18 +208,18 @@ pub fn parse_lookup_json(body: &[u8]) -> Result<LookupQuery, QueryError> {
 /// server applies [`LookupQuery::effective_limit`]); `time_ms` is the
 /// elapsed time.
 pub fn render_lookup(
-    q: &LookupQuery,
+    query: &LookupQuery,
     results: &[LookupMatch],
     total_results: usize,
     time_ms: u64,
 ) -> Vec<u8> {
     let mut out = String::from("{\"type\":\"LOOKUP\",\"metric\":");
-    match &q.metric {
+    match &query.metric {
         Some(m) => push_str_lit(&mut out, m),
         None => out.push_str("null"),
     }
     out.push_str(",\"tags\":[");
-    for (i, (k, v)) in q.tags.iter().enumerate() {
+    for (i, (k, v)) in query.tags.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -230,7 +232,7 @@ pub fn render_lookup(
     let _ = write!(
         out,
         "],\"limit\":{},\"time\":{time_ms},\"results\":[",
-        q.limit
+        query.limit
     );
     for (i, r) in results.iter().enumerate() {
         if i > 0 {

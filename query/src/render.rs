@@ -25,8 +25,8 @@ use crate::json_out::{push_str_list, push_str_lit, push_str_map};
 use crate::num::Num;
 use crate::request::{SubQuery, TsQuery};
 
-/// Renders the full response body for `results` of query `q`.
-pub fn render_json(q: &TsQuery, results: &[QueryResult]) -> Vec<u8> {
+/// Renders the full response body for `results` of `query`.
+pub fn render_json(query: &TsQuery, results: &[QueryResult]) -> Vec<u8> {
     let mut out =
         String::with_capacity(64 + results.iter().map(|r| r.dps.len() * 24).sum::<usize>());
     out.push('[');
@@ -34,44 +34,44 @@ pub fn render_json(q: &TsQuery, results: &[QueryResult]) -> Vec<u8> {
         if i > 0 {
             out.push(',');
         }
-        let sub = q.queries.iter().find(|s| s.index == r.sub_query);
-        render_result(&mut out, q, sub, r);
+        let sub = query.queries.iter().find(|s| s.index == r.sub_query);
+        render_result(&mut out, query, sub, r);
     }
     out.push(']');
     out.into_bytes()
 }
 
-fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &QueryResult) {
+fn render_result(out: &mut String, query: &TsQuery, sub: Option<&SubQuery>, result: &QueryResult) {
     out.push_str("{\"metric\":");
-    push_str_lit(out, &r.metric);
+    push_str_lit(out, &result.metric);
     out.push_str(",\"tags\":");
-    push_str_map(out, &r.tags);
+    push_str_map(out, &result.tags);
     out.push_str(",\"aggregateTags\":[");
-    push_str_list(out, &r.aggregate_tags);
+    push_str_list(out, &result.aggregate_tags);
     out.push(']');
-    if q.show_query
+    if query.show_query
         && let Some(sub) = sub
     {
         out.push_str(",\"query\":");
         render_sub_query(out, sub);
     }
-    if q.show_tsuids {
+    if query.show_tsuids {
         out.push_str(",\"tsuids\":[");
-        push_str_list(out, &r.tsuids);
+        push_str_list(out, &result.tsuids);
         out.push(']');
     }
-    if !q.no_annotations {
+    if !query.no_annotations {
         // Like OpenTSDB, the array is written when the group has any note in
         // the scan window, even if none falls inside [start, end].
         for (name, notes) in [
-            ("annotations", &r.annotations),
-            ("globalAnnotations", &r.global_annotations),
+            ("annotations", &result.annotations),
+            ("globalAnnotations", &result.global_annotations),
         ] {
             if notes.is_empty() {
                 continue;
             }
             let _ = write!(out, ",\"{name}\":[");
-            for (i, n) in in_query_range(notes, q.start_ms, q.end_ms)
+            for (i, n) in in_query_range(notes, query.start_ms, query.end_ms)
                 .iter()
                 .enumerate()
             {
@@ -86,29 +86,29 @@ fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &Quer
     // The array form is what Grafana's backend asks for (`?arrays=true`),
     // and its decoder fails on the string "NaN": write null there (a
     // deliberate difference from OpenTSDB).
-    let nan_as_null = q.arrays
+    let nan_as_null = query.arrays
         || sub
             .and_then(|s| s.downsample.as_ref())
             .is_some_and(|d| d.fill == FillPolicy::Null);
     out.push_str(",\"dps\":");
-    if q.arrays {
+    if query.arrays {
         out.push('[');
-        for (i, (ts, v)) in r.dps.iter().enumerate() {
+        for (i, (ts, v)) in result.dps.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "[{},", output_ts(q, *ts));
+            let _ = write!(out, "[{},", output_ts(query, *ts));
             push_value(out, *v, nan_as_null);
             out.push(']');
         }
         out.push(']');
     } else {
         out.push('{');
-        for (i, (ts, v)) in r.dps.iter().enumerate() {
+        for (i, (ts, v)) in result.dps.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "\"{}\":", output_ts(q, *ts));
+            let _ = write!(out, "\"{}\":", output_ts(query, *ts));
             push_value(out, *v, nan_as_null);
         }
         out.push('}');
@@ -116,8 +116,12 @@ fn render_result(out: &mut String, q: &TsQuery, sub: Option<&SubQuery>, r: &Quer
     out.push('}');
 }
 
-fn output_ts(q: &TsQuery, ts_ms: i64) -> i64 {
-    if q.ms_resolution { ts_ms } else { ts_ms / 1000 }
+fn output_ts(query: &TsQuery, ts_ms: i64) -> i64 {
+    if query.ms_resolution {
+        ts_ms
+    } else {
+        ts_ms / 1000
+    }
 }
 
 /// The `query` object echoed with `showQuery` (OpenTSDB's serialised
@@ -184,8 +188,8 @@ fn render_sub_query(out: &mut String, sub: &SubQuery) {
     );
 }
 
-fn push_value(out: &mut String, v: Num, nan_as_null: bool) {
-    match v {
+fn push_value(out: &mut String, value: Num, nan_as_null: bool) {
+    match value {
         Num::Int(i) => {
             let _ = write!(out, "{i}");
         }

@@ -214,16 +214,16 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
-fn json_rate_options(o: &Map<String, Value>) -> Result<RateOptions, QueryError> {
+fn json_rate_options(obj: &Map<String, Value>) -> Result<RateOptions, QueryError> {
     let mut opts = RateOptions {
-        counter: opt_bool(o, "counter")? || opt_bool(o, "isCounter")?,
-        drop_resets: opt_bool(o, "dropResets")?,
+        counter: opt_bool(obj, "counter")? || opt_bool(obj, "isCounter")?,
+        drop_resets: opt_bool(obj, "dropResets")?,
         ..RateOptions::default()
     };
-    if let Some(max) = opt_i64(o, "counterMax")? {
+    if let Some(max) = opt_i64(obj, "counterMax")? {
         opts.counter_max = max;
     }
-    if let Some(reset) = opt_i64(o, "resetValue")? {
+    if let Some(reset) = opt_i64(obj, "resetValue")? {
         opts.reset_value = reset;
     }
     Ok(opts)
@@ -319,12 +319,12 @@ fn apply_flag_params(raw: &mut RawQuery, params: &[(String, String)]) {
 }
 
 /// `m=<agg>:[<mod>:]{0,3}<metric>[{groupBy}][{filters}]` (spec §4.4.3).
-fn parse_m_sub_query(m: &str) -> Result<RawSubQuery, QueryError> {
-    if m.is_empty() {
+fn parse_m_sub_query(expr: &str) -> Result<RawSubQuery, QueryError> {
+    if expr.is_empty() {
         return Err(QueryError::bad("The query string was empty"));
     }
-    let parts: Vec<&str> = m.split(':').collect();
-    check_part_count(m, parts.len())?;
+    let parts: Vec<&str> = expr.split(':').collect();
+    check_part_count(expr, parts.len())?;
     let mut sub = RawSubQuery {
         aggregator: Some(parts[0].to_string()),
         ..RawSubQuery::default()
@@ -340,12 +340,12 @@ fn parse_m_sub_query(m: &str) -> Result<RawSubQuery, QueryError> {
 
 /// `tsuid=<agg>:[<mod>:]<tsuid>[,<tsuid>...]`; only rate, downsample and the
 /// histogram modifiers apply.
-fn parse_tsuid_sub_query(q: &str) -> Result<RawSubQuery, QueryError> {
-    if q.is_empty() {
+fn parse_tsuid_sub_query(expr: &str) -> Result<RawSubQuery, QueryError> {
+    if expr.is_empty() {
         return Err(QueryError::bad("The tsuid query string was empty"));
     }
-    let parts: Vec<&str> = q.split(':').collect();
-    check_part_count(q, parts.len())?;
+    let parts: Vec<&str> = expr.split(':').collect();
+    check_part_count(expr, parts.len())?;
     let mut sub = RawSubQuery {
         aggregator: Some(parts[0].to_string()),
         tsuids: parts[parts.len() - 1]
@@ -360,15 +360,15 @@ fn parse_tsuid_sub_query(q: &str) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
-fn check_part_count(q: &str, n: usize) -> Result<(), QueryError> {
-    if n < 2 {
+fn check_part_count(expr: &str, parts: usize) -> Result<(), QueryError> {
+    if parts < 2 {
         return Err(QueryError::bad(format!(
-            "Invalid parameter m={q} (not enough :-separated parts)"
+            "Invalid parameter m={expr} (not enough :-separated parts)"
         )));
     }
-    if n > 5 {
+    if parts > 5 {
         return Err(QueryError::bad(format!(
-            "Invalid parameter m={q} (too many :-separated parts)"
+            "Invalid parameter m={expr} (too many :-separated parts)"
         )));
     }
     Ok(())
@@ -559,17 +559,20 @@ fn validate(raw: RawQuery, now_ms: i64) -> Result<TsQuery, QueryError> {
 }
 
 /// A TSUID as upper-case hex; must be non-empty, even-length hex.
-fn normalise_tsuid(t: &str) -> Result<String, QueryError> {
-    let t = t.trim();
-    if t.is_empty() || !t.len().is_multiple_of(2) || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(QueryError::bad(format!("Invalid TSUID: {t}")));
+fn normalise_tsuid(tsuid: &str) -> Result<String, QueryError> {
+    let tsuid = tsuid.trim();
+    if tsuid.is_empty()
+        || !tsuid.len().is_multiple_of(2)
+        || !tsuid.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Err(QueryError::bad(format!("Invalid TSUID: {tsuid}")));
     }
-    Ok(t.to_ascii_uppercase())
+    Ok(tsuid.to_ascii_uppercase())
 }
 
 /// Decodes validated upper-case hex.
-pub(crate) fn decode_hex(t: &str) -> Vec<u8> {
-    t.as_bytes()
+pub(crate) fn decode_hex(hex: &str) -> Vec<u8> {
+    hex.as_bytes()
         .chunks(2)
         .map(|pair| {
             let d = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;

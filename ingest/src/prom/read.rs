@@ -162,21 +162,21 @@ pub struct OpenTsdbMatcher {
 }
 
 /// Maps a remote-read matcher to OpenTSDB terms; an unknown matcher type is the client's error.
-pub fn map_matcher(m: &pb::LabelMatcher) -> Result<OpenTsdbMatcher, PromError> {
-    let op = pb::MatchType::try_from(m.r#type)
-        .map_err(|_| PromError::bad_request(format!("unknown matcher type {}", m.r#type)))?;
-    let is_metric = m.name == "__name__";
+pub fn map_matcher(matcher: &pb::LabelMatcher) -> Result<OpenTsdbMatcher, PromError> {
+    let op = pb::MatchType::try_from(matcher.r#type)
+        .map_err(|_| PromError::bad_request(format!("unknown matcher type {}", matcher.r#type)))?;
+    let is_metric = matcher.name == "__name__";
     let value = match op {
         pb::MatchType::Eq | pb::MatchType::Neq if is_metric => {
-            prom_metric_to_opentsdb(&m.value).into_owned()
+            prom_metric_to_opentsdb(&matcher.value).into_owned()
         }
-        pb::MatchType::Eq | pb::MatchType::Neq => encode_name(&m.value).into_owned(),
-        pb::MatchType::Re | pb::MatchType::Nre => m.value.clone(),
+        pb::MatchType::Eq | pb::MatchType::Neq => encode_name(&matcher.value).into_owned(),
+        pb::MatchType::Re | pb::MatchType::Nre => matcher.value.clone(),
     };
     let target = if is_metric {
         MatchTarget::Metric
     } else {
-        MatchTarget::Tag(encode_name(&m.name).into_owned())
+        MatchTarget::Tag(encode_name(&matcher.name).into_owned())
     };
     Ok(OpenTsdbMatcher { op, target, value })
 }
