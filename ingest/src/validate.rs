@@ -1,7 +1,7 @@
 //! Name validation (`Tags.validateString`) and the semantic checks OpenTSDB applies to every
 //! data point before UID resolution (§3.4 step 7): timestamp range, tag count, metric name, then
 //! each tag key and value — in that order, first failure wins. Also the step shared by every
-//! write path that turns parsed fields into a checked [`Point`] ([`complete`]).
+//! write path that turns parsed fields into a checked [`Point`] (`complete`).
 
 use std::borrow::Cow;
 

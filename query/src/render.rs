@@ -13,7 +13,7 @@
 //! Written by hand rather than through serde so that number formatting and
 //! duplicate `dps` keys (several ms points in one second without `ms`) come
 //! out exactly as OpenTSDB produces them; the pieces every response shares
-//! (string literals, Java doubles) are [`crate::json_out`]'s.
+//! (string literals, Java doubles) are `json_out`'s.
 
 use std::fmt::Write as _;
 

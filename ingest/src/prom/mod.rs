@@ -16,10 +16,10 @@
 //!   `%2E`), then the [`crate::names`] `%XX` rule for anything else OpenTSDB forbids. Other labels
 //!   → tags, keys and values mapped with [`crate::names::encode_name`]. A label with an empty
 //!   value is absent (Prometheus semantics).
-//! * Values: finite doubles as OpenTSDB classifies them ([`Value::Float`] when exact in `f32`,
-//!   else [`Value::Double`]). Staleness markers (NaN with bits `0x7ff0000000000002`) are dropped
-//!   and counted ([`RemoteWrite::stale_markers`]); other NaN/±Inf values are dropped and counted
-//!   ([`RemoteWrite::non_finite`]). Neither is an error.
+//! * Values: finite doubles as OpenTSDB classifies them ([`crate::Value::from_double`]: a
+//!   float when exact in `f32`, else a double). Staleness markers (NaN with bits
+//!   `0x7ff0000000000002`) are dropped and counted ([`RemoteWrite::stale_markers`]); other
+//!   NaN/±Inf values are dropped and counted ([`RemoteWrite::non_finite`]). Neither is an error.
 //! * Timestamps: milliseconds, checked with [`crate::timestamp::timestamp_from_millis`].
 //! * Exemplars and native histograms are ignored and counted; metadata-only requests (no
 //!   series) are fine and yield no points.
