@@ -1,7 +1,8 @@
 //! InfluxDB line protocol (1.x `POST /write`, 2.x `POST /api/v2/write`, and lines on the shared
 //! telnet port): parsing into [`Point`]s ([`parse_body`], [`parse_line`]), timestamp
-//! precisions ([`Precision`]) and InfluxDB's responses ([`InfluxBatch::v1_response`],
-//! [`InfluxBatch::v2_response`]).
+//! precisions ([`Precision`]) and what was wrong with a refused line ([`LineError`],
+//! [`InfluxError`]) or precision ([`PrecisionError`]). The HTTP answers built from them are the
+//! server's (`src/server/influx.rs`).
 //!
 //! # Syntax
 //!
@@ -48,11 +49,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::Limits;
+use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::{TimestampError, timestamp_from_millis, timestamp_from_secs};
-use crate::validate::{check_series, validate_name};
+use crate::validate::{CheckError, NameError, check_series, validate_name};
 
 /// Timestamp unit of a write (`precision=` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,29 +77,6 @@ pub enum Precision {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid precision {0:?}")]
 pub struct PrecisionError(pub String);
-
-impl PrecisionError {
-    /// InfluxDB 1.x style 400 response. (1.x itself silently reads an unknown precision as
-    /// nanoseconds; refusing it is a deliberate deviation — a typo would otherwise store every
-    /// point in 1970 or refuse it.)
-    pub fn v1_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v1(
-            format!(
-                "invalid precision {:?}; valid precision units are n, ns, u, us, ms, s, m and h",
-                self.0
-            ),
-            None,
-        )
-    }
-
-    /// InfluxDB 2.x's 400 response.
-    pub fn v2_response(&self) -> InfluxResponse {
-        InfluxResponse::error_v2(
-            "invalid precision; valid precision units are ns, us, ms, and s",
-            None,
-        )
-    }
-}
 
 impl Precision {
     /// The 1.x `precision=` values: empty, `n`/`ns`, `u`/`us`/`µ`, `ms`, `s`, `m`, `h`.
@@ -166,6 +144,78 @@ fn reword(e: TimestampError, shown: String) -> TimestampError {
     }
 }
 
+/// Why a line is refused: InfluxDB's parse-error reasons (its own texts), the timestamp rule, or
+/// the semantic checks every write path applies.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InfluxError {
+    /// The line is not UTF-8.
+    #[error("invalid UTF-8")]
+    InvalidUtf8,
+    /// The line starts with a comma.
+    #[error("missing measurement")]
+    MissingMeasurement,
+    /// The line ends before its field set.
+    #[error("missing fields")]
+    MissingFields,
+    /// A comma in the tag set is not followed by a key.
+    #[error("missing tag key")]
+    MissingTagKey,
+    /// A tag key without `=` or without a value.
+    #[error("missing tag value")]
+    MissingTagValue,
+    /// A tag value holds an unescaped `=`.
+    #[error("invalid tag format")]
+    InvalidTagFormat,
+    /// A tag key appears twice.
+    #[error("duplicate tags")]
+    DuplicateTags,
+    /// A field starts with `=`.
+    #[error("missing field key")]
+    MissingFieldKey,
+    /// A field is not `key=value`, or junk follows a string value.
+    #[error("invalid field format")]
+    InvalidFieldFormat,
+    /// A field key with `=` but no value.
+    #[error("missing field value")]
+    MissingFieldValue,
+    /// A string field value has no closing quote.
+    #[error("unbalanced quotes")]
+    UnbalancedQuotes,
+    /// A field value that is neither a number, a boolean nor a string.
+    #[error("invalid boolean")]
+    InvalidBoolean,
+    /// A field value that starts like a number but is none.
+    #[error("invalid number")]
+    InvalidNumber,
+    /// A float field value out of `f64`'s range (`1e400`).
+    #[error("invalid float")]
+    InvalidFloat,
+    /// An `i` integer field value outside `i64` (carries the digits).
+    #[error("unable to parse integer {0}: value out of range")]
+    IntegerOutOfRange(String),
+    /// A `u` unsigned field value outside `u64` (carries the digits).
+    #[error("unable to parse unsigned {0}: value out of range")]
+    UnsignedOutOfRange(String),
+    /// The timestamp is not an integer.
+    #[error("bad timestamp")]
+    BadTimestamp,
+    /// Something follows the timestamp.
+    #[error("point is invalid")]
+    PointIsInvalid,
+    /// The timestamp is refused by the timestamp rule ([`crate::timestamp`]).
+    #[error(transparent)]
+    Timestamp(#[from] TimestampError),
+    /// The series fails the semantic checks (tags, names; [`check_series`]).
+    #[error(transparent)]
+    Check(#[from] CheckError),
+}
+
+impl From<NameError> for InfluxError {
+    fn from(e: NameError) -> Self {
+        InfluxError::Check(CheckError::Name(e))
+    }
+}
+
 /// One accepted line: its tags, timestamp and one metric/value per numeric field.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InfluxLine<'a> {
@@ -204,13 +254,13 @@ pub struct LineError {
     /// The line as sent (terminator removed; invalid UTF-8 replaced by U+FFFD).
     pub line: String,
     /// Why: InfluxDB's parse-error text, or hourglass's semantic error.
-    pub reason: String,
+    pub reason: InfluxError,
 }
 
 impl LineError {
     /// A refused entry (the text shown is the entry without its leading
     /// blanks and trailing `\r`).
-    pub fn new(line_no: usize, entry: &[u8], reason: String) -> Self {
+    pub fn new(line_no: usize, entry: &[u8], reason: InfluxError) -> Self {
         LineError {
             line_no,
             line: String::from_utf8_lossy(strip_cr(trim_start(entry))).into_owned(),
@@ -242,62 +292,6 @@ pub struct InfluxBatch<'a> {
     pub accepted_lines: usize,
 }
 
-/// What to answer an InfluxDB client, and whether to write [`InfluxBatch::points`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InfluxResponse {
-    /// HTTP status: 204, or 400.
-    pub status: u16,
-    /// JSON body (`Content-Type: application/json`); `None` for 204. InfluxDB also sends the
-    /// error text in an `X-Influxdb-Error` header.
-    pub body: Option<String>,
-    /// The error text alone, for that header.
-    pub error: Option<String>,
-    /// Whether the accepted points are to be written (1.x writes them even when other lines
-    /// failed; 2.x writes nothing if any line failed).
-    pub write_points: bool,
-}
-
-impl InfluxResponse {
-    fn no_content() -> Self {
-        Self {
-            status: 204,
-            body: None,
-            error: None,
-            write_points: true,
-        }
-    }
-
-    /// 1.x shape: `{"error": ...}`, plus `"line"` (the first refused line, 1-based) when a line
-    /// was refused — an addition to 1.x, taken from the 2.x `LineProtocolError` schema.
-    fn error_v1(message: String, line: Option<usize>) -> Self {
-        let mut body = serde_json::json!({ "error": message });
-        if let Some(n) = line {
-            body["line"] = n.into();
-        }
-        Self {
-            status: 400,
-            body: Some(body.to_string()),
-            error: Some(message),
-            write_points: true,
-        }
-    }
-
-    /// 2.x `LineProtocolError` shape: `{"code": "invalid", "message": ..., "line": N}` (`line`:
-    /// the first refused line, 1-based, when a line was refused).
-    fn error_v2(message: &str, line: Option<usize>) -> Self {
-        let mut body = serde_json::json!({ "code": "invalid", "message": message });
-        if let Some(n) = line {
-            body["line"] = n.into();
-        }
-        Self {
-            status: 400,
-            body: Some(body.to_string()),
-            error: Some(message.to_owned()),
-            write_points: false,
-        }
-    }
-}
-
 impl InfluxBatch<'_> {
     /// Every point of the accepted lines.
     pub fn points(&self) -> impl Iterator<Item = Point<'_>> + '_ {
@@ -327,35 +321,6 @@ impl InfluxBatch<'_> {
                 .collect::<Vec<_>>()
                 .join("\n"),
         )
-    }
-
-    /// The InfluxDB 1.x `POST /write` answer: 204 when every line parsed; when some failed, 400
-    /// `{"error":"partial write: <errors> dropped=0"}` and the good lines are written; when all
-    /// failed, 400 `{"error":"<errors>"}`.
-    pub fn v1_response(&self) -> InfluxResponse {
-        match self.error_text() {
-            None => InfluxResponse::no_content(),
-            Some(text) if self.accepted_lines == 0 => {
-                InfluxResponse::error_v1(text, self.first_error_line())
-            }
-            Some(text) => InfluxResponse::error_v1(
-                format!("partial write: {text} dropped=0"),
-                self.first_error_line(),
-            ),
-        }
-    }
-
-    /// The InfluxDB 2.x `POST /api/v2/write` answer: 204 when every line parsed; otherwise 400
-    /// `{"code":"invalid","message":"<errors>"}` and nothing is written; an empty body is 400
-    /// `{"code":"invalid","message":"writing requires points"}`.
-    pub fn v2_response(&self) -> InfluxResponse {
-        if self.empty_body {
-            return InfluxResponse::error_v2("writing requires points", None);
-        }
-        match self.error_text() {
-            None => InfluxResponse::no_content(),
-            Some(text) => InfluxResponse::error_v2(&text, self.first_error_line()),
-        }
     }
 }
 
@@ -455,13 +420,16 @@ fn entry_end(body: &[u8], start: usize) -> usize {
     body.len()
 }
 
-fn trim_start(b: &[u8]) -> &[u8] {
-    let n = b.iter().take_while(|&&c| c == b' ' || c == b'\t').count();
-    &b[n..]
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let n = bytes
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    &bytes[n..]
 }
 
-fn strip_cr(b: &[u8]) -> &[u8] {
-    b.strip_suffix(b"\r").unwrap_or(b)
+fn strip_cr(bytes: &[u8]) -> &[u8] {
+    bytes.strip_suffix(b"\r").unwrap_or(bytes)
 }
 
 /// Parses one line (terminator removed; a trailing `\r` is dropped) — the telnet-port entry
@@ -472,12 +440,12 @@ pub fn parse_line<'a>(
     precision: Precision,
     now_ms: i64,
     limits: &Limits,
-) -> Result<Option<InfluxLine<'a>>, String> {
+) -> Result<Option<InfluxLine<'a>>, InfluxError> {
     let line = strip_cr(trim_start(line));
     if line.is_empty() || line[0] == b'#' {
         return Ok(None);
     }
-    let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_owned())?;
+    let text = std::str::from_utf8(line).map_err(|_| InfluxError::InvalidUtf8)?;
     let raw = scan(text)?;
     build(raw, precision, now_ms, limits).map(Some)
 }
@@ -560,7 +528,7 @@ pub fn fast_line<'a>(
 }
 
 /// InfluxDB's text for a refused line: `unable to parse '<line>': <reason>`.
-pub fn line_error_text(line: &[u8], reason: &str) -> String {
+pub fn line_error_text(line: &[u8], reason: &InfluxError) -> String {
     format!(
         "unable to parse '{}': {reason}",
         String::from_utf8_lossy(strip_cr(trim_start(line)))
@@ -584,21 +552,26 @@ const KEY_ESCAPES: &[u8] = b",= ";
 
 /// Scans a name from `i` up to the first unescaped byte in `stops` (or the end). Returns the
 /// end index and the unescaped name.
-fn scan_name<'a>(s: &'a str, mut i: usize, escapes: &[u8], stops: &[u8]) -> (usize, Cow<'a, str>) {
-    let b = s.as_bytes();
+fn scan_name<'a>(
+    line: &'a str,
+    mut i: usize,
+    escapes: &[u8],
+    stops: &[u8],
+) -> (usize, Cow<'a, str>) {
+    let bytes = line.as_bytes();
     let start = i;
     let mut escaped = false;
-    while i < b.len() {
-        if b[i] == b'\\' && b.get(i + 1).is_some_and(|n| escapes.contains(n)) {
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && bytes.get(i + 1).is_some_and(|n| escapes.contains(n)) {
             escaped = true;
             i += 2;
-        } else if stops.contains(&b[i]) {
+        } else if stops.contains(&bytes[i]) {
             break;
         } else {
             i += 1;
         }
     }
-    let raw = &s[start..i];
+    let raw = &line[start..i];
     if !escaped {
         return (i, Cow::Borrowed(raw));
     }
@@ -619,92 +592,88 @@ fn scan_name<'a>(s: &'a str, mut i: usize, escapes: &[u8], stops: &[u8]) -> (usi
     (i, Cow::Owned(out))
 }
 
-fn skip_spaces(b: &[u8], mut i: usize) -> usize {
-    while b.get(i) == Some(&b' ') {
-        i += 1;
+fn skip_spaces(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos) == Some(&b' ') {
+        pos += 1;
     }
-    i
+    pos
 }
 
-fn err<T>(reason: &str) -> Result<T, String> {
-    Err(reason.to_owned())
-}
-
-fn scan(s: &str) -> Result<RawLine<'_>, String> {
-    let b = s.as_bytes();
+fn scan(line: &str) -> Result<RawLine<'_>, InfluxError> {
+    let bytes = line.as_bytes();
     // Measurement.
-    if b[0] == b',' {
-        return err("missing measurement");
+    if bytes[0] == b',' {
+        return Err(InfluxError::MissingMeasurement);
     }
-    let (mut i, measurement) = scan_name(s, 0, MEASUREMENT_ESCAPES, b", ");
-    if i >= b.len() {
-        return err("missing fields");
+    let (mut i, measurement) = scan_name(line, 0, MEASUREMENT_ESCAPES, b", ");
+    if i >= bytes.len() {
+        return Err(InfluxError::MissingFields);
     }
     // Tags.
     let mut tags: Vec<(Cow<'_, str>, Cow<'_, str>)> = Vec::new();
-    while b.get(i) == Some(&b',') {
+    while bytes.get(i) == Some(&b',') {
         i += 1;
-        if i >= b.len() || matches!(b[i], b' ' | b',' | b'=') {
-            return err("missing tag key");
+        if i >= bytes.len() || matches!(bytes[i], b' ' | b',' | b'=') {
+            return Err(InfluxError::MissingTagKey);
         }
-        let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() || b[end] != b'=' {
-            return err("missing tag value");
+        let (end, key) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() || bytes[end] != b'=' {
+            return Err(InfluxError::MissingTagValue);
         }
         i = end + 1;
-        if i >= b.len() || matches!(b[i], b',' | b' ') {
-            return err("missing tag value");
+        if i >= bytes.len() || matches!(bytes[i], b',' | b' ') {
+            return Err(InfluxError::MissingTagValue);
         }
-        let (end, value) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() {
-            return err("missing fields");
+        let (end, value) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() {
+            return Err(InfluxError::MissingFields);
         }
-        if b[end] == b'=' {
-            return err("invalid tag format");
+        if bytes[end] == b'=' {
+            return Err(InfluxError::InvalidTagFormat);
         }
         tags.push((key, value));
         i = end;
     }
     if has_duplicate(tags.iter().map(|(k, _)| k.as_ref())) {
-        return err("duplicate tags");
+        return Err(InfluxError::DuplicateTags);
     }
     // Fields.
-    i = skip_spaces(b, i);
-    if i >= b.len() {
-        return err("missing fields");
+    i = skip_spaces(bytes, i);
+    if i >= bytes.len() {
+        return Err(InfluxError::MissingFields);
     }
     let mut fields: Vec<(Cow<'_, str>, Value)> = Vec::new();
     let mut string_fields = 0;
     loop {
-        if b.get(i) == Some(&b'=') {
-            return err("missing field key");
+        if bytes.get(i) == Some(&b'=') {
+            return Err(InfluxError::MissingFieldKey);
         }
-        if i >= b.len() || b[i] == b' ' {
-            return err("invalid field format");
+        if i >= bytes.len() || bytes[i] == b' ' {
+            return Err(InfluxError::InvalidFieldFormat);
         }
-        let (end, key) = scan_name(s, i, KEY_ESCAPES, b"=, ");
-        if end >= b.len() || b[end] != b'=' {
-            return err("invalid field format");
+        let (end, key) = scan_name(line, i, KEY_ESCAPES, b"=, ");
+        if end >= bytes.len() || bytes[end] != b'=' {
+            return Err(InfluxError::InvalidFieldFormat);
         }
         i = end + 1;
-        if i >= b.len() || matches!(b[i], b',' | b' ') {
-            return err("missing field value");
+        if i >= bytes.len() || matches!(bytes[i], b',' | b' ') {
+            return Err(InfluxError::MissingFieldValue);
         }
-        if b[i] == b'"' {
-            i = skip_string(b, i + 1)?;
-            if i < b.len() && !matches!(b[i], b',' | b' ') {
-                return err("invalid field format");
+        if bytes[i] == b'"' {
+            i = skip_string(bytes, i + 1)?;
+            if i < bytes.len() && !matches!(bytes[i], b',' | b' ') {
+                return Err(InfluxError::InvalidFieldFormat);
             }
             string_fields += 1;
         } else {
-            let end = b[i..]
+            let end = bytes[i..]
                 .iter()
                 .position(|&c| c == b',' || c == b' ')
-                .map_or(b.len(), |p| i + p);
-            fields.push((key, field_value(&s[i..end])?));
+                .map_or(bytes.len(), |p| i + p);
+            fields.push((key, field_value(&line[i..end])?));
             i = end;
         }
-        if b.get(i) == Some(&b',') {
+        if bytes.get(i) == Some(&b',') {
             i += 1;
         } else {
             break;
@@ -712,22 +681,20 @@ fn scan(s: &str) -> Result<RawLine<'_>, String> {
     }
     dedup_last_wins(&mut fields);
     // Timestamp.
-    i = skip_spaces(b, i);
-    let timestamp = if i < b.len() {
-        let end = b[i..]
+    i = skip_spaces(bytes, i);
+    let timestamp = if i < bytes.len() {
+        let end = bytes[i..]
             .iter()
             .position(|&c| c == b' ')
-            .map_or(b.len(), |p| i + p);
-        let text = &s[i..end];
+            .map_or(bytes.len(), |p| i + p);
+        let text = &line[i..end];
         let digits = text.strip_prefix('-').unwrap_or(text);
         if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return err("bad timestamp");
+            return Err(InfluxError::BadTimestamp);
         }
-        let ts = text
-            .parse::<i64>()
-            .map_err(|_| "bad timestamp".to_owned())?;
-        if skip_spaces(b, end) < b.len() {
-            return err("point is invalid");
+        let ts = text.parse::<i64>().map_err(|_| InfluxError::BadTimestamp)?;
+        if skip_spaces(bytes, end) < bytes.len() {
+            return Err(InfluxError::PointIsInvalid);
         }
         Some(ts)
     } else {
@@ -772,96 +739,89 @@ fn dedup_last_wins(fields: &mut Vec<(Cow<'_, str>, Value)>) {
 
 /// Skips a string field value starting after its opening quote; returns the index after the
 /// closing quote.
-fn skip_string(b: &[u8], mut i: usize) -> Result<usize, String> {
-    while i < b.len() {
-        match b[i] {
-            b'\\' if matches!(b.get(i + 1), Some(b'"' | b'\\')) => i += 2,
-            b'"' => return Ok(i + 1),
-            _ => i += 1,
+fn skip_string(bytes: &[u8], mut pos: usize) -> Result<usize, InfluxError> {
+    while pos < bytes.len() {
+        match bytes[pos] {
+            b'\\' if matches!(bytes.get(pos + 1), Some(b'"' | b'\\')) => pos += 2,
+            b'"' => return Ok(pos + 1),
+            _ => pos += 1,
         }
     }
-    err("unbalanced quotes")
+    Err(InfluxError::UnbalancedQuotes)
 }
 
 /// A non-string field value: boolean, `i` integer, `u` unsigned, or float.
-fn field_value(t: &str) -> Result<Value, String> {
-    match t {
+fn field_value(text: &str) -> Result<Value, InfluxError> {
+    match text {
         "t" | "T" | "true" | "True" | "TRUE" => return Ok(Value::Int(1)),
         "f" | "F" | "false" | "False" | "FALSE" => return Ok(Value::Int(0)),
         _ => {}
     }
-    let numeric_start = t
+    let numeric_start = text
         .bytes()
         .next()
         .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'N' | b'n'));
     if !numeric_start {
-        return err("invalid boolean");
+        return Err(InfluxError::InvalidBoolean);
     }
     let all_digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
-    if let Some(int) = t.strip_suffix('i') {
+    if let Some(int) = text.strip_suffix('i') {
         if !all_digits(int.strip_prefix('-').unwrap_or(int)) {
-            return err("invalid number");
+            return Err(InfluxError::InvalidNumber);
         }
         return int
             .parse::<i64>()
             .map(Value::Int)
-            .map_err(|_| format!("unable to parse integer {int}: value out of range"));
+            .map_err(|_| InfluxError::IntegerOutOfRange(int.to_owned()));
     }
-    if let Some(uint) = t.strip_suffix('u') {
+    if let Some(uint) = text.strip_suffix('u') {
         if !all_digits(uint) {
-            return err("invalid number");
+            return Err(InfluxError::InvalidNumber);
         }
         return match uint.parse::<u64>() {
             Ok(u) => Ok(i64::try_from(u).map_or(Value::Double(u as f64), Value::Int)),
-            Err(_) => Err(format!(
-                "unable to parse unsigned {uint}: value out of range"
-            )),
+            Err(_) => Err(InfluxError::UnsignedOutOfRange(uint.to_owned())),
         };
     }
-    if !is_float_literal(t) {
-        return err("invalid number");
+    if !is_float_literal(text) {
+        return Err(InfluxError::InvalidNumber);
     }
-    let d: f64 = t.parse().map_err(|_| "invalid number".to_owned())?;
+    let d: f64 = text.parse().map_err(|_| InfluxError::InvalidNumber)?;
     if !d.is_finite() {
-        return err("invalid float");
+        return Err(InfluxError::InvalidFloat);
     }
-    let f = d as f32;
-    Ok(if f64::from(f) == d {
-        Value::Float(f)
-    } else {
-        Value::Double(d)
-    })
+    Ok(Value::from_double(d))
 }
 
 /// `-?(digits)?(.digits?)?([eE][+-]?digits)?` with at least one mantissa digit.
-fn is_float_literal(t: &str) -> bool {
-    let b = t.as_bytes();
-    let mut i = usize::from(b.first() == Some(&b'-'));
+fn is_float_literal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = usize::from(bytes.first() == Some(&b'-'));
     let digits = |i: &mut usize| {
         let start = *i;
-        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+        while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
             *i += 1;
         }
         *i - start
     };
     let mut mantissa = digits(&mut i);
-    if b.get(i) == Some(&b'.') {
+    if bytes.get(i) == Some(&b'.') {
         i += 1;
         mantissa += digits(&mut i);
     }
     if mantissa == 0 {
         return false;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
         i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
         if digits(&mut i) == 0 {
             return false;
         }
     }
-    i == b.len()
+    i == bytes.len()
 }
 
 // ---- mapping and validation ----
@@ -881,12 +841,11 @@ fn build<'a>(
     precision: Precision,
     now_ms: i64,
     limits: &Limits,
-) -> Result<InfluxLine<'a>, String> {
+) -> Result<InfluxLine<'a>, InfluxError> {
     let timestamp = match raw.timestamp {
         Some(ts) => precision.to_timestamp(ts),
         None => timestamp_from_millis(now_ms),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     if raw.fields.is_empty() {
         // Only string fields: nothing to store, so the tags are not checked.
         return Ok(InfluxLine {
@@ -932,6 +891,7 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000_123;
 
+    /// A line parsed, its refusal as the text clients see.
     fn line(s: &str) -> Result<Option<InfluxLine<'_>>, String> {
         parse_line(
             s.as_bytes(),
@@ -939,6 +899,7 @@ mod tests {
             NOW,
             &Limits::default(),
         )
+        .map_err(|e| e.to_string())
     }
 
     fn ok(s: &str) -> InfluxLine<'_> {
@@ -1028,8 +989,9 @@ mod tests {
             );
             assert_eq!(crate::check_point(p, &Limits::default()), Ok(()));
         }
-        assert_eq!(batch.v1_response(), InfluxResponse::no_content());
-        assert_eq!(batch.v2_response().status, 204);
+        assert_eq!(batch.error_text(), None);
+        assert_eq!(batch.accepted_lines, 2);
+        assert!(!batch.empty_body);
     }
 
     #[test]
@@ -1234,7 +1196,7 @@ mod tests {
                 NOW,
                 &Limits::default()
             ),
-            Err("invalid UTF-8".to_owned())
+            Err(InfluxError::InvalidUtf8)
         );
     }
 
@@ -1258,6 +1220,7 @@ mod tests {
             let text = format!("m,h=a v=1 {ts}");
             parse_line(text.as_bytes(), p, NOW, &Limits::default())
                 .map(|l| l.map(|l| l.timestamp.as_millis()))
+                .map_err(|e| e.to_string())
         };
         use Precision::*;
         assert_eq!(
@@ -1324,7 +1287,7 @@ mod tests {
         assert_eq!(at(Milliseconds, "2000"), Ok(Some(2000)));
         // now_ms is checked too.
         assert_eq!(
-            parse_line(b"m,h=a v=1", Nanoseconds, 0, &Limits::default()),
+            parse_line(b"m,h=a v=1", Nanoseconds, 0, &Limits::default()).map_err(|e| e.to_string()),
             Err("invalid timestamp: 0 ms".to_owned())
         );
     }
@@ -1356,23 +1319,15 @@ mod tests {
             assert_eq!(Precision::from_v2(p), Ok(want), "{p}");
         }
         for bad in ["n", "u", "m", "h", "sec", "NS"] {
-            let e = Precision::from_v2(bad).unwrap_err();
-            let r = e.v2_response();
-            assert_eq!(r.status, 400);
             assert_eq!(
-                r.body.as_deref(),
-                Some(
-                    r#"{"code":"invalid","message":"invalid precision; valid precision units are ns, us, ms, and s"}"#
-                )
+                Precision::from_v2(bad),
+                Err(PrecisionError(bad.to_owned())),
+                "{bad}"
             );
         }
         let e = Precision::from_v1("sec").unwrap_err();
-        assert_eq!(
-            e.v1_response().body.as_deref(),
-            Some(
-                r#"{"error":"invalid precision \"sec\"; valid precision units are n, ns, u, us, ms, s, m and h"}"#
-            )
-        );
+        assert_eq!(e, PrecisionError("sec".to_owned()));
+        assert_eq!(e.to_string(), r#"invalid precision "sec""#);
     }
 
     #[test]
@@ -1417,7 +1372,7 @@ mod tests {
     }
 
     #[test]
-    fn body_errors_with_line_numbers_and_responses() {
+    fn body_errors_with_line_numbers() {
         let body = b"# header\n\
                      cpu,h=a v=1 1700000000000000000\n\
                      \n\
@@ -1432,59 +1387,44 @@ mod tests {
                 LineError {
                     line_no: 4,
                     line: "cpu,h=a v=oops 1700000000000000000".to_owned(),
-                    reason: "invalid boolean".to_owned(),
+                    reason: InfluxError::InvalidBoolean,
                 },
                 LineError {
                     line_no: 5,
                     line: "cpu v=1 1700000000000000000".to_owned(),
-                    reason: "Need at least one tag (metric=cpu.v, tags={})".to_owned(),
+                    reason: InfluxError::Check(CheckError::NoTags {
+                        metric: "cpu.v".to_owned()
+                    }),
                 },
             ]
         );
         let joined = "unable to parse 'cpu,h=a v=oops 1700000000000000000': invalid boolean\nunable to parse 'cpu v=1 1700000000000000000': Need at least one tag (metric=cpu.v, tags={})";
         assert_eq!(batch.error_text().as_deref(), Some(joined));
-        let v1 = batch.v1_response();
-        assert_eq!(v1.status, 400);
-        assert!(v1.write_points);
-        assert_eq!(
-            v1.body,
-            Some(
-                serde_json::json!({ "error": format!("partial write: {joined} dropped=0"), "line": 4 })
-                    .to_string()
-            )
-        );
-        let v2 = batch.v2_response();
-        assert_eq!(v2.status, 400);
-        assert!(!v2.write_points);
-        assert_eq!(
-            v2.body,
-            Some(
-                serde_json::json!({ "code": "invalid", "message": joined, "line": 4 }).to_string()
-            )
-        );
-        assert_eq!(v2.error.as_deref(), Some(joined));
-        // Every line failed: 1.x reports without "partial write".
+        assert_eq!(batch.first_error_line(), Some(4));
+        assert_eq!(batch.accepted_lines, 2);
+        // Every line failed.
         let batch = parse_body(b"cpu\n", Precision::Nanoseconds, NOW, &Limits::default());
+        assert_eq!(batch.accepted_lines, 0);
+        assert_eq!(batch.first_error_line(), Some(1));
         assert_eq!(
-            batch.v1_response().body.as_deref(),
-            Some(r#"{"error":"unable to parse 'cpu': missing fields","line":1}"#)
+            batch.error_text().as_deref(),
+            Some("unable to parse 'cpu': missing fields")
         );
-        // Empty bodies.
+        // An empty body, and one of blank and comment lines only.
         let empty = parse_body(b"", Precision::Nanoseconds, NOW, &Limits::default());
-        assert_eq!(empty.v1_response().status, 204);
-        assert_eq!(
-            empty.v2_response().body.as_deref(),
-            Some(r#"{"code":"invalid","message":"writing requires points"}"#)
-        );
+        assert!(empty.empty_body);
+        assert_eq!(empty.error_text(), None);
         let blank = parse_body(
             b"\n\n# c\n",
             Precision::Nanoseconds,
             NOW,
             &Limits::default(),
         );
-        assert_eq!(blank.v2_response().status, 204);
+        assert!(!blank.empty_body);
+        assert_eq!(blank.error_text(), None);
+        assert_eq!(blank.accepted_lines, 0);
         assert_eq!(
-            line_error_text(b"  bad\r", "missing fields"),
+            line_error_text(b"  bad\r", &InfluxError::MissingFields),
             "unable to parse 'bad': missing fields"
         );
     }
@@ -1505,6 +1445,6 @@ mod tests {
         let batch = parse_body(body, Precision::Nanoseconds, NOW, &Limits::default());
         assert_eq!(batch.lines.len(), 1);
         assert_eq!(batch.errors[0].line_no, 1);
-        assert_eq!(batch.errors[0].reason, "missing fields");
+        assert_eq!(batch.errors[0].reason, InfluxError::MissingFields);
     }
 }

@@ -31,26 +31,15 @@ use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::Limits;
+use crate::limits::Limits;
+pub use crate::messages::{
+    MSG_BAD_NUMBER, MSG_BAD_TIMESTAMP, MSG_NO_METRIC, MSG_NO_TAGS, MSG_NO_VALUE, MSG_NOT_OBJECT,
+    MSG_NULL,
+};
 use crate::number::parse_value;
-use crate::point::{Point, PutError, Timestamp, Value, complete};
+use crate::point::{Point, PutError, Timestamp, Value};
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
-use crate::validate::timestamp_in_range;
-
-/// Per-point error for a `null` array element.
-pub const MSG_NULL: &str = "Unexpected null datapoint encountered in set.";
-/// Per-point error for an array element that is not an object (hourglass extension).
-pub const MSG_NOT_OBJECT: &str = "Unexpected non-object datapoint encountered in set.";
-/// Per-point error: metric missing, null or empty.
-pub const MSG_NO_METRIC: &str = "Metric name was empty";
-/// Per-point error: timestamp missing, `<= 0` or unusable.
-pub const MSG_BAD_TIMESTAMP: &str = "Invalid timestamp";
-/// Per-point error: value missing, null or empty.
-pub const MSG_NO_VALUE: &str = "Empty value";
-/// Per-point error: tags missing, empty or not an object of scalars.
-pub const MSG_NO_TAGS: &str = "Missing tags";
-/// Per-point error: the value text is not a number (Java `NumberFormatException`).
-pub const MSG_BAD_NUMBER: &str = "Unable to parse value to a number";
+use crate::validate::{complete, timestamp_in_range};
 
 /// A body-level failure: nothing in the request is written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -5,30 +5,36 @@
 //! they have one) and never performs I/O, never reads a clock, never touches the UID tables and
 //! never stores anything.
 //!
-//! * [`telnet`] — line framing ([`telnet::next_line`]) and the telnet command / `put` parser
-//!   ([`telnet::parse_line`]).
-//! * [`json`] — the HTTP `/api/put` body decoder ([`json::decode_put_body`]) and per-point
-//!   validation ([`json::JsonPoint::to_point`]).
-//! * [`timestamp`] — the one timestamp rule of every write format ([`parse_timestamp`],
-//!   [`timestamp_from_millis`], [`MAX_TIMESTAMP_MS`]), also applied to query times
-//!   ([`parse_query_timestamp`]).
-//! * [`influx`] — InfluxDB line protocol: whole `/write` bodies ([`influx::parse_body`]) with
-//!   per-line errors and InfluxDB 1.x/2.x responses, single telnet-port lines
-//!   ([`influx::parse_line`]).
-//! * [`prom`] — Prometheus remote write ([`prom::decode_write`]) and remote read
-//!   ([`prom::decode_read`], [`prom::encode_read_response`]): hand-derived `prost` messages,
-//!   bounded snappy decoding, the name mapping both ways.
-//! * [`port`] — sharing one TCP port: HTTP or line protocol from a connection's first bytes
-//!   ([`port::sniff_connection`]), OpenTSDB command or InfluxDB line per line
-//!   ([`port::classify_line`]).
-//! * [`number`] — OpenTSDB's number rules (`Tags.parseLong`, value classification).
-//! * [`names`] — the reversible `%XX` mapping of foreign names (InfluxDB, Prometheus) onto
-//!   OpenTSDB's name characters ([`encode_name`], [`decode_name`]).
-//! * [`validate`] — name validation and the semantic checks shared by every write path.
+//! # Layout (one line a module, leaves last; every module depends only on those below it)
+//!
+//! * [`telnet`] — OpenTSDB telnet line framing ([`next_line`]) and command / `put` parsing.
+//! * [`json`] — the HTTP `/api/put` body ([`decode_put_body`]) and per-point checks ([`JsonPoint`]).
+//! * [`influx`] — InfluxDB line protocol: `/write` bodies ([`influx::parse_body`]) and lines.
+//! * [`prom`] — Prometheus remote write and remote read: the facade of the `prom::` modules below.
+//! * `prom::write` — remote write: a `WriteRequest`, series by series, into points.
+//! * `prom::read` — remote read: the request, its matchers, stored series as `TimeSeries`.
+//! * `prom::wire` — the protobuf field reader remote write streams a request with.
+//! * [`prom::pb`] — the `prompb` protobuf messages, with their official field numbers.
+//! * `prom::metric_names` — Prometheus metric names to OpenTSDB metrics and back.
+//! * `prom::snappy` — snappy block bodies, bounded before anything is allocated.
+//! * `prom::error` — [`prom::PromError`], a request that cannot be served as a whole.
+//! * [`port`] — sharing one TCP port: HTTP or line protocol, OpenTSDB command or InfluxDB line.
+//! * [`validate`] — name validation and the semantic checks of every write path ([`check_point`]).
+//! * [`timestamp`] — the one timestamp rule of every write format and of query times.
+//! * [`number`] — OpenTSDB's number rules ([`parse_long`], [`parse_value`]).
+//! * [`names`] — the reversible `%XX` mapping of foreign names ([`encode_name`], [`decode_name`]).
 //! * [`point`] — the data model ([`Point`], [`Timestamp`], [`Value`], [`PutError`]).
+//! * [`name_chars`] — the characters a stored name may hold, `%XX` escapes included.
+//! * [`messages`] — OpenTSDB's per-point `/api/put` error texts.
+//! * [`limits`] — the bounds applied while parsing ([`Limits`]).
+//! * `java` — Java's `toString` formats that OpenTSDB's error texts quote.
 
 pub mod influx;
+mod java;
 pub mod json;
+pub mod limits;
+pub mod messages;
+pub mod name_chars;
 pub mod names;
 pub mod number;
 pub mod point;
@@ -39,6 +45,7 @@ pub mod timestamp;
 pub mod validate;
 
 pub use json::{BodyError, JsonPoint, decode_put_body};
+pub use limits::{DEFAULT_MAX_NAME_LEN, Limits};
 pub use names::{decode_name, encode_name};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
@@ -49,30 +56,4 @@ pub use timestamp::{
     MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_query_timestamp, parse_timestamp,
     timestamp_from_millis, timestamp_from_secs,
 };
-pub use validate::{check_point, check_series, validate_name};
-
-/// The default of [`Limits::max_name_len`].
-pub const DEFAULT_MAX_NAME_LEN: usize = 1024;
-
-/// Limits applied while parsing and validating writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Maximum number of tags on one data point (`tsd.storage.max_tags`, OpenTSDB default 8).
-    pub max_tags: usize,
-    /// Maximum telnet line length in bytes, excluding the terminator (OpenTSDB: 1024).
-    pub max_line_len: usize,
-    /// Longest metric name, tag key or tag value in bytes, as stored (after the `%XX` mapping
-    /// of foreign names), on every protocol. OpenTSDB's telnet line bound keeps its names under
-    /// 1,024 bytes; hourglass applies that bound to HTTP, InfluxDB and Prometheus writes too.
-    pub max_name_len: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_tags: 8,
-            max_line_len: 1024,
-            max_name_len: DEFAULT_MAX_NAME_LEN,
-        }
-    }
-}
+pub use validate::{CheckError, NameError, check_point, check_series, validate_name};

@@ -2,7 +2,7 @@
 //! values; Prometheus metric names, label names and values) to OpenTSDB names.
 //!
 //! OpenTSDB allows ASCII letters and digits, `-`, `_`, `.`, `/` and Unicode letters in names
-//! ([`crate::validate::is_valid_name_char`]). InfluxDB and Prometheus allow much more (spaces,
+//! ([`crate::name_chars::is_valid_name_char`]). InfluxDB and Prometheus allow much more (spaces,
 //! `,`, `=`, `:`, `"`, emoji, ...). [`encode_name`] keeps every allowed character and writes each
 //! other character as `%XX` per UTF-8 byte (upper-case hex); `%` itself is not allowed and so
 //! becomes `%25`. [`decode_name`] reverses it exactly: `decode_name(&encode_name(s)) == s` for
@@ -20,34 +20,27 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::validate::is_valid_name_char;
-
-/// Upper-case hex digit (the only case [`encode_name`] writes and the validator accepts).
-pub(crate) fn is_upper_hex(b: u8) -> bool {
-    b.is_ascii_digit() || (b'A'..=b'F').contains(&b)
-}
-
-/// `true` when `rest` starts with two upper-case hex digits (the tail of a `%XX` escape).
-pub(crate) fn starts_with_escape_tail(rest: &[u8]) -> bool {
-    matches!(rest, [a, b, ..] if is_upper_hex(*a) && is_upper_hex(*b))
-}
+use crate::name_chars::{is_valid_name_char, starts_with_escape_tail};
 
 /// Maps a foreign name to an OpenTSDB name: allowed characters are kept, every other character
 /// (and `%`) is written as `%XX` for each of its UTF-8 bytes. Borrows when nothing changes.
-pub fn encode_name(s: &str) -> Cow<'_, str> {
-    encode_with(s, |_| None)
+pub fn encode_name(name: &str) -> Cow<'_, str> {
+    encode_with(name, |_| None)
 }
 
 /// [`encode_name`] with a hook that may replace single characters first (used for Prometheus
 /// metric names, where `:` becomes `.` and a literal `.` is escaped).
-pub(crate) fn encode_with(s: &str, special: impl Fn(char) -> Option<&'static str>) -> Cow<'_, str> {
+pub(crate) fn encode_with(
+    name: &str,
+    special: impl Fn(char) -> Option<&'static str>,
+) -> Cow<'_, str> {
     let keep = |c: char| special(c).is_none() && c != '%' && is_valid_name_char(c);
-    let Some(first) = s.find(|c: char| !keep(c)) else {
-        return Cow::Borrowed(s);
+    let Some(first) = name.find(|c: char| !keep(c)) else {
+        return Cow::Borrowed(name);
     };
-    let mut out = String::with_capacity(s.len() + 8);
-    out.push_str(&s[..first]);
-    for c in s[first..].chars() {
+    let mut out = String::with_capacity(name.len() + 8);
+    out.push_str(&name[..first]);
+    for c in name[first..].chars() {
         if let Some(rep) = special(c) {
             out.push_str(rep);
         } else if keep(c) {
@@ -66,23 +59,23 @@ pub(crate) fn encode_with(s: &str, special: impl Fn(char) -> Option<&'static str
 /// Reverses [`encode_name`]: each `%XX` (upper-case hex) becomes the byte it names. A name
 /// whose decoded bytes are not UTF-8 (only possible for names the encoder did not write) has
 /// the offending bytes replaced by U+FFFD. Borrows when there is nothing to decode.
-pub fn decode_name(s: &str) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    if !b
+pub fn decode_name(name: &str) -> Cow<'_, str> {
+    let bytes = name.as_bytes();
+    if !bytes
         .iter()
         .enumerate()
-        .any(|(i, &c)| c == b'%' && starts_with_escape_tail(&b[i + 1..]))
+        .any(|(i, &c)| c == b'%' && starts_with_escape_tail(&bytes[i + 1..]))
     {
-        return Cow::Borrowed(s);
+        return Cow::Borrowed(name);
     }
-    let mut out = Vec::with_capacity(b.len());
+    let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && starts_with_escape_tail(&b[i + 1..]) {
-            out.push(hex_value(b[i + 1]) << 4 | hex_value(b[i + 2]));
+    while i < bytes.len() {
+        if bytes[i] == b'%' && starts_with_escape_tail(&bytes[i + 1..]) {
+            out.push(hex_value(bytes[i + 1]) << 4 | hex_value(bytes[i + 2]));
             i += 3;
         } else {
-            out.push(b[i]);
+            out.push(bytes[i]);
             i += 1;
         }
     }
@@ -92,10 +85,10 @@ pub fn decode_name(s: &str) -> Cow<'_, str> {
     }
 }
 
-fn hex_value(b: u8) -> u8 {
-    match b {
-        b'0'..=b'9' => b - b'0',
-        _ => b - b'A' + 10,
+fn hex_value(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        _ => digit - b'A' + 10,
     }
 }
 

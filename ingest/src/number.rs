@@ -33,29 +33,29 @@ pub enum ValueError {
 /// Optional leading `+`/`-`, then ASCII digits only; at most 19 digits (20 characters with a sign,
 /// lengths counted in UTF-16 units like Java); no overflow (`-9223372036854775808` is valid,
 /// `+9223372036854775808` is not).
-pub fn parse_long(s: &str) -> Result<i64, String> {
-    let n: usize = s.chars().map(char::len_utf16).sum();
-    let mut chars = s.chars();
+pub fn parse_long(text: &str) -> Result<i64, String> {
+    let utf16_len: usize = text.chars().map(char::len_utf16).sum();
+    let mut chars = text.chars();
     let Some(first) = chars.next() else {
         return Err("Empty string".to_owned());
     };
     let signed = first == '+' || first == '-';
     if signed {
-        if n == 1 {
-            return Err(format!("Just a sign, no value: {s}"));
-        } else if n > 20 {
-            return Err(format!("Value too long: {s}"));
+        if utf16_len == 1 {
+            return Err(format!("Just a sign, no value: {text}"));
+        } else if utf16_len > 20 {
+            return Err(format!("Value too long: {text}"));
         }
-    } else if n > 19 {
-        return Err(format!("Value too long: {s}"));
+    } else if utf16_len > 19 {
+        return Err(format!("Value too long: {text}"));
     }
     // Accumulate negatively (so i64::MIN fits) with Java's wrapping arithmetic; for at most 19
     // digits an overflow always shows up as a positive accumulator.
     let mut v: i64 = 0;
-    let digits = if signed { chars } else { s.chars() };
+    let digits = if signed { chars } else { text.chars() };
     for (i, c) in digits.enumerate() {
         let Some(d) = c.to_digit(10) else {
-            return Err(format!("Invalid character '{c}' in {s}"));
+            return Err(format!("Invalid character '{c}' in {text}"));
         };
         if i > 0 {
             v = v.wrapping_mul(10);
@@ -63,11 +63,11 @@ pub fn parse_long(s: &str) -> Result<i64, String> {
         v = v.wrapping_sub(i64::from(d));
     }
     if v > 0 {
-        Err(format!("Overflow in {s}"))
+        Err(format!("Overflow in {text}"))
     } else if first == '-' {
         Ok(v)
     } else if v == i64::MIN {
-        Err(format!("Overflow in {s}"))
+        Err(format!("Overflow in {text}"))
     } else {
         Ok(-v)
     }
@@ -102,12 +102,7 @@ pub fn parse_value(text: &str) -> Result<Value, ValueError> {
             "-Infinity"
         }));
     }
-    let f = d as f32;
-    if f64::from(f) == d {
-        Ok(Value::Float(f))
-    } else {
-        Ok(Value::Double(d))
-    }
+    Ok(Value::from_double(d))
 }
 
 /// An optional sign, then digits whose value fits in a `u64`: the nearest double.

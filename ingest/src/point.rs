@@ -1,5 +1,4 @@
-//! The ingest data model: [`Point`], [`Timestamp`], [`Value`] and the per-point error [`PutError`],
-//! plus the step shared by every write path that turns parsed fields into a checked [`Point`].
+//! The ingest data model: [`Point`], [`Timestamp`], [`Value`] and the per-point error [`PutError`].
 //!
 //! [`Value`] also knows OpenTSDB's storage encoding (smallest big-endian integer width, 4-byte
 //! float, 8-byte double and their qualifier flags), which the "bad timestamp" message needs.
@@ -7,9 +6,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::Limits;
-use crate::number::{ValueError, parse_value};
-use crate::validate::check_point;
+use crate::messages::MSG_BAD_NUMBER;
 
 /// Raw timestamp as sent.
 ///
@@ -53,6 +50,17 @@ pub enum Value {
 }
 
 impl Value {
+    /// A finite double as OpenTSDB stores it: a 4-byte [`Value::Float`] when the double is
+    /// exactly representable as one, else an 8-byte [`Value::Double`].
+    pub fn from_double(double: f64) -> Value {
+        let float = double as f32;
+        if f64::from(float) == double {
+            Value::Float(float)
+        } else {
+            Value::Double(double)
+        }
+    }
+
     /// OpenTSDB's value bytes: integers big-endian on the smallest of 1/2/4/8 bytes,
     /// floats as 4-byte and doubles as 8-byte big-endian IEEE-754.
     pub fn encode(self) -> Vec<u8> {
@@ -176,64 +184,16 @@ impl PutError {
     pub fn http_message(&self) -> &str {
         match self {
             PutError::IllegalArgument(m) => m,
-            PutError::InvalidValue(_) => crate::json::MSG_BAD_NUMBER,
+            PutError::InvalidValue(_) => MSG_BAD_NUMBER,
         }
     }
-}
-
-/// Formats tags like a Java `Map.toString()`: `{k1=v1, k2=v2}` (input order).
-pub(crate) fn java_map<K: AsRef<str>, V: AsRef<str>>(tags: &[(K, V)]) -> String {
-    let mut out = String::from("{");
-    for (i, (k, v)) in tags.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(k.as_ref());
-        out.push('=');
-        out.push_str(v.as_ref());
-    }
-    out.push('}');
-    out
-}
-
-/// Formats bytes like Java's `Arrays.toString(byte[])` (signed): `[0, 1, -42]`.
-pub(crate) fn java_bytes(bytes: &[u8]) -> String {
-    let parts: Vec<String> = bytes.iter().map(|&b| (b as i8).to_string()).collect();
-    format!("[{}]", parts.join(", "))
-}
-
-/// Shared tail of every write path (OpenTSDB §3.4 steps 6–7): classify the value text, reject
-/// NaN/Infinity, then run the semantic checks of [`check_point`].
-pub(crate) fn complete<'a>(
-    metric: Cow<'a, str>,
-    timestamp: Timestamp,
-    value_text: &str,
-    tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
-    limits: &Limits,
-) -> Result<Point<'a>, PutError> {
-    let value = match parse_value(value_text) {
-        Ok(v) => v,
-        Err(ValueError::NotANumber(msg)) => return Err(PutError::InvalidValue(msg)),
-        Err(ValueError::NonFinite(what)) => {
-            return Err(PutError::IllegalArgument(format!(
-                "value is NaN or Infinite: {what} for metric={metric} timestamp={timestamp}"
-            )));
-        }
-    };
-    let point = Point {
-        metric,
-        timestamp,
-        value,
-        tags,
-    };
-    check_point(&point, limits).map_err(PutError::IllegalArgument)?;
-    Ok(point)
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::excessive_precision)]
 mod tests {
     use super::*;
+    use crate::number::parse_value;
 
     #[test]
     fn timestamp_seconds_vs_ms() {
@@ -265,19 +225,6 @@ mod tests {
             0.1f64.to_bits().to_be_bytes().to_vec()
         );
         assert_eq!(Value::Double(0.1).flags(), 0xF);
-    }
-
-    #[test]
-    fn java_formatting() {
-        assert_eq!(java_bytes(&[0x2A]), "[42]");
-        assert_eq!(java_bytes(&[0, 1, 0, 1]), "[0, 1, 0, 1]");
-        assert_eq!(java_bytes(&[0xD6]), "[-42]");
-        assert_eq!(java_map::<&str, &str>(&[]), "{}");
-        let tags = vec![
-            (Cow::Borrowed("a"), Cow::Borrowed("b")),
-            (Cow::Borrowed("c"), Cow::Borrowed("d")),
-        ];
-        assert_eq!(java_map(&tags), "{a=b, c=d}");
     }
 
     #[test]

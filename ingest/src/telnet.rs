@@ -30,9 +30,11 @@
 
 use std::borrow::Cow;
 
-use crate::Limits;
-use crate::point::{Point, PutError, Timestamp, Value, complete, java_map};
+use crate::java::java_map;
+use crate::limits::Limits;
+use crate::point::{Point, PutError, Timestamp, Value};
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
+use crate::validate::complete;
 
 /// Outcome of looking for the next line in a receive buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,8 +137,8 @@ pub fn parse_line<'a>(line: &'a [u8], limits: &Limits) -> Command<'a> {
     }
 }
 
-fn parse_str<'a>(s: &'a str, limits: &Limits) -> Command<'a> {
-    let mut words = s.split(' ').filter(|w| !w.is_empty());
+fn parse_str<'a>(line: &'a str, limits: &Limits) -> Command<'a> {
+    let mut words = line.split(' ').filter(|w| !w.is_empty());
     match words.next().unwrap_or("") {
         "put" => Command::Put(parse_put(words, limits)),
         "version" => Command::Version,
@@ -164,19 +166,19 @@ pub struct FastPut<'a> {
     pub value: Value,
 }
 
-fn word(s: &[u8]) -> (&[u8], &[u8]) {
-    let s = trim_start_spaces(s);
-    let end = memchr_space(s);
-    (&s[..end], &s[end..])
+fn word(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let bytes = trim_start_spaces(bytes);
+    let end = memchr_space(bytes);
+    (&bytes[..end], &bytes[end..])
 }
 
-fn trim_start_spaces(s: &[u8]) -> &[u8] {
-    let n = s.iter().take_while(|&&b| b == b' ').count();
-    &s[n..]
+fn trim_start_spaces(bytes: &[u8]) -> &[u8] {
+    let spaces = bytes.iter().take_while(|&&b| b == b' ').count();
+    &bytes[spaces..]
 }
 
-fn memchr_space(s: &[u8]) -> usize {
-    s.iter().position(|&b| b == b' ').unwrap_or(s.len())
+fn memchr_space(bytes: &[u8]) -> usize {
+    bytes.iter().position(|&b| b == b' ').unwrap_or(bytes.len())
 }
 
 /// Splits a `put` line for a series cache without parsing its tags:

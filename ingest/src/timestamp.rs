@@ -29,15 +29,20 @@
 
 use std::borrow::Cow;
 
+use crate::messages::MSG_BAD_TIMESTAMP;
 use crate::number::parse_long;
 use crate::point::{PutError, Timestamp};
-use crate::validate::MAX_MS_TIMESTAMP;
 
 /// The latest second a row key's 4-byte base time holds: 2106-02-07T06:28:15Z.
 pub const MAX_TIMESTAMP_SECS: u64 = u32::MAX as u64;
 
 /// The latest millisecond a row key holds: the last millisecond of [`MAX_TIMESTAMP_SECS`].
 pub const MAX_TIMESTAMP_MS: u64 = MAX_TIMESTAMP_SECS * 1000 + 999;
+
+/// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`), 2286-11-20. Not a
+/// limit of hourglass, which refuses everything after [`MAX_TIMESTAMP_MS`]: only OpenTSDB's
+/// error text for a plain integer above it is kept ([`opentsdb_out_of_range`]).
+pub const OPENTSDB_MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
 
 /// [`MAX_TIMESTAMP_SECS`] as a UTC date, for messages.
 pub const MAX_TIMESTAMP_TEXT: &str = "2106-02-07T06:28:15Z";
@@ -89,15 +94,15 @@ impl TimestampError {
     pub fn http_message(&self) -> String {
         match self {
             TimestampError::NotANumber(_) | TimestampError::NotPositive(_) => {
-                crate::json::MSG_BAD_TIMESTAMP.to_owned()
+                MSG_BAD_TIMESTAMP.to_owned()
             }
             other => other.to_string(),
         }
     }
 }
 
-fn all_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+fn all_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Parses a timestamp written as text (telnet `put`, `/api/put` numeric strings and JSON
@@ -216,7 +221,7 @@ pub fn opentsdb_out_of_range(text: &str) -> Option<Timestamp> {
     parse_long(text)
         .ok()
         .and_then(|v| u64::try_from(v).ok())
-        .filter(|&v| v > MAX_MS_TIMESTAMP)
+        .filter(|&v| v > OPENTSDB_MAX_MS_TIMESTAMP)
         .map(Timestamp)
 }
 

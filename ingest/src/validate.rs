@@ -1,86 +1,151 @@
 //! Name validation (`Tags.validateString`) and the semantic checks OpenTSDB applies to every
 //! data point before UID resolution (§3.4 step 7): timestamp range, tag count, metric name, then
-//! each tag key and value — in that order, first failure wins.
+//! each tag key and value — in that order, first failure wins. Also the step shared by every
+//! write path that turns parsed fields into a checked [`Point`] (`complete`).
 
-use crate::Limits;
-use crate::names::starts_with_escape_tail;
-use crate::point::{Point, Timestamp, java_bytes, java_map};
-use crate::timestamp::{MAX_TIMESTAMP_MS, TimestampError};
+use std::borrow::Cow;
 
-/// OpenTSDB's largest accepted millisecond timestamp (`addPointInternal`). Only its error text is
-/// kept: hourglass refuses everything after [`MAX_TIMESTAMP_MS`] (2106), see [`crate::timestamp`].
-pub const MAX_MS_TIMESTAMP: u64 = 9_999_999_999_999;
+use crate::java::{java_bytes, java_map};
+use crate::limits::Limits;
+pub use crate::name_chars::is_valid_name_char;
+use crate::name_chars::{NAME_BYTE, starts_with_escape_tail};
+use crate::number::{ValueError, parse_value};
+use crate::point::{Point, PutError, Timestamp};
+use crate::timestamp::{MAX_TIMESTAMP_MS, OPENTSDB_MAX_MS_TIMESTAMP, TimestampError};
 
-/// `true` for the characters OpenTSDB allows in metric names, tag keys and tag values:
-/// ASCII letters and digits, `-`, `_`, `.`, `/`, and Unicode alphabetic characters.
-pub fn is_valid_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') || c.is_alphabetic()
+/// Why a name (metric, tag key, tag value, UID name) is refused. `what` says which name it is,
+/// as OpenTSDB's text does: `metric name`, `tag name with value [<v>]`, `tag value with key
+/// [<k>]`, or a UID kind (`metric`, `tagk`, `tagv`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// The name is empty.
+    #[error("Invalid {what}: empty string")]
+    Empty {
+        /// Which name.
+        what: String,
+    },
+    /// The name is longer than [`Limits::max_name_len`] bytes; only its start is kept, so that
+    /// the error does not echo a huge name.
+    #[error("Invalid {what} (\"{start}...\"): {len} bytes, longer than the limit of {max_len}")]
+    TooLong {
+        /// Which name.
+        what: String,
+        /// The first whole characters of the name, at most 64 bytes.
+        start: String,
+        /// The name's length in bytes.
+        len: usize,
+        /// The limit.
+        max_len: usize,
+    },
+    /// The name holds a character OpenTSDB does not allow (the first one is reported).
+    #[error("Invalid {what} (\"{name}\"): illegal character: {character}")]
+    IllegalCharacter {
+        /// Which name.
+        what: String,
+        /// The name as sent.
+        name: String,
+        /// The first offending character.
+        character: char,
+    },
 }
 
-/// OpenTSDB's `Tags.validateString(what, s)`, plus one documented deviation: `%` followed by two
-/// upper-case hex digits is accepted, because that is how [`crate::names::encode_name`] writes
-/// the characters InfluxDB and Prometheus names may contain but OpenTSDB's may not.
+/// Why a data point or a series fails the semantic checks of [`check_point`] /
+/// [`check_series`]; the text is OpenTSDB's IllegalArgument message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// Zero, or after [`MAX_TIMESTAMP_MS`]: the [`crate::timestamp`] message.
+    #[error(transparent)]
+    Timestamp(#[from] TimestampError),
+    /// A millisecond timestamp above [`OPENTSDB_MAX_MS_TIMESTAMP`], with OpenTSDB's text that
+    /// names the value's storage bytes and flags, the metric and the tags.
+    #[error(
+        "bad timestamp={timestamp} when trying to add value={value_bytes}/{flags} to metric={metric}, tags={tags}"
+    )]
+    OpenTsdbBadTimestamp {
+        /// The raw timestamp.
+        timestamp: u64,
+        /// The value's storage bytes as Java prints them (`[0, 1, -42]`).
+        value_bytes: String,
+        /// The value's qualifier flags.
+        flags: u8,
+        /// The metric.
+        metric: String,
+        /// The tags as Java prints a map (`{k=v, ...}`).
+        tags: String,
+    },
+    /// No tags at all.
+    #[error("Need at least one tag (metric={metric}, tags={{}})")]
+    NoTags {
+        /// The metric.
+        metric: String,
+    },
+    /// More than [`Limits::max_tags`] tags.
+    #[error("Too many tags: {count} maximum allowed: {max_tags}, tags: {tags}")]
+    TooManyTags {
+        /// How many tags the point has.
+        count: usize,
+        /// The limit.
+        max_tags: usize,
+        /// The tags as Java prints a map (`{k=v, ...}`).
+        tags: String,
+    },
+    /// The metric name, a tag key or a tag value is refused.
+    #[error(transparent)]
+    Name(#[from] NameError),
+}
+
+/// OpenTSDB's `Tags.validateString(what, name)`, plus one documented deviation: `%` followed by
+/// two upper-case hex digits is accepted, because that is how [`crate::names::encode_name`]
+/// writes the characters InfluxDB and Prometheus names may contain but OpenTSDB's may not.
 ///
 /// Also the length bound of hourglass (`max_len` bytes, [`crate::Limits::max_name_len`]), on
 /// every protocol: OpenTSDB bounds names only by its telnet line.
 ///
-/// Errors: `Invalid <what>: empty string`, `Invalid <what> ("<s>"): illegal character: <c>`
-/// (first offending char), or `Invalid <what> ("<first 64 bytes>..."): <n> bytes, longer than
-/// the limit of <max_len>`. `what` is e.g. `metric name`, `tag name with value [<v>]`,
-/// `tag value with key [<k>]`, or a UID kind (`metric`, `tagk`, `tagv`).
-pub fn validate_name(what: &str, s: &str, max_len: usize) -> Result<(), String> {
-    check_name(s, max_len, || what.to_owned())
+/// Errors ([`NameError`]): `Invalid <what>: empty string`, `Invalid <what> ("<name>"): illegal
+/// character: <c>` (first offending char), or `Invalid <what> ("<first 64 bytes>..."): <n>
+/// bytes, longer than the limit of <max_len>`.
+pub fn validate_name(what: &str, name: &str, max_len: usize) -> Result<(), NameError> {
+    check_name(name, max_len, || what.to_owned())
 }
 
 /// The start of a long name, for an error text (whole characters, at most 64 bytes).
-fn shortened(s: &str) -> &str {
-    let mut end = s.len().min(64);
-    while !s.is_char_boundary(end) {
+fn shortened(name: &str) -> &str {
+    let mut end = name.len().min(64);
+    while !name.is_char_boundary(end) {
         end -= 1;
     }
-    &s[..end]
+    &name[..end]
 }
-
-/// ASCII bytes allowed in names: letters, digits, `-`, `_`, `.`, `/`.
-const NAME_BYTE: [bool; 128] = {
-    let mut t = [false; 128];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/');
-        b += 1;
-    }
-    t
-};
 
 /// [`validate_name`] with the `what` of the error message built only when
 /// there is an error (the check runs for every name of every point).
-fn check_name(s: &str, max_len: usize, what: impl FnOnce() -> String) -> Result<(), String> {
-    if s.is_empty() {
-        return Err(format!("Invalid {}: empty string", what()));
+fn check_name(name: &str, max_len: usize, what: impl FnOnce() -> String) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty { what: what() });
     }
-    if s.len() > max_len {
-        return Err(format!(
-            "Invalid {} (\"{}...\"): {} bytes, longer than the limit of {max_len}",
-            what(),
-            shortened(s),
-            s.len()
-        ));
+    if name.len() > max_len {
+        return Err(NameError::TooLong {
+            what: what(),
+            start: shortened(name).to_owned(),
+            len: name.len(),
+            max_len,
+        });
     }
     // Fast path: plain ASCII names, one table lookup per byte.
-    if s.bytes().all(|b| b < 128 && NAME_BYTE[b as usize]) {
+    if name.bytes().all(|b| b < 128 && NAME_BYTE[b as usize]) {
         return Ok(());
     }
-    let mut chars = s.char_indices();
+    let mut chars = name.char_indices();
     while let Some((i, c)) = chars.next() {
-        if c == '%' && starts_with_escape_tail(&s.as_bytes()[i + 1..]) {
+        if c == '%' && starts_with_escape_tail(&name.as_bytes()[i + 1..]) {
             // The two hex digits are ASCII: skip them.
             chars.nth(1);
         } else if !is_valid_name_char(c) {
-            return Err(format!(
-                "Invalid {} (\"{s}\"): illegal character: {c}",
-                what()
-            ));
+            return Err(NameError::IllegalCharacter {
+                what: what(),
+                name: name.to_owned(),
+                character: c,
+            });
         }
     }
     Ok(())
@@ -88,9 +153,9 @@ fn check_name(s: &str, max_len: usize, what: impl FnOnce() -> String) -> Result<
 
 /// Whether a timestamp passes step 1 of [`check_point`] (the range checks,
 /// which depend on nothing else of the point).
-pub fn timestamp_in_range(ts: Timestamp) -> bool {
-    let t = ts.0;
-    t != 0 && !(ts.is_ms() && t > MAX_MS_TIMESTAMP) && t <= MAX_TIMESTAMP_MS
+pub fn timestamp_in_range(timestamp: Timestamp) -> bool {
+    let raw = timestamp.0;
+    raw != 0 && !(timestamp.is_ms() && raw > OPENTSDB_MAX_MS_TIMESTAMP) && raw <= MAX_TIMESTAMP_MS
 }
 
 /// The semantic checks of OpenTSDB's `addPointInternal` / `checkMetricAndTags`, in order:
@@ -104,26 +169,26 @@ pub fn timestamp_in_range(ts: Timestamp) -> bool {
 ///    more than `limits.max_tags` → `Too many tags: <n> maximum allowed: <max>, tags: {...}`;
 /// 3. metric name, then each tag key and value, via [`validate_name`].
 ///
-/// Returns the IllegalArgument message on failure.
-pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
-    let ts = point.timestamp.0;
+/// The error's text is the IllegalArgument message.
+pub fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), CheckError> {
+    let raw = point.timestamp.0;
     if timestamp_in_range(point.timestamp) {
         return check_series(&point.metric, &point.tags, limits);
     }
-    if ts == 0 {
-        return Err(TimestampError::NotPositive("0".to_owned()).to_string());
+    if raw == 0 {
+        return Err(TimestampError::NotPositive("0".to_owned()).into());
     }
-    if point.timestamp.is_ms() && ts > MAX_MS_TIMESTAMP {
-        return Err(format!(
-            "bad timestamp={ts} when trying to add value={}/{} to metric={}, tags={}",
-            java_bytes(&point.value.encode()),
-            point.value.flags(),
-            point.metric,
-            java_map(&point.tags)
-        ));
+    if point.timestamp.is_ms() && raw > OPENTSDB_MAX_MS_TIMESTAMP {
+        return Err(CheckError::OpenTsdbBadTimestamp {
+            timestamp: raw,
+            value_bytes: java_bytes(&point.value.encode()),
+            flags: point.value.flags(),
+            metric: point.metric.to_string(),
+            tags: java_map(&point.tags),
+        });
     }
     // Out of range, and neither of the above: after MAX_TIMESTAMP_MS.
-    Err(TimestampError::AfterMax(ts.to_string()).to_string())
+    Err(TimestampError::AfterMax(raw.to_string()).into())
 }
 
 /// Steps 2–3 of [`check_point`] (tag count, then metric and tag names) for a series, for write
@@ -132,28 +197,59 @@ pub fn check_series<K: AsRef<str>, V: AsRef<str>>(
     metric: &str,
     tags: &[(K, V)],
     limits: &Limits,
-) -> Result<(), String> {
+) -> Result<(), CheckError> {
     if tags.is_empty() {
-        return Err(format!(
-            "Need at least one tag (metric={metric}, tags={{}})"
-        ));
+        return Err(CheckError::NoTags {
+            metric: metric.to_owned(),
+        });
     }
     if tags.len() > limits.max_tags {
-        return Err(format!(
-            "Too many tags: {} maximum allowed: {}, tags: {}",
-            tags.len(),
-            limits.max_tags,
-            java_map(tags)
-        ));
+        return Err(CheckError::TooManyTags {
+            count: tags.len(),
+            max_tags: limits.max_tags,
+            tags: java_map(tags),
+        });
     }
-    let max = limits.max_name_len;
-    validate_name("metric name", metric, max)?;
-    for (k, v) in tags {
-        let (k, v) = (k.as_ref(), v.as_ref());
-        check_name(k, max, || format!("tag name with value [{}]", shortened(v)))?;
-        check_name(v, max, || format!("tag value with key [{}]", shortened(k)))?;
+    let max_len = limits.max_name_len;
+    validate_name("metric name", metric, max_len)?;
+    for (key, value) in tags {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        check_name(key, max_len, || {
+            format!("tag name with value [{}]", shortened(value))
+        })?;
+        check_name(value, max_len, || {
+            format!("tag value with key [{}]", shortened(key))
+        })?;
     }
     Ok(())
+}
+
+/// Shared tail of every write path (OpenTSDB §3.4 steps 6–7): classify the value text, reject
+/// NaN/Infinity, then run the semantic checks of [`check_point`].
+pub(crate) fn complete<'a>(
+    metric: Cow<'a, str>,
+    timestamp: Timestamp,
+    value_text: &str,
+    tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    limits: &Limits,
+) -> Result<Point<'a>, PutError> {
+    let value = match parse_value(value_text) {
+        Ok(v) => v,
+        Err(ValueError::NotANumber(msg)) => return Err(PutError::InvalidValue(msg)),
+        Err(ValueError::NonFinite(what)) => {
+            return Err(PutError::IllegalArgument(format!(
+                "value is NaN or Infinite: {what} for metric={metric} timestamp={timestamp}"
+            )));
+        }
+    };
+    let point = Point {
+        metric,
+        timestamp,
+        value,
+        tags,
+    };
+    check_point(&point, limits).map_err(|e| PutError::IllegalArgument(e.to_string()))?;
+    Ok(point)
 }
 
 #[cfg(test)]
@@ -163,6 +259,19 @@ mod tests {
 
     use super::*;
     use crate::point::{Timestamp, Value};
+
+    // The checks with their errors as the text clients see, byte for byte.
+    fn validate_name(what: &str, name: &str, max_len: usize) -> Result<(), String> {
+        super::validate_name(what, name, max_len).map_err(|e| e.to_string())
+    }
+
+    fn check_point(point: &Point<'_>, limits: &Limits) -> Result<(), String> {
+        super::check_point(point, limits).map_err(|e| e.to_string())
+    }
+
+    fn check_series(metric: &str, tags: &[(&str, &str)], limits: &Limits) -> Result<(), String> {
+        super::check_series(metric, tags, limits).map_err(|e| e.to_string())
+    }
 
     fn point<'a>(metric: &'a str, ts: u64, value: Value, tags: &[(&'a str, &'a str)]) -> Point<'a> {
         Point {
@@ -392,6 +501,37 @@ mod tests {
         assert_eq!(
             check_point(&point("", 1, Value::Int(1), &[("k", "v")]), &limits),
             Err("Invalid metric name: empty string".into())
+        );
+    }
+
+    #[test]
+    fn errors_say_what_was_wrong() {
+        let limits = Limits::default();
+        assert_eq!(
+            super::check_point(&point("m", 0, Value::Int(1), &[("a", "b")]), &limits),
+            Err(CheckError::Timestamp(TimestampError::NotPositive(
+                "0".to_owned()
+            )))
+        );
+        assert_eq!(
+            super::check_series::<&str, &str>("m", &[], &limits),
+            Err(CheckError::NoTags {
+                metric: "m".to_owned()
+            })
+        );
+        assert_eq!(
+            super::check_series("m", &[("k", "a b")], &limits),
+            Err(CheckError::Name(NameError::IllegalCharacter {
+                what: "tag value with key [k]".to_owned(),
+                name: "a b".to_owned(),
+                character: ' ',
+            }))
+        );
+        assert_eq!(
+            super::validate_name("tagk", "", 8),
+            Err(NameError::Empty {
+                what: "tagk".to_owned()
+            })
         );
     }
 }

@@ -519,7 +519,7 @@ mod influx_props {
             assert!(e.line_no >= 1);
             assert!(e.to_string().starts_with("unable to parse '"));
         }
-        let _ = (batch.v1_response(), batch.v2_response());
+        assert_eq!(batch.error_text().is_none(), batch.errors.is_empty());
     }
 
     /// Any text that can be written as a line-protocol name (no newline, no trailing backslash,

@@ -20,7 +20,10 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use crate::error::QueryError;
-use crate::render::push_str_lit;
+use crate::input::{
+    first_param, has_param, json_err, lenient_flag, opt_array, opt_string, parse_body,
+};
+use crate::json_out::{push_str_list, push_str_lit, push_str_map};
 use crate::time::parse_time;
 
 /// One annotation (note).
@@ -41,11 +44,11 @@ pub struct Annotation {
 }
 
 /// The start time in ms, for window checks (OpenTSDB: `ts & SECOND_MASK`).
-pub(crate) fn time_ms(t: i64) -> i64 {
-    if t > i64::from(u32::MAX) || t < 0 {
-        t
+pub(crate) fn time_ms(time: i64) -> i64 {
+    if time > i64::from(u32::MAX) || time < 0 {
+        time
     } else {
-        t.saturating_mul(1000)
+        time.saturating_mul(1000)
     }
 }
 
@@ -73,7 +76,7 @@ impl Annotation {
         push_str_lit(&mut out, &self.notes);
         out.push_str(",\"custom\":");
         match &self.custom {
-            Some(map) => push_custom(&mut out, map),
+            Some(map) => push_str_map(&mut out, map),
             None => out.push_str("null"),
         }
         out.push('}');
@@ -96,7 +99,7 @@ impl Annotation {
         push_str_lit(out, &self.notes);
         if let Some(map) = &self.custom {
             out.push_str(",\"custom\":");
-            push_custom(out, map);
+            push_str_map(out, map);
         }
         let _ = write!(
             out,
@@ -120,19 +123,6 @@ impl Annotation {
             .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))?;
         Ok(Annotation::from_json(&v)?.annotation)
     }
-}
-
-fn push_custom(out: &mut String, map: &BTreeMap<String, String>) {
-    out.push('{');
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_str_lit(out, k);
-        out.push(':');
-        push_str_lit(out, v);
-    }
-    out.push('}');
 }
 
 /// Renders a JSON array of annotations (response form).
@@ -237,31 +227,6 @@ fn sync(
     Ok(SyncOutcome::Store(note))
 }
 
-fn json_err(details: &str) -> QueryError {
-    QueryError::bad_with("Unable to parse the given JSON", details)
-}
-
-fn parse_body(body: &[u8]) -> Result<Value, QueryError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(QueryError::bad_with(
-            "Missing message content",
-            "Supply valid JSON formatted data in the body of your request",
-        ));
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))
-}
-
-fn str_field(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, QueryError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-        Some(_) => Err(json_err(&format!("'{key}' must be a string"))),
-    }
-}
-
 /// `startTime` / `endTime`: a number or numeric string by the one timestamp
 /// rule (seconds, 13-digit milliseconds or `<seconds>.<3 digits>`, not after
 /// 2106), kept raw as OpenTSDB does (seconds stay seconds). Zero means unset.
@@ -285,7 +250,7 @@ fn time_field(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, QueryE
 fn update_from_object(obj: &Map<String, Value>) -> Result<AnnotationUpdate, QueryError> {
     let mut u = AnnotationUpdate::default();
     let n = &mut u.annotation;
-    if let Some(t) = str_field(obj, "tsuid")? {
+    if let Some(t) = opt_string(obj, "tsuid")? {
         n.tsuid = t;
     }
     if let Some(t) = time_field(obj, "startTime")? {
@@ -295,11 +260,11 @@ fn update_from_object(obj: &Map<String, Value>) -> Result<AnnotationUpdate, Quer
         u.changed.end_time = t != n.end_time;
         n.end_time = t;
     }
-    if let Some(d) = str_field(obj, "description")? {
+    if let Some(d) = opt_string(obj, "description")? {
         u.changed.description = d != n.description;
         n.description = d;
     }
-    if let Some(d) = str_field(obj, "notes")? {
+    if let Some(d) = opt_string(obj, "notes")? {
         u.changed.notes = d != n.notes;
         n.notes = d;
     }
@@ -335,12 +300,7 @@ pub fn parse_annotation_query_string(
     params: &[(String, String)],
     now_ms: i64,
 ) -> Result<AnnotationUpdate, QueryError> {
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |name: &str| first_param(params, name);
     let mut u = AnnotationUpdate::default();
     if let Some(t) = get("tsuid") {
         u.annotation.tsuid = t.to_string();
@@ -435,24 +395,16 @@ pub fn parse_bulk_delete_json(body: &[u8], now_ms: i64) -> Result<BulkDelete, Qu
     let obj = v
         .as_object()
         .ok_or_else(|| json_err("the bulk delete request must be a JSON object"))?;
-    let tsuids = match obj.get("tsuids") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(|t| t.as_str().map(str::to_string))
-            .collect(),
-        Some(_) => return Err(json_err("'tsuids' must be an array")),
-    };
-    let global = match obj.get("global") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
-        _ => false,
-    };
+    let tsuids = opt_array(obj, "tsuids")?
+        .iter()
+        .filter_map(|tsuid| tsuid.as_str().map(str::to_string))
+        .collect();
+    let global = lenient_flag(obj.get("global"));
     bulk_delete(
         tsuids,
         global,
-        str_field(obj, "startTime")?,
-        str_field(obj, "endTime")?,
+        opt_string(obj, "startTime")?,
+        opt_string(obj, "endTime")?,
         now_ms,
     )
 }
@@ -463,12 +415,7 @@ pub fn parse_bulk_delete_query_string(
     params: &[(String, String)],
     now_ms: i64,
 ) -> Result<BulkDelete, QueryError> {
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
+    let get = |name: &str| first_param(params, name).map(str::to_owned);
     let tsuids = get("tsuids")
         .map(|t| {
             t.split(',')
@@ -477,7 +424,7 @@ pub fn parse_bulk_delete_query_string(
                 .collect()
         })
         .unwrap_or_default();
-    let global = params.iter().any(|(k, _)| k == "global");
+    let global = has_param(params, "global");
     bulk_delete(tsuids, global, get("start_time"), get("end_time"), now_ms)
 }
 
@@ -488,12 +435,7 @@ pub fn render_bulk_delete(req: &BulkDelete, total_deleted: u64) -> Vec<u8> {
         out.push_str("null");
     } else {
         out.push('[');
-        for (i, t) in req.tsuids.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_str_lit(&mut out, t);
-        }
+        push_str_list(&mut out, &req.tsuids);
         out.push(']');
     }
     let _ = write!(out, ",\"global\":{},\"startTime\":", req.global);

@@ -41,8 +41,8 @@ fn arrow_err(e: impl std::fmt::Display) -> QueryError {
     QueryError::Execution(format!("Arrow encoding failed: {e}"))
 }
 
-/// Renders `results` of `q` as an Arrow IPC stream.
-pub fn render_arrow(q: &TsQuery, results: &[QueryResult]) -> Result<Vec<u8>, QueryError> {
+/// Renders `results` of `query` as an Arrow IPC stream.
+pub fn render_arrow(query: &TsQuery, results: &[QueryResult]) -> Result<Vec<u8>, QueryError> {
     let keys: BTreeSet<&str> = results
         .iter()
         .flat_map(|r| r.tags.keys().map(String::as_str))
@@ -81,8 +81,9 @@ pub fn render_arrow(q: &TsQuery, results: &[QueryResult]) -> Result<Vec<u8>, Que
         let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(arrow_err)?;
         for (i, r) in results.iter().enumerate() {
             let series = u32::try_from(i).map_err(arrow_err)?;
-            let nan_as_null = q.arrays
-                || q.queries
+            let nan_as_null = query.arrays
+                || query
+                    .queries
                     .iter()
                     .find(|s| s.index == r.sub_query)
                     .and_then(|s| s.downsample.as_ref())
@@ -91,7 +92,13 @@ pub fn render_arrow(q: &TsQuery, results: &[QueryResult]) -> Result<Vec<u8>, Que
             let ts: TimestampMillisecondArray = r
                 .dps
                 .iter()
-                .map(|(t, _)| if q.ms_resolution { *t } else { t / 1000 * 1000 })
+                .map(|(t, _)| {
+                    if query.ms_resolution {
+                        *t
+                    } else {
+                        t / 1000 * 1000
+                    }
+                })
                 .collect::<Vec<i64>>()
                 .into();
             let values: Float64Array = r
@@ -125,11 +132,11 @@ pub fn render_arrow(q: &TsQuery, results: &[QueryResult]) -> Result<Vec<u8>, Que
     Ok(out)
 }
 
-/// A dictionary column holding `value` (or null) `n` times.
-fn constant_dict(value: Option<&str>, n: usize) -> arrow_array::DictionaryArray<Int32Type> {
+/// A dictionary column holding `value` (or null) `len` times.
+fn constant_dict(value: Option<&str>, len: usize) -> arrow_array::DictionaryArray<Int32Type> {
     let mut b =
-        StringDictionaryBuilder::<Int32Type>::with_capacity(n, 1, value.map_or(0, str::len));
-    for _ in 0..n {
+        StringDictionaryBuilder::<Int32Type>::with_capacity(len, 1, value.map_or(0, str::len));
+    for _ in 0..len {
         match value {
             Some(v) => {
                 b.append_value(v);

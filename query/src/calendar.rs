@@ -26,7 +26,7 @@
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::time::{DAY_MS, civil_from_days, days_from_civil};
+use crate::civil::{DAY_MS, civil_from_days, days_from_civil};
 
 /// The JDK's legacy three-letter zone IDs (`ZoneInfoFile.oldMappings`, with
 /// `sun.timezone.ids.oldmapping=false`): OpenTSDB accepts them because they

@@ -168,9 +168,9 @@ impl DownsampleSpec {
 
 /// `<n><unit>` read as a calendar interval (the duration must also parse,
 /// since the scan window uses its fixed length).
-fn calendar_interval(s: &str) -> Result<DownsampleInterval, QueryError> {
-    let ms = parse_duration(s)?;
-    let lower = s.to_lowercase();
+fn calendar_interval(spec: &str) -> Result<DownsampleInterval, QueryError> {
+    let ms = parse_duration(spec)?;
+    let lower = spec.to_lowercase();
     let (count_str, unit) = if lower.contains("ms") {
         (
             lower.get(..lower.len().saturating_sub(2)),
@@ -185,14 +185,20 @@ fn calendar_interval(s: &str) -> Result<DownsampleInterval, QueryError> {
             Some('w') => CalendarUnit::Weeks,
             Some('n') => CalendarUnit::Months,
             Some('y') => CalendarUnit::Years,
-            _ => return Err(QueryError::bad(format!("Invalid duration (suffix): {s}"))),
+            _ => {
+                return Err(QueryError::bad(format!(
+                    "Invalid duration (suffix): {spec}"
+                )));
+            }
         };
         (lower.get(..lower.len().saturating_sub(1)), unit)
     };
     let count = count_str
         .and_then(|c| c.parse::<i32>().ok())
         .filter(|c| *c > 0)
-        .ok_or_else(|| QueryError::bad(format!("Invalid calendar downsampling interval: {s}")))?;
+        .ok_or_else(|| {
+            QueryError::bad(format!("Invalid calendar downsampling interval: {spec}"))
+        })?;
     Ok(DownsampleInterval::Calendar {
         ms,
         count: i64::from(count),
@@ -223,10 +229,10 @@ pub(crate) type PointIter<'a> = Box<dyn Iterator<Item = Result<(i64, Num), Query
 pub(crate) fn downsample(
     points: &[(i64, Num)],
     spec: &DownsampleSpec,
-    b: Bounds,
+    bounds: Bounds,
 ) -> Result<Vec<(i64, Num)>, QueryError> {
     let budget = QueryBudget::unlimited();
-    downsample_iter(points, spec, b, &TimeZone::UTC, &budget)?.collect()
+    downsample_iter(points, spec, bounds, &TimeZone::UTC, &budget)?.collect()
 }
 
 /// The lazy downsampler over `points` (sorted by time), with calendar
@@ -235,13 +241,13 @@ pub(crate) fn downsample(
 pub(crate) fn downsample_iter<'a>(
     points: &'a [(i64, Num)],
     spec: &DownsampleSpec,
-    b: Bounds,
+    bounds: Bounds,
     tz: &TimeZone,
     budget: &'a QueryBudget,
 ) -> Result<PointIter<'a>, QueryError> {
     let agg = spec.aggregator;
     if spec.fill != FillPolicy::None && spec.interval_ms() > 0 {
-        let buckets = b.scan_end.saturating_sub(b.scan_start) / spec.interval_ms();
+        let buckets = bounds.scan_end.saturating_sub(bounds.scan_start) / spec.interval_ms();
         if buckets > MAX_FILL_BUCKETS as i64 {
             return Err(too_many_buckets());
         }
@@ -256,9 +262,9 @@ pub(crate) fn downsample_iter<'a>(
                 done = true;
                 let values: Vec<f64> = points
                     .iter()
-                    .skip_while(|(ts, _)| *ts < b.scan_start)
-                    .filter(|(ts, _)| *ts >= b.query_start)
-                    .take_while(|(ts, _)| *ts < b.query_end)
+                    .skip_while(|(ts, _)| *ts < bounds.scan_start)
+                    .filter(|(ts, _)| *ts >= bounds.query_start)
+                    .take_while(|(ts, _)| *ts < bounds.query_end)
                     .map(|(_, v)| v.as_f64())
                     .collect();
                 if values.is_empty() {
@@ -269,16 +275,16 @@ pub(crate) fn downsample_iter<'a>(
                 }
                 let v = agg.run_double(&values);
                 budget.release(values.len());
-                Some(v.map(|v| (b.query_start, Num::Float(v))))
+                Some(v.map(|v| (bounds.query_start, Num::Float(v))))
             })));
         }
         DownsampleInterval::Fixed { ms } => {
             let interval = *ms;
             let align = |t: i64| t - t.rem_euclid(interval);
-            let seek = align(b.scan_start.saturating_add(interval - 1));
+            let seek = align(bounds.scan_start.saturating_add(interval - 1));
             let grid = Grid::Fixed {
-                next: align(b.scan_start),
-                end: align(b.scan_end),
+                next: align(bounds.scan_start),
+                end: align(bounds.scan_end),
                 interval,
             };
             (Bucketer::Fixed(interval), seek, grid)
@@ -290,12 +296,12 @@ pub(crate) fn downsample_iter<'a>(
                 tz: tz.clone(),
             };
             // Seek to the first calendar boundary at or after the scan start.
-            let mut seek = cal.previous_interval(b.scan_start);
-            if b.scan_start > seek {
+            let mut seek = cal.previous_interval(bounds.scan_start);
+            if bounds.scan_start > seek {
                 seek = cal.add(seek, 1);
             }
-            let first = cal.previous_interval(b.scan_start);
-            let mut end = cal.previous_interval(b.scan_end);
+            let first = cal.previous_interval(bounds.scan_start);
+            let mut end = cal.previous_interval(bounds.scan_end);
             if end == first {
                 end = cal.add(end, 1);
             }
@@ -628,7 +634,7 @@ fn too_many_buckets() -> QueryError {
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
-    use crate::time::{DAY_MS, days_from_civil};
+    use crate::civil::{DAY_MS, days_from_civil};
 
     fn ds(s: &str) -> DownsampleSpec {
         DownsampleSpec::parse(s, false).unwrap()

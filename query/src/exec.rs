@@ -218,42 +218,42 @@ pub fn scan_window(start_ms: i64, end_ms: i64, downsample: Option<&DownsampleSpe
     (s.saturating_mul(1000), e.saturating_mul(1000))
 }
 
-/// Runs every sub query of `q` against `src`, in order, without limits.
-pub fn execute(q: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, QueryError> {
-    execute_with_budget(q, src, &QueryBudget::unlimited())
+/// Runs every sub query of `query` against `src`, in order, without limits.
+pub fn execute(query: &TsQuery, src: &dyn SeriesSource) -> Result<Vec<QueryResult>, QueryError> {
+    execute_with_budget(query, src, &QueryBudget::unlimited())
 }
 
-/// Runs every sub query of `q` against `src` within `budget` (shared by all
+/// Runs every sub query of `query` against `src` within `budget` (shared by all
 /// sub queries and handed to the source in every [`FetchRequest`]): point
 /// and held-value limits, deadline and cancellation. On any error every
 /// intermediate buffer is dropped before returning.
 pub fn execute_with_budget(
-    q: &TsQuery,
+    query: &TsQuery,
     src: &dyn SeriesSource,
     budget: &QueryBudget,
 ) -> Result<Vec<QueryResult>, QueryError> {
     budget.check()?;
     let mut results = Vec::new();
     // Validation already rejected unknown names; UTC is the default.
-    let tz = q
+    let tz = query
         .timezone
         .as_deref()
         .filter(|t| !t.is_empty())
         .and_then(lookup_zone)
         .unwrap_or(TimeZone::UTC);
-    let globals = if q.global_annotations && !q.no_annotations {
-        fetch_global_annotations(q, src)?
+    let globals = if query.global_annotations && !query.no_annotations {
+        fetch_global_annotations(query, src)?
     } else {
         Vec::new()
     };
-    for sub in &q.queries {
-        run_sub_query(q, sub, src, &tz, &globals, budget, &mut results)?;
+    for sub in &query.queries {
+        run_sub_query(query, sub, src, &tz, &globals, budget, &mut results)?;
     }
     Ok(results)
 }
 
 fn run_sub_query(
-    q: &TsQuery,
+    query: &TsQuery,
     sub: &SubQuery,
     src: &dyn SeriesSource,
     tz: &TimeZone,
@@ -261,7 +261,7 @@ fn run_sub_query(
     budget: &QueryBudget,
     results: &mut Vec<QueryResult>,
 ) -> Result<(), QueryError> {
-    let (scan_start, scan_end) = scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
+    let (scan_start, scan_end) = scan_window(query.start_ms, query.end_ms, sub.downsample.as_ref());
     let tsuids: Vec<Vec<u8>> = sub.tsuids.iter().map(|t| decode_hex(t)).collect();
     let metric = if tsuids.is_empty() {
         sub.metric.clone()
@@ -341,11 +341,11 @@ fn run_sub_query(
     let bounds = Bounds {
         scan_start,
         scan_end,
-        query_start: q.start_ms,
-        query_end: q.end_ms,
+        query_start: query.start_ms,
+        query_end: query.end_ms,
     };
     let mut notes_by_tsuid: BTreeMap<String, Vec<Annotation>> = BTreeMap::new();
-    if !q.no_annotations {
+    if !query.no_annotations {
         for note in series.iter().flat_map(|s| &s.annotations) {
             notes_by_tsuid
                 .entry(note.tsuid.to_ascii_uppercase())
@@ -403,11 +403,11 @@ fn tsuid_metric(tsuids: &[Vec<u8>], src: &dyn SeriesSource) -> Result<String, Qu
 /// query range in seconds): start at or after the start second, end (unless
 /// open, 0) at or before the end second.
 fn fetch_global_annotations(
-    q: &TsQuery,
+    query: &TsQuery,
     src: &dyn SeriesSource,
 ) -> Result<Vec<Annotation>, QueryError> {
-    let start = q.start_ms.div_euclid(1000) * 1000;
-    let end = q.end_ms.div_euclid(1000) * 1000;
+    let start = query.start_ms.div_euclid(1000) * 1000;
+    let end = query.end_ms.div_euclid(1000) * 1000;
     let mut notes = src.global_annotations(start, end).map_err(source_error)?;
     notes.retain(|n| n.is_global() && time_ms(n.start_time) >= start && time_ms(n.end_time) <= end);
     Ok(notes)
@@ -415,13 +415,14 @@ fn fetch_global_annotations(
 
 /// Every filter must match a present tag; with `explicit_tags` the series may
 /// carry no other keys.
-fn passes_filters(s: &Series, filters: &[TagFilter], explicit_tags: bool) -> bool {
-    let value_of = |k: &str| s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
+fn passes_filters(series: &Series, filters: &[TagFilter], explicit_tags: bool) -> bool {
+    let value_of = |k: &str| series.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
     let all_match = filters
         .iter()
         .all(|f| value_of(&f.tagk).is_some_and(|v| f.matches(v)));
     let explicit_ok = !explicit_tags
-        || s.tags
+        || series
+            .tags
             .iter()
             .all(|t| filters.iter().any(|f| *f.tagk == *t.key));
     all_match && explicit_ok

@@ -261,8 +261,8 @@ pub(crate) fn add_group_by(filters: &mut Vec<TagFilter>, mut filter: TagFilter) 
 }
 
 /// Java `String.split` on a single character: trailing empty strings removed.
-pub(crate) fn java_split(s: &str, sep: char) -> Vec<&str> {
-    let mut parts: Vec<&str> = s.split(sep).collect();
+pub(crate) fn java_split(text: &str, sep: char) -> Vec<&str> {
+    let mut parts: Vec<&str> = text.split(sep).collect();
     while parts.last().is_some_and(|p| p.is_empty()) {
         parts.pop();
     }

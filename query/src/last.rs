@@ -13,9 +13,10 @@ use serde_json::Value;
 
 use crate::error::QueryError;
 use crate::exec::hex_upper;
-use crate::lookup::{parse_with_metric, push_tag_map};
+use crate::input::{has_param, json_err, lenient_flag, opt_array, parse_body};
+use crate::json_out::{java_double, push_str_lit, push_str_map};
+use crate::lookup::parse_with_metric;
 use crate::num::Num;
-use crate::render::{java_double, push_str_lit};
 
 /// One sub query of a last-point request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,8 +56,8 @@ pub struct LastPoint {
     pub names: Option<(String, BTreeMap<String, String>)>,
 }
 
-fn timeseries_sub_query(s: &str) -> Result<LastSubQuery, QueryError> {
-    let (metric, pairs) = parse_with_metric(s)?;
+fn timeseries_sub_query(text: &str) -> Result<LastSubQuery, QueryError> {
+    let (metric, pairs) = parse_with_metric(text)?;
     let mut tags = BTreeMap::new();
     for (k, v) in pairs {
         if let Some(old) = tags.get(&k)
@@ -68,15 +69,15 @@ fn timeseries_sub_query(s: &str) -> Result<LastSubQuery, QueryError> {
         }
         tags.insert(k, v);
     }
-    let metric = metric.ok_or_else(|| QueryError::bad(format!("Missing metric in: {s}")))?;
+    let metric = metric.ok_or_else(|| QueryError::bad(format!("Missing metric in: {text}")))?;
     Ok(LastSubQuery::Metric { metric, tags })
 }
 
-fn validate(q: LastQuery) -> Result<LastQuery, QueryError> {
-    if q.queries.is_empty() {
+fn validate(query: LastQuery) -> Result<LastQuery, QueryError> {
+    if query.queries.is_empty() {
         return Err(QueryError::bad("Missing sub queries"));
     }
-    Ok(q)
+    Ok(query)
 }
 
 /// GET: `timeseries=` (repeatable), `tsuids=` (repeatable, comma lists),
@@ -84,7 +85,7 @@ fn validate(q: LastQuery) -> Result<LastQuery, QueryError> {
 pub fn parse_last_query_string(params: &[(String, String)]) -> Result<LastQuery, QueryError> {
     let mut q = LastQuery {
         queries: Vec::new(),
-        resolve_names: params.iter().any(|(k, _)| k == "resolve"),
+        resolve_names: has_param(params, "resolve"),
         back_scan_hours: 0,
     };
     if let Some((_, b)) = params.iter().find(|(k, _)| k == "back_scan") {
@@ -111,80 +112,64 @@ pub fn parse_last_query_string(params: &[(String, String)]) -> Result<LastQuery,
 
 /// POST: `{"queries":[{"metric","tags"}|{"tsuids":[…]}],"resolveNames","backScan"}`.
 pub fn parse_last_json(body: &[u8]) -> Result<LastQuery, QueryError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(QueryError::bad_with(
-            "Missing message content",
-            "Supply valid JSON formatted data in the body of your request",
-        ));
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))?;
-    let bad = |d: &str| QueryError::bad_with("Unable to parse the given JSON", d);
-    let obj = v.as_object().ok_or_else(|| bad("expected an object"))?;
+    let root = parse_body(body)?;
+    let obj = root
+        .as_object()
+        .ok_or_else(|| json_err("expected an object"))?;
     let mut q = LastQuery {
         queries: Vec::new(),
-        resolve_names: match obj.get("resolveNames") {
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
-            _ => false,
-        },
+        resolve_names: lenient_flag(obj.get("resolveNames")),
         back_scan_hours: match obj.get("backScan") {
             None | Some(Value::Null) => 0,
             Some(Value::Number(n)) => n
                 .as_i64()
-                .ok_or_else(|| bad("'backScan' must be an integer"))?,
+                .ok_or_else(|| json_err("'backScan' must be an integer"))?,
             Some(Value::String(s)) => s
                 .trim()
                 .parse()
-                .map_err(|_| bad("'backScan' must be an integer"))?,
-            Some(_) => return Err(bad("'backScan' must be an integer")),
+                .map_err(|_| json_err("'backScan' must be an integer"))?,
+            Some(_) => return Err(json_err("'backScan' must be an integer")),
         },
     };
-    match obj.get("queries") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let o = item
-                    .as_object()
-                    .ok_or_else(|| bad("each sub query must be an object"))?;
-                let tsuids: Vec<String> = match o.get("tsuids") {
-                    Some(Value::Array(a)) => a
-                        .iter()
-                        .filter_map(|t| t.as_str().map(str::to_string))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                if !tsuids.is_empty() {
-                    q.queries.push(LastSubQuery::Tsuids(tsuids));
-                    continue;
+    for item in opt_array(obj, "queries")? {
+        let sub = item
+            .as_object()
+            .ok_or_else(|| json_err("each sub query must be an object"))?;
+        let tsuids: Vec<String> = match sub.get("tsuids") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|tsuid| tsuid.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !tsuids.is_empty() {
+            q.queries.push(LastSubQuery::Tsuids(tsuids));
+            continue;
+        }
+        let metric = sub
+            .get("metric")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| QueryError::bad("Missing metric or tsuids in a sub query"))?;
+        let mut tags = BTreeMap::new();
+        if let Some(Value::Object(pairs)) = sub.get("tags") {
+            for (key, value) in pairs {
+                if let Some(value) = value.as_str() {
+                    tags.insert(key.clone(), value.to_string());
                 }
-                let metric = o
-                    .get("metric")
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.is_empty())
-                    .ok_or_else(|| QueryError::bad("Missing metric or tsuids in a sub query"))?;
-                let mut tags = BTreeMap::new();
-                if let Some(Value::Object(t)) = o.get("tags") {
-                    for (k, v) in t {
-                        if let Some(v) = v.as_str() {
-                            tags.insert(k.clone(), v.to_string());
-                        }
-                    }
-                }
-                q.queries.push(LastSubQuery::Metric {
-                    metric: metric.to_string(),
-                    tags,
-                });
             }
         }
-        Some(_) => return Err(bad("'queries' must be an array")),
+        q.queries.push(LastSubQuery::Metric {
+            metric: metric.to_string(),
+            tags,
+        });
     }
     validate(q)
 }
 
 /// Java's `toString` of a stored value.
-pub fn java_value_text(v: Num) -> String {
-    match v {
+pub fn java_value_text(value: Num) -> String {
+    match value {
         Num::Int(i) => i.to_string(),
         Num::Float(f) => java_double(f),
     }
@@ -208,7 +193,7 @@ pub fn render_last(points: &[LastPoint]) -> Vec<u8> {
         push_str_lit(&mut out, &java_value_text(p.value));
         if let Some((_, tags)) = &p.names {
             out.push_str(",\"tags\":");
-            push_tag_map(&mut out, tags);
+            push_str_map(&mut out, tags);
         }
         out.push_str(",\"tsuid\":");
         push_str_lit(&mut out, &hex_upper(&p.tsuid));
@@ -222,17 +207,11 @@ pub fn render_last(points: &[LastPoint]) -> Vec<u8> {
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
-
-    fn qs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::input::owned_params;
 
     #[test]
     fn get_form() {
-        let q = parse_last_query_string(&qs(&[
+        let q = parse_last_query_string(&owned_params(&[
             ("tsuids", "000001000001000001,000001000001000002"),
             ("timeseries", "sys.cpu{host=web01,type=user}"),
             ("resolve", ""),
@@ -257,9 +236,10 @@ mod tests {
                 ])
             ]
         );
-        let e = parse_last_query_string(&qs(&[("back_scan", "x"), ("tsuids", "01")])).unwrap_err();
+        let e = parse_last_query_string(&owned_params(&[("back_scan", "x"), ("tsuids", "01")]))
+            .unwrap_err();
         assert_eq!(e.message(), "Unable to parse back_scan parameter");
-        let e = parse_last_query_string(&qs(&[("resolve", "")])).unwrap_err();
+        let e = parse_last_query_string(&owned_params(&[("resolve", "")])).unwrap_err();
         assert_eq!(e.message(), "Missing sub queries");
     }
 

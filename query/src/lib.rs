@@ -6,30 +6,28 @@
 //! a source hands over; the root crate implements [`exec::SeriesSource`] over
 //! its engine and maps [`error::QueryError`] variants to HTTP statuses.
 //!
-//! # Layout (request → response)
+//! # Layout (request → response; one line a module, each depends only on those below it)
 //!
-//! * [`request`]: [`TsQuery`]/[`SubQuery`]; JSON body ([`parse_json_query`]) and
-//!   GET query string with `m=` ([`parse_query_string`]); validation in
-//!   OpenTSDB's order so the first error matches.
-//! * [`time`]: time strings and durations.
-//! * [`calendar`]: time-zone lookup (bundled tz database) and Java `Calendar`
-//!   arithmetic for absolute dates and calendar downsampling.
-//! * [`filter`]: the seven tag-value filter types and legacy `tags` conversion.
-//! * [`aggregate`]: the 35 aggregators, integer and double modes.
-//! * [`downsample`]: downsample specs and per-series bucketing with fill policies.
-//! * [`rate`]: per-series rates and counter handling.
-//! * [`merge`]: the cross-series `AggregationIterator` (interpolation rules).
-//! * [`budget`]: the per-query budget (points read, values held, deadline,
-//!   cancellation) shared by sub queries and the source.
-//! * [`exec`]: scan window, fetch, filter, group, per-group streaming pipeline
-//!   (lazy downsample → rate iterators into the merge), clipping.
-//! * [`render`]: byte-exact JSON output, Java double formatting.
-//! * [`arrow`]: the same results as an Arrow IPC stream (schema in its docs).
-//! * [`annotation`]: the annotation model, its storage and response JSON,
-//!   `/api/annotation[/bulk]` request parsing, POST-merge / PUT-replace.
-//! * [`lookup`]: `/api/search/lookup` request, matching rule and response.
-//! * [`last`]: `/api/query/last` request and response.
-//! * [`error`]: the [`QueryError`] type.
+//! * [`arrow`] — the same results as an Arrow IPC stream (schema in its docs).
+//! * [`render`] — the byte-exact `/api/query` JSON response.
+//! * [`last`] — `/api/query/last` request and response.
+//! * [`lookup`] — `/api/search/lookup` request, matching rule and response.
+//! * [`exec`] — scan window, fetch, filter, group, the per-group streaming pipeline, clipping.
+//! * [`merge`] — the cross-series `AggregationIterator` (interpolation rules).
+//! * [`annotation`] — the annotation model, its JSON forms, `/api/annotation[/bulk]` parsing.
+//! * [`request`] — [`TsQuery`]/[`SubQuery`] from a JSON body or a GET query string, validated.
+//! * [`rate`] — per-series rates and counter handling.
+//! * [`downsample`] — downsample specs and per-series bucketing with fill policies.
+//! * [`time`] — time strings (`start`, `end`) and durations.
+//! * [`calendar`] — time-zone lookup (bundled tz database) and Java `Calendar` arithmetic.
+//! * `civil` — proleptic-Gregorian day arithmetic in UTC.
+//! * [`filter`] — the seven tag-value filter types and legacy `tags` conversion.
+//! * [`aggregate`] — the 35 aggregators, integer and double modes.
+//! * [`budget`] — the per-query budget (points, held values, deadline, cancellation).
+//! * `input` — request input: JSON bodies and shared field shapes, query-string parameters.
+//! * `json_out` — JSON output pieces: string literals, string maps, Java's `Double.toString`.
+//! * `num` — [`Num`], a value that is an integer or a double.
+//! * [`error`] — the [`QueryError`] type.
 //!
 //! Per sub query the data flows: source → filters/explicitTags → group →
 //! (per series, lazily) downsample → rate → streaming merge over the
@@ -71,10 +69,13 @@ pub mod annotation;
 pub mod arrow;
 pub mod budget;
 pub mod calendar;
+mod civil;
 pub mod downsample;
 pub mod error;
 pub mod exec;
 pub mod filter;
+mod input;
+mod json_out;
 pub mod last;
 pub mod lookup;
 pub mod merge;

@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::error::QueryError;
-use crate::render::push_str_lit;
+use crate::input::{first_param, json_err, lenient_flag, opt_array, parse_body};
+use crate::json_out::{push_str_lit, push_str_map};
 
 /// OpenTSDB's default lookup limit.
 pub const DEFAULT_LOOKUP_LIMIT: i64 = 25;
@@ -89,25 +90,27 @@ pub(crate) type MetricAndTags = (Option<String>, Vec<(String, String)>);
 
 /// `metric{k=v,…}` into the metric (`None` for `{…}` without one) and the
 /// pairs, with `Tags.parseWithMetric`'s error texts.
-pub(crate) fn parse_with_metric(s: &str) -> Result<MetricAndTags, QueryError> {
-    let Some(curly) = s.find('{') else {
-        if s.is_empty() {
+pub(crate) fn parse_with_metric(text: &str) -> Result<MetricAndTags, QueryError> {
+    let Some(curly) = text.find('{') else {
+        if text.is_empty() {
             return Err(QueryError::bad("Metric string was empty"));
         }
-        return Ok((Some(s.to_string()), Vec::new()));
+        return Ok((Some(text.to_string()), Vec::new()));
     };
-    let len = s.len();
-    if !s.ends_with('}') {
-        return Err(QueryError::bad(format!("Missing '}}' at the end of: {s}")));
+    let len = text.len();
+    if !text.ends_with('}') {
+        return Err(QueryError::bad(format!(
+            "Missing '}}' at the end of: {text}"
+        )));
     }
     if curly == len - 2 {
-        if s.starts_with('{') {
-            return Err(QueryError::bad(format!("Missing metric and tags: {s}")));
+        if text.starts_with('{') {
+            return Err(QueryError::bad(format!("Missing metric and tags: {text}")));
         }
-        return Ok((Some(s[..len - 2].to_string()), Vec::new()));
+        return Ok((Some(text[..len - 2].to_string()), Vec::new()));
     }
     let mut tags = Vec::new();
-    for tag in s[curly + 1..len - 1].split(',') {
+    for tag in text[curly + 1..len - 1].split(',') {
         let mut kv = tag.split('=');
         match (kv.next(), kv.next(), kv.next()) {
             (Some(k), Some(v), None) if !k.is_empty() && !v.is_empty() => {
@@ -120,27 +123,22 @@ pub(crate) fn parse_with_metric(s: &str) -> Result<MetricAndTags, QueryError> {
             }
         }
     }
-    let metric = (curly > 0).then(|| s[..curly].to_string());
+    let metric = (curly > 0).then(|| text[..curly].to_string());
     Ok((metric, tags))
 }
 
-fn validate(q: LookupQuery) -> Result<LookupQuery, QueryError> {
-    if q.metric.as_deref().is_none_or(str::is_empty) && q.tags.is_empty() {
+fn validate(query: LookupQuery) -> Result<LookupQuery, QueryError> {
+    if query.metric.as_deref().is_none_or(str::is_empty) && query.tags.is_empty() {
         return Err(QueryError::bad(
             "Missing metric and tags. Please supply at least one value.",
         ));
     }
-    Ok(q)
+    Ok(query)
 }
 
 /// GET `/api/search/lookup?m=…[&limit=N]`.
 pub fn parse_lookup_query_string(params: &[(String, String)]) -> Result<LookupQuery, QueryError> {
-    let get = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |name: &str| first_param(params, name);
     let m = get("m")
         .filter(|m| !m.is_empty())
         .ok_or_else(|| QueryError::bad("Missing parameter <code>m</code>"))?;
@@ -164,33 +162,26 @@ pub fn parse_lookup_query_string(params: &[(String, String)]) -> Result<LookupQu
 
 /// POST `/api/search/lookup` with `{"metric","tags":[{"key","value"}],"limit","useMeta"}`.
 pub fn parse_lookup_json(body: &[u8]) -> Result<LookupQuery, QueryError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(QueryError::bad_with(
-            "Missing message content",
-            "Supply valid JSON formatted data in the body of your request",
-        ));
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))?;
-    let bad = |d: &str| QueryError::bad_with("Unable to parse the given JSON", d);
-    let obj = v.as_object().ok_or_else(|| bad("expected an object"))?;
+    let root = parse_body(body)?;
+    let obj = root
+        .as_object()
+        .ok_or_else(|| json_err("expected an object"))?;
     let metric = match obj.get("metric") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(bad("'metric' must be a string")),
+        Some(_) => return Err(json_err("'metric' must be a string")),
     };
-    let mut tags = Vec::new();
-    match obj.get("tags") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for t in items {
-                let key = t.get("key").and_then(Value::as_str).unwrap_or_default();
-                let value = t.get("value").and_then(Value::as_str).unwrap_or_default();
-                tags.push((key.to_string(), value.to_string()));
-            }
-        }
-        Some(_) => return Err(bad("'tags' must be an array")),
-    }
+    let tags = opt_array(obj, "tags")?
+        .iter()
+        .map(|pair| {
+            let key = pair.get("key").and_then(Value::as_str).unwrap_or_default();
+            let value = pair
+                .get("value")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            (key.to_string(), value.to_string())
+        })
+        .collect();
     let limit = match obj.get("limit") {
         None | Some(Value::Null) => DEFAULT_LOOKUP_LIMIT,
         Some(Value::Number(n)) => n
@@ -200,14 +191,10 @@ pub fn parse_lookup_json(body: &[u8]) -> Result<LookupQuery, QueryError> {
         Some(Value::String(s)) => s
             .trim()
             .parse()
-            .map_err(|_| bad("'limit' must be a number"))?,
-        Some(_) => return Err(bad("'limit' must be a number")),
+            .map_err(|_| json_err("'limit' must be a number"))?,
+        Some(_) => return Err(json_err("'limit' must be a number")),
     };
-    let use_meta = match obj.get("useMeta") {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
-        _ => false,
-    };
+    let use_meta = lenient_flag(obj.get("useMeta"));
     validate(LookupQuery {
         metric,
         tags,
@@ -221,18 +208,18 @@ pub fn parse_lookup_json(body: &[u8]) -> Result<LookupQuery, QueryError> {
 /// server applies [`LookupQuery::effective_limit`]); `time_ms` is the
 /// elapsed time.
 pub fn render_lookup(
-    q: &LookupQuery,
+    query: &LookupQuery,
     results: &[LookupMatch],
     total_results: usize,
     time_ms: u64,
 ) -> Vec<u8> {
     let mut out = String::from("{\"type\":\"LOOKUP\",\"metric\":");
-    match &q.metric {
+    match &query.metric {
         Some(m) => push_str_lit(&mut out, m),
         None => out.push_str("null"),
     }
     out.push_str(",\"tags\":[");
-    for (i, (k, v)) in q.tags.iter().enumerate() {
+    for (i, (k, v)) in query.tags.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -245,7 +232,7 @@ pub fn render_lookup(
     let _ = write!(
         out,
         "],\"limit\":{},\"time\":{time_ms},\"results\":[",
-        q.limit
+        query.limit
     );
     for (i, r) in results.iter().enumerate() {
         if i > 0 {
@@ -256,62 +243,47 @@ pub fn render_lookup(
         out.push_str(",\"metric\":");
         push_str_lit(&mut out, &r.metric);
         out.push_str(",\"tags\":");
-        push_tag_map(&mut out, &r.tags);
+        push_str_map(&mut out, &r.tags);
         out.push('}');
     }
     let _ = write!(out, "],\"startIndex\":0,\"totalResults\":{total_results}}}");
     out.into_bytes()
 }
 
-pub(crate) fn push_tag_map(out: &mut String, tags: &BTreeMap<String, String>) {
-    out.push('{');
-    for (i, (k, v)) in tags.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_str_lit(out, k);
-        out.push(':');
-        push_str_lit(out, v);
-    }
-    out.push('}');
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
-
-    fn qs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::input::owned_params;
 
     #[test]
     fn get_forms() {
-        let q = parse_lookup_query_string(&qs(&[("m", "sys.cpu{host=*,dc=lga}"), ("limit", "0")]))
-            .unwrap();
+        let q = parse_lookup_query_string(&owned_params(&[
+            ("m", "sys.cpu{host=*,dc=lga}"),
+            ("limit", "0"),
+        ]))
+        .unwrap();
         assert_eq!(q.metric.as_deref(), Some("sys.cpu"));
         assert_eq!(
             q.tags,
             [("host".into(), "*".into()), ("dc".into(), "lga".into())]
         );
         assert_eq!((q.limit, q.effective_limit()), (0, None));
-        let q = parse_lookup_query_string(&qs(&[("m", "{*=web01}")])).unwrap();
+        let q = parse_lookup_query_string(&owned_params(&[("m", "{*=web01}")])).unwrap();
         assert_eq!(q.metric, None);
         assert_eq!(q.effective_limit(), Some(25));
-        let q = parse_lookup_query_string(&qs(&[("m", "*")])).unwrap();
+        let q = parse_lookup_query_string(&owned_params(&[("m", "*")])).unwrap();
         assert_eq!(q.metric_filter(), None);
-        let e = parse_lookup_query_string(&qs(&[])).unwrap_err();
+        let e = parse_lookup_query_string(&owned_params(&[])).unwrap_err();
         assert_eq!(e.message(), "Missing parameter <code>m</code>");
-        let e = parse_lookup_query_string(&qs(&[("m", "sys{host}")])).unwrap_err();
+        let e = parse_lookup_query_string(&owned_params(&[("m", "sys{host}")])).unwrap_err();
         assert_eq!(e.message(), "Unable to parse query");
         assert_eq!(
             e.details().as_deref(),
             Some("When parsing tag 'host': invalid tag: host")
         );
-        let e = parse_lookup_query_string(&qs(&[("m", "sys"), ("limit", "x")])).unwrap_err();
+        let e =
+            parse_lookup_query_string(&owned_params(&[("m", "sys"), ("limit", "x")])).unwrap_err();
         assert_eq!(e.message(), "Unable to convert 'limit' to a valid number");
     }
 
@@ -337,7 +309,7 @@ mod tests {
 
     #[test]
     fn matching_rules() {
-        let q = |m: &str| parse_lookup_query_string(&qs(&[("m", m)])).unwrap();
+        let q = |m: &str| parse_lookup_query_string(&owned_params(&[("m", m)])).unwrap();
         let tags = [("host", "web01"), ("dc", "lga")];
         let t = || tags.iter().copied();
         assert!(q("sys{host=*}").matches("sys", t()));
@@ -353,7 +325,7 @@ mod tests {
 
     #[test]
     fn response_json() {
-        let q = parse_lookup_query_string(&qs(&[("m", "sys.cpu{host=*}")])).unwrap();
+        let q = parse_lookup_query_string(&owned_params(&[("m", "sys.cpu{host=*}")])).unwrap();
         let r = LookupMatch {
             tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 0x0a],
             metric: "sys.cpu".into(),

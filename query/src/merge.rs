@@ -338,36 +338,36 @@ impl Drop for Merge<'_> {
     }
 }
 
-fn as_long(v: Num) -> i64 {
-    match v {
+fn as_long(value: Num) -> i64 {
+    match value {
         Num::Int(i) => i,
         // Unreachable in integer mode; mirrors reading the raw slot.
         Num::Float(f) => f as i64,
     }
 }
 
-/// A participating series' value at `t` in integer mode.
+/// A participating series' value at `at` in integer mode.
 fn long_value(
     is_current: bool,
-    t: i64,
+    at: i64,
     cur: (i64, Num),
     nxt: Option<(i64, Num)>,
     method: Interpolation,
 ) -> i64 {
     let (x0, y0) = (cur.0, as_long(cur.1));
-    if is_current || t == x0 {
+    if is_current || at == x0 {
         return y0;
     }
     let Some((x1, y1)) = nxt.map(|(x, y)| (x, as_long(y))) else {
         return y0;
     };
-    if t == x1 {
+    if at == x1 {
         return y1;
     }
     match method {
         // Java: y0 + (x - x0) * (y1 - y0) / (x1 - x0), multiply first, truncate.
         Interpolation::Lerp => {
-            let num = (t - x0).wrapping_mul(y1.wrapping_sub(y0));
+            let num = (at - x0).wrapping_mul(y1.wrapping_sub(y0));
             y0.wrapping_add(num.checked_div(x1 - x0).unwrap_or(0))
         }
         Interpolation::Zim => 0,
@@ -377,28 +377,28 @@ fn long_value(
     }
 }
 
-/// A participating series' value at `t` in double mode.
+/// A participating series' value at `at` in double mode.
 fn double_value(
     is_current: bool,
-    t: i64,
+    at: i64,
     cur: (i64, Num),
     nxt: Option<(i64, Num)>,
     method: Interpolation,
     rate: bool,
 ) -> f64 {
     let (x0, y0) = (cur.0, cur.1.as_f64());
-    if is_current || rate || t == x0 {
+    if is_current || rate || at == x0 {
         return y0;
     }
     let Some((x1, y1)) = nxt.map(|(x, y)| (x, y.as_f64())) else {
         return y0;
     };
-    if t == x1 {
+    if at == x1 {
         return y1;
     }
     match method {
         // Java evaluates (x - x0) * (y1 - y0) as long * double, then / long.
-        Interpolation::Lerp => y0 + ((t - x0) as f64 * (y1 - y0)) / (x1 - x0) as f64,
+        Interpolation::Lerp => y0 + ((at - x0) as f64 * (y1 - y0)) / (x1 - x0) as f64,
         Interpolation::Zim => 0.0,
         Interpolation::Max => f64::MAX,
         Interpolation::Min => -f64::MAX,

@@ -27,6 +27,7 @@ use crate::aggregate::Aggregator;
 use crate::downsample::DownsampleSpec;
 use crate::error::QueryError;
 use crate::filter::{TagFilter, add_group_by};
+use crate::input::{has_param, json_err, opt_array, opt_string, parse_body, value_string};
 use crate::rate::RateOptions;
 use crate::time::{is_supported_timezone, parse_time_tz};
 
@@ -129,14 +130,7 @@ pub fn parse_json_query(
     params: &[(String, String)],
     now_ms: i64,
 ) -> Result<TsQuery, QueryError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(QueryError::bad_with(
-            "Missing message content",
-            "Supply valid JSON formatted data in the body of your request",
-        ));
-    }
-    let root: Value = serde_json::from_slice(body)
-        .map_err(|e| QueryError::bad_with("Unable to parse the given JSON", e.to_string()))?;
+    let root = parse_body(body)?;
     let obj = root
         .as_object()
         .ok_or_else(|| json_err("the query must be a JSON object"))?;
@@ -156,17 +150,11 @@ pub fn parse_json_query(
         show_summary: opt_bool(obj, "showSummary")?,
         ..RawQuery::default()
     };
-    match obj.get("queries") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let sub = item
-                    .as_object()
-                    .ok_or_else(|| json_err("each sub query must be a JSON object"))?;
-                raw.queries.push(json_sub_query(sub)?);
-            }
-        }
-        Some(_) => return Err(json_err("'queries' must be an array")),
+    for item in opt_array(obj, "queries")? {
+        let sub = item
+            .as_object()
+            .ok_or_else(|| json_err("each sub query must be a JSON object"))?;
+        raw.queries.push(json_sub_query(sub)?);
     }
     apply_flag_params(&mut raw, params);
     validate(raw, now_ms)
@@ -181,16 +169,10 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
         explicit_tags: opt_bool(obj, "explicitTags")?,
         ..RawSubQuery::default()
     };
-    match obj.get("tsuids") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for t in items {
-                if let Some(s) = value_string(t)? {
-                    sub.tsuids.push(s);
-                }
-            }
+    for tsuid in opt_array(obj, "tsuids")? {
+        if let Some(tsuid) = value_string(tsuid)? {
+            sub.tsuids.push(tsuid);
         }
-        Some(_) => return Err(json_err("'tsuids' must be an array")),
     }
     if let Some(opts) = obj.get("rateOptions") {
         match opts {
@@ -200,24 +182,18 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
         }
     }
     // Explicit filters first, then legacy tags merged as group-by filters.
-    match obj.get("filters") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let f = item
-                    .as_object()
-                    .ok_or_else(|| json_err("each filter must be a JSON object"))?;
-                let ftype = opt_string(f, "type")?.unwrap_or_else(|| "null".to_string());
-                let tagk = opt_string(f, "tagk")?.unwrap_or_default();
-                let expr = opt_string(f, "filter")?.unwrap_or_default();
-                let group_by = opt_bool(f, "groupBy")? || opt_bool(f, "group_by")?;
-                let filter = TagFilter::new(&ftype, &tagk, &expr, group_by)?;
-                if !sub.filters.contains(&filter) {
-                    sub.filters.push(filter);
-                }
-            }
+    for item in opt_array(obj, "filters")? {
+        let fields = item
+            .as_object()
+            .ok_or_else(|| json_err("each filter must be a JSON object"))?;
+        let filter_type = opt_string(fields, "type")?.unwrap_or_else(|| "null".to_string());
+        let tagk = opt_string(fields, "tagk")?.unwrap_or_default();
+        let expr = opt_string(fields, "filter")?.unwrap_or_default();
+        let group_by = opt_bool(fields, "groupBy")? || opt_bool(fields, "group_by")?;
+        let filter = TagFilter::new(&filter_type, &tagk, &expr, group_by)?;
+        if !sub.filters.contains(&filter) {
+            sub.filters.push(filter);
         }
-        Some(_) => return Err(json_err("'filters' must be an array")),
     }
     match obj.get("tags") {
         None | Some(Value::Null) => {}
@@ -238,41 +214,19 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
-fn json_rate_options(o: &Map<String, Value>) -> Result<RateOptions, QueryError> {
+fn json_rate_options(obj: &Map<String, Value>) -> Result<RateOptions, QueryError> {
     let mut opts = RateOptions {
-        counter: opt_bool(o, "counter")? || opt_bool(o, "isCounter")?,
-        drop_resets: opt_bool(o, "dropResets")?,
+        counter: opt_bool(obj, "counter")? || opt_bool(obj, "isCounter")?,
+        drop_resets: opt_bool(obj, "dropResets")?,
         ..RateOptions::default()
     };
-    if let Some(max) = opt_i64(o, "counterMax")? {
+    if let Some(max) = opt_i64(obj, "counterMax")? {
         opts.counter_max = max;
     }
-    if let Some(reset) = opt_i64(o, "resetValue")? {
+    if let Some(reset) = opt_i64(obj, "resetValue")? {
         opts.reset_value = reset;
     }
     Ok(opts)
-}
-
-fn json_err(details: &str) -> QueryError {
-    QueryError::bad_with("Unable to parse the given JSON", details)
-}
-
-/// A string field; numbers and booleans are accepted as their text.
-fn opt_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, QueryError> {
-    match obj.get(key) {
-        None => Ok(None),
-        Some(v) => value_string(v).map_err(|_| json_err(&format!("'{key}' must be a string"))),
-    }
-}
-
-fn value_string(v: &Value) -> Result<Option<String>, QueryError> {
-    match v {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        Value::Number(n) => Ok(Some(n.to_string())),
-        Value::Bool(b) => Ok(Some(b.to_string())),
-        _ => Err(json_err("expected a string")),
-    }
 }
 
 /// A boolean field; `"true"`/`"false"` strings and numbers are coerced.
@@ -354,10 +308,6 @@ pub fn parse_query_string(params: &[(String, String)], now_ms: i64) -> Result<Ts
     validate(raw, now_ms)
 }
 
-fn has_param(params: &[(String, String)], name: &str) -> bool {
-    params.iter().any(|(k, _)| k == name)
-}
-
 /// Presence flags shared by both forms (OpenTSDB tests presence, not value).
 fn apply_flag_params(raw: &mut RawQuery, params: &[(String, String)]) {
     raw.arrays |= has_param(params, "arrays");
@@ -369,12 +319,12 @@ fn apply_flag_params(raw: &mut RawQuery, params: &[(String, String)]) {
 }
 
 /// `m=<agg>:[<mod>:]{0,3}<metric>[{groupBy}][{filters}]` (spec §4.4.3).
-fn parse_m_sub_query(m: &str) -> Result<RawSubQuery, QueryError> {
-    if m.is_empty() {
+fn parse_m_sub_query(expr: &str) -> Result<RawSubQuery, QueryError> {
+    if expr.is_empty() {
         return Err(QueryError::bad("The query string was empty"));
     }
-    let parts: Vec<&str> = m.split(':').collect();
-    check_part_count(m, parts.len())?;
+    let parts: Vec<&str> = expr.split(':').collect();
+    check_part_count(expr, parts.len())?;
     let mut sub = RawSubQuery {
         aggregator: Some(parts[0].to_string()),
         ..RawSubQuery::default()
@@ -390,12 +340,12 @@ fn parse_m_sub_query(m: &str) -> Result<RawSubQuery, QueryError> {
 
 /// `tsuid=<agg>:[<mod>:]<tsuid>[,<tsuid>...]`; only rate, downsample and the
 /// histogram modifiers apply.
-fn parse_tsuid_sub_query(q: &str) -> Result<RawSubQuery, QueryError> {
-    if q.is_empty() {
+fn parse_tsuid_sub_query(expr: &str) -> Result<RawSubQuery, QueryError> {
+    if expr.is_empty() {
         return Err(QueryError::bad("The tsuid query string was empty"));
     }
-    let parts: Vec<&str> = q.split(':').collect();
-    check_part_count(q, parts.len())?;
+    let parts: Vec<&str> = expr.split(':').collect();
+    check_part_count(expr, parts.len())?;
     let mut sub = RawSubQuery {
         aggregator: Some(parts[0].to_string()),
         tsuids: parts[parts.len() - 1]
@@ -410,15 +360,15 @@ fn parse_tsuid_sub_query(q: &str) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
-fn check_part_count(q: &str, n: usize) -> Result<(), QueryError> {
-    if n < 2 {
+fn check_part_count(expr: &str, parts: usize) -> Result<(), QueryError> {
+    if parts < 2 {
         return Err(QueryError::bad(format!(
-            "Invalid parameter m={q} (not enough :-separated parts)"
+            "Invalid parameter m={expr} (not enough :-separated parts)"
         )));
     }
-    if n > 5 {
+    if parts > 5 {
         return Err(QueryError::bad(format!(
-            "Invalid parameter m={q} (too many :-separated parts)"
+            "Invalid parameter m={expr} (too many :-separated parts)"
         )));
     }
     Ok(())
@@ -609,17 +559,20 @@ fn validate(raw: RawQuery, now_ms: i64) -> Result<TsQuery, QueryError> {
 }
 
 /// A TSUID as upper-case hex; must be non-empty, even-length hex.
-fn normalise_tsuid(t: &str) -> Result<String, QueryError> {
-    let t = t.trim();
-    if t.is_empty() || !t.len().is_multiple_of(2) || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(QueryError::bad(format!("Invalid TSUID: {t}")));
+fn normalise_tsuid(tsuid: &str) -> Result<String, QueryError> {
+    let tsuid = tsuid.trim();
+    if tsuid.is_empty()
+        || !tsuid.len().is_multiple_of(2)
+        || !tsuid.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Err(QueryError::bad(format!("Invalid TSUID: {tsuid}")));
     }
-    Ok(t.to_ascii_uppercase())
+    Ok(tsuid.to_ascii_uppercase())
 }
 
 /// Decodes validated upper-case hex.
-pub(crate) fn decode_hex(t: &str) -> Vec<u8> {
-    t.as_bytes()
+pub(crate) fn decode_hex(hex: &str) -> Vec<u8> {
+    hex.as_bytes()
         .chunks(2)
         .map(|pair| {
             let d = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
@@ -689,18 +642,12 @@ fn validate_sub(
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
 mod tests {
     use super::*;
+    use crate::input::owned_params;
 
     const NOW: i64 = 1_700_000_000_000;
 
-    fn qs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     fn get(m: &str) -> Result<TsQuery, QueryError> {
-        parse_query_string(&qs(&[("start", "1h-ago"), ("m", m)]), NOW)
+        parse_query_string(&owned_params(&[("start", "1h-ago"), ("m", m)]), NOW)
     }
 
     fn get_ok(m: &str) -> SubQuery {
@@ -727,7 +674,7 @@ mod tests {
         );
         assert!(s.filters.is_empty() && s.rate.is_none() && s.downsample.is_none());
         let q = parse_query_string(
-            &qs(&[
+            &owned_params(&[
                 ("start", "1h-ago"),
                 ("end", "5m-ago"),
                 ("m", "sum:sys.cpu.0"),
@@ -918,12 +865,13 @@ mod tests {
 
     #[test]
     fn query_string_level_errors_and_flags() {
-        let e = parse_query_string(&qs(&[("end", "1h-ago"), ("m", "sum:m")]), NOW).unwrap_err();
+        let e = parse_query_string(&owned_params(&[("end", "1h-ago"), ("m", "sum:m")]), NOW)
+            .unwrap_err();
         assert_eq!(e.message(), "Missing parameter <code>start</code>");
-        let e = parse_query_string(&qs(&[("start", "1h-ago")]), NOW).unwrap_err();
+        let e = parse_query_string(&owned_params(&[("start", "1h-ago")]), NOW).unwrap_err();
         assert_eq!(e.message(), "Missing sub queries");
         let q = parse_query_string(
-            &qs(&[
+            &owned_params(&[
                 ("start", "1h-ago"),
                 (
                     "tsuid",
@@ -938,11 +886,14 @@ mod tests {
         assert_eq!(t.tsuids, ["000001000001000001", "000001000001000002"]);
         assert!(t.rate.is_some() && t.downsample.is_some());
         assert_eq!(q.queries[1].metric, "m");
-        let e = parse_query_string(&qs(&[("start", "1h-ago"), ("tsuid", "sum:00001")]), NOW)
-            .unwrap_err();
+        let e = parse_query_string(
+            &owned_params(&[("start", "1h-ago"), ("tsuid", "sum:00001")]),
+            NOW,
+        )
+        .unwrap_err();
         assert_eq!(e.message(), "Invalid TSUID: 00001");
         let e = parse_query_string(
-            &qs(&[("start", "1h-ago"), ("end", "2h-ago"), ("m", "sum:m")]),
+            &owned_params(&[("start", "1h-ago"), ("end", "2h-ago"), ("m", "sum:m")]),
             NOW,
         )
         .unwrap_err();
@@ -957,7 +908,7 @@ mod tests {
         // start == end is fine
         assert!(
             parse_query_string(
-                &qs(&[
+                &owned_params(&[
                     ("start", "1356998400"),
                     ("end", "1356998400"),
                     ("m", "sum:m")
@@ -967,7 +918,7 @@ mod tests {
             .is_ok()
         );
         let q = parse_query_string(
-            &qs(&[
+            &owned_params(&[
                 ("start", "1356998400"),
                 ("m", "sum:m"),
                 ("ms", ""),
@@ -986,7 +937,7 @@ mod tests {
         assert!(q.ms_resolution && q.arrays && q.show_tsuids && q.show_query);
         assert!(q.no_annotations && q.global_annotations && !q.delete);
         let q = parse_query_string(
-            &qs(&[
+            &owned_params(&[
                 ("start", "1h-ago"),
                 ("m", "sum:m"),
                 ("method_override", "DELETE"),
@@ -1197,7 +1148,7 @@ mod tests {
 
     #[test]
     fn json_params_and_time_forms() {
-        let params = qs(&[("arrays", "true")]);
+        let params = owned_params(&[("arrays", "true")]);
         let q = parse_json_query(
             br#"{"start":1700000000000,"end":1700003600000,"queries":[{"aggregator":"sum","metric":"m"}]}"#,
             &params,

@@ -1,5 +1,4 @@
-//! Time strings and durations (spec §5.2), plus the small amount of UTC
-//! calendar arithmetic the rest of the crate needs.
+//! Time strings and durations (spec §5.2).
 //!
 //! This module owns:
 //! * [`parse_time`] / [`parse_time_tz`]: `start`/`end` strings → epoch ms
@@ -7,9 +6,7 @@
 //!   seconds, 13-digit ms, the dotted `<seconds>.<3 digits>` form);
 //! * [`parse_duration`]: `<n><unit>` → ms with OpenTSDB's exact error texts;
 //! * absolute dates in the query's `timezone` (any IANA name, resolved by
-//!   [`crate::calendar`]); without a zone they are UTC;
-//! * proleptic-Gregorian day arithmetic used by absolute dates and calendar
-//!   downsampling.
+//!   [`crate::calendar`]); without a zone they are UTC.
 //!
 //! Numeric times follow the one timestamp rule of every write protocol
 //! (`hourglass_ingest::timestamp`): seconds (up to 10 digits), 13-digit
@@ -19,14 +16,15 @@
 //! 2106-02-07T06:28:15Z (no row key holds it) or before 1970.
 
 use crate::calendar::{lookup_zone, resolve_wall};
+use crate::civil::days_from_civil;
 use crate::error::QueryError;
 
 /// Parses a time string relative to `now_ms`, absolute dates in UTC.
 ///
 /// Returns epoch milliseconds. An empty string is an error here; callers treat
 /// "missing" before calling (a missing `end` means now).
-pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, QueryError> {
-    parse_time_tz(s, now_ms, None)
+pub fn parse_time(text: &str, now_ms: i64) -> Result<i64, QueryError> {
+    parse_time_tz(text, now_ms, None)
 }
 
 /// Like [`parse_time`], interpreting absolute dates in `tz`.
@@ -35,78 +33,78 @@ pub fn parse_time(s: &str, now_ms: i64) -> Result<i64, QueryError> {
 /// absolute date has to be interpreted (OpenTSDB only looks at the zone in
 /// that case). Local times in a DST gap or fold resolve like Java's lenient
 /// `SimpleDateFormat` (see [`crate::calendar::resolve_wall`]).
-pub fn parse_time_tz(s: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, QueryError> {
-    if s.is_empty() {
+pub fn parse_time_tz(text: &str, now_ms: i64, tz: Option<&str>) -> Result<i64, QueryError> {
+    if text.is_empty() {
         return Err(QueryError::bad("Missing time"));
     }
     // `<digits>ms`: an explicit millisecond timestamp.
-    if let Some(digits) = s.strip_suffix("ms")
+    if let Some(digits) = text.strip_suffix("ms")
         && !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
     {
         let ms = digits
             .parse::<i64>()
-            .map_err(|_| QueryError::bad(format!("Invalid time: {s}. Overflow in {digits}")))?;
-        return in_range(s, ms);
+            .map_err(|_| QueryError::bad(format!("Invalid time: {text}. Overflow in {digits}")))?;
+        return in_range(text, ms);
     }
-    if s.eq_ignore_ascii_case("now") {
+    if text.eq_ignore_ascii_case("now") {
         return Ok(now_ms);
     }
-    if let Some(prefix) = strip_suffix_ignore_ascii_case(s, "-ago") {
+    if let Some(prefix) = strip_suffix_ignore_ascii_case(text, "-ago") {
         let d = parse_duration(prefix)?;
         // A window reaching back before 1970 starts at 1970.
         return Ok(now_ms.saturating_sub(d).max(0));
     }
-    if s.contains('/') || s.contains(':') {
-        return in_range(s, parse_absolute(s, tz)?);
+    if text.contains('/') || text.contains(':') {
+        return in_range(text, parse_absolute(text, tz)?);
     }
-    parse_numeric(s)
+    parse_numeric(text)
 }
 
-fn strip_suffix_ignore_ascii_case<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
-    let cut = s.len().checked_sub(suffix.len())?;
-    if !s.is_char_boundary(cut) || !s[cut..].eq_ignore_ascii_case(suffix) {
+fn strip_suffix_ignore_ascii_case<'a>(text: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = text.len().checked_sub(suffix.len())?;
+    if !text.is_char_boundary(cut) || !text[cut..].eq_ignore_ascii_case(suffix) {
         return None;
     }
-    Some(&s[..cut])
+    Some(&text[..cut])
 }
 
 /// Numeric timestamps by the one rule of every protocol
 /// ([`hourglass_ingest::parse_query_timestamp`]): seconds (up to 10 digits),
 /// 13-digit milliseconds or `<seconds>.<3 digits>`, not after 2106-02-07.
-fn parse_numeric(s: &str) -> Result<i64, QueryError> {
+fn parse_numeric(text: &str) -> Result<i64, QueryError> {
     use hourglass_ingest::TimestampError as E;
-    match hourglass_ingest::parse_query_timestamp(s) {
+    match hourglass_ingest::parse_query_timestamp(text) {
         // At most MAX_TIMESTAMP_MS, far below i64::MAX.
         Ok(ms) => Ok(ms as i64),
-        Err(E::NotANumber(why)) => Err(QueryError::bad(format!("Invalid time: {s}. {why}"))),
+        Err(E::NotANumber(why)) => Err(QueryError::bad(format!("Invalid time: {text}. {why}"))),
         Err(E::NotPositive(_)) => Err(QueryError::bad(format!(
-            "Invalid time: {s}. Negative timestamps are not supported."
+            "Invalid time: {text}. Negative timestamps are not supported."
         ))),
         Err(E::Malformed(_)) => Err(QueryError::bad(format!(
-            "Invalid time: {s}. Expected seconds (up to 10 digits), 13-digit milliseconds \
+            "Invalid time: {text}. Expected seconds (up to 10 digits), 13-digit milliseconds \
              or <seconds>.<3 digits>"
         ))),
-        Err(E::AfterMax(_) | E::MsNotEncodable(_)) => Err(after_max(s)),
+        Err(E::AfterMax(_) | E::MsNotEncodable(_)) => Err(after_max(text)),
     }
 }
 
-fn after_max(s: &str) -> QueryError {
+fn after_max(text: &str) -> QueryError {
     QueryError::bad(format!(
-        "Invalid time: {s}. It is after {}, the latest time a row key can hold",
+        "Invalid time: {text}. It is after {}, the latest time a row key can hold",
         hourglass_ingest::timestamp::MAX_TIMESTAMP_TEXT
     ))
 }
 
 /// The range every parsed time must fall in: a time a row key can hold.
-fn in_range(s: &str, ms: i64) -> Result<i64, QueryError> {
+fn in_range(text: &str, ms: i64) -> Result<i64, QueryError> {
     if ms < 0 {
         return Err(QueryError::bad(format!(
-            "Invalid time: {s}. Negative timestamps are not supported."
+            "Invalid time: {text}. Negative timestamps are not supported."
         )));
     }
     if ms.unsigned_abs() > hourglass_ingest::MAX_TIMESTAMP_MS {
-        return Err(after_max(s));
+        return Err(after_max(text));
     }
     Ok(ms)
 }
@@ -115,14 +113,14 @@ fn in_range(s: &str, ms: i64) -> Result<i64, QueryError> {
 /// `yyyy/MM/dd HH:mm:ss`, `yyyy/MM/dd-HH:mm:ss`, chosen by length like
 /// OpenTSDB. Parsing is lenient like `SimpleDateFormat`: out-of-range fields
 /// roll over, trailing text after the pattern is ignored.
-fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
-    let len = s.chars().count();
+fn parse_absolute(text: &str, tz: Option<&str>) -> Result<i64, QueryError> {
+    let len = text.chars().count();
     // (separator between date and time, whether seconds are present)
     let shape: Option<(char, bool)> = match len {
         10 => None,
-        16 => Some((if s.contains('-') { '-' } else { ' ' }, false)),
-        19 => Some((if s.contains('-') { '-' } else { ' ' }, true)),
-        _ => return Err(QueryError::bad(format!("Invalid absolute date: {s}"))),
+        16 => Some((if text.contains('-') { '-' } else { ' ' }, false)),
+        19 => Some((if text.contains('-') { '-' } else { ' ' }, true)),
+        _ => return Err(QueryError::bad(format!("Invalid absolute date: {text}"))),
     };
     let zone = match tz.filter(|t| !t.is_empty()) {
         Some(name) => Some(
@@ -131,9 +129,13 @@ fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
         ),
         None => None,
     };
-    let unparseable = || QueryError::bad(format!("Invalid date: {s}. Unparseable date: \"{s}\""));
+    let unparseable = || {
+        QueryError::bad(format!(
+            "Invalid date: {text}. Unparseable date: \"{text}\""
+        ))
+    };
     let mut cursor = Cursor {
-        chars: s.chars().collect(),
+        chars: text.chars().collect(),
         pos: 0,
     };
     let year = cursor.number().ok_or_else(unparseable)?;
@@ -165,7 +167,7 @@ fn parse_absolute(s: &str, tz: Option<&str>) -> Result<i64, QueryError> {
         .and_then(|v| v.checked_mul(60))
         .and_then(|v| v.checked_add(second))
         .and_then(|v| v.checked_mul(1000))
-        .ok_or_else(|| QueryError::bad(format!("Invalid absolute date: {s}")))?;
+        .ok_or_else(|| QueryError::bad(format!("Invalid absolute date: {text}")))?;
     // The rolled-over wall time is resolved in the zone as a whole, like
     // `GregorianCalendar.computeTime`.
     Ok(match zone {
@@ -215,11 +217,11 @@ impl Cursor {
 /// `m` before the final `s`), `s`, `m`, `h`, `d`, `w` (7 d), `n` (30 d),
 /// `y` (365 d). Like OpenTSDB, characters between the digits and the last
 /// character are ignored.
-pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
-    let chars: Vec<char> = s.chars().collect();
+pub fn parse_duration(text: &str) -> Result<i64, QueryError> {
+    let chars: Vec<char> = text.chars().collect();
     let invalid = || {
         QueryError::bad(format!(
-            "Invalid duration, must have an integer and unit: {s}"
+            "Invalid duration, must have an integer and unit: {text}"
         ))
     };
     if chars.is_empty() {
@@ -235,9 +237,11 @@ pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
     let digits: String = chars[..unit].iter().collect();
     let interval: i64 = digits
         .parse()
-        .map_err(|_| QueryError::bad(format!("Invalid duration (number): {s}")))?;
+        .map_err(|_| QueryError::bad(format!("Invalid duration (number): {text}")))?;
     if interval <= 0 {
-        return Err(QueryError::bad(format!("Zero or negative duration: {s}")));
+        return Err(QueryError::bad(format!(
+            "Zero or negative duration: {text}"
+        )));
     }
     let last = chars[chars.len() - 1].to_ascii_lowercase();
     let multiplier: i64 = match last {
@@ -253,12 +257,16 @@ pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
         'w' => 3600 * 24 * 7,
         'n' => 3600 * 24 * 30,
         'y' => 3600 * 24 * 365,
-        _ => return Err(QueryError::bad(format!("Invalid duration (suffix): {s}"))),
+        _ => {
+            return Err(QueryError::bad(format!(
+                "Invalid duration (suffix): {text}"
+            )));
+        }
     } * 1000;
     // Same test as the original: compare in floating point.
     if interval as f64 * multiplier as f64 > i64::MAX as f64 {
         return Err(QueryError::bad(format!(
-            "Duration must be < Long.MAX_VALUE ms: {s}"
+            "Duration must be < Long.MAX_VALUE ms: {text}"
         )));
     }
     Ok(interval.wrapping_mul(multiplier))
@@ -269,34 +277,6 @@ pub fn parse_duration(s: &str) -> Result<i64, QueryError> {
 pub fn is_supported_timezone(tz: &str) -> bool {
     lookup_zone(tz).is_some()
 }
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12).
-pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Inverse of [`days_from_civil`]: `(year, month 1..=12, day 1..=31)`.
-pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Milliseconds per day.
-pub(crate) const DAY_MS: i64 = 86_400_000;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
@@ -520,15 +500,5 @@ mod tests {
             d("9999999999999999y"),
             "Duration must be < Long.MAX_VALUE ms: 9999999999999999y"
         );
-    }
-
-    #[test]
-    fn civil_round_trip() {
-        for days in [-800_000, -1, 0, 1, 15_694, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(15_694), (2012, 12, 20));
     }
 }

@@ -326,7 +326,7 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
         ));
     };
     if let Err(m) = hourglass_ingest::validate_name(api_key(*kind), new, ctx.limits.max_name_len) {
-        return Ok(failure(StatusCode::BAD_REQUEST, m));
+        return Ok(failure(StatusCode::BAD_REQUEST, m.to_string()));
     }
     match ctx.engine.uids().rename(*kind, old, new) {
         Ok(()) => {

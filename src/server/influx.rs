@@ -27,7 +27,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hourglass_ingest::Point;
-use hourglass_ingest::influx::{self, InfluxResponse, Precision};
+use hourglass_ingest::influx::{self, InfluxBatch, Precision, PrecisionError};
 
 use super::Ctx;
 use super::error::{ApiError, ErrorFormat};
@@ -85,8 +85,107 @@ pub(super) async fn write_v2(
     )
 }
 
+/// What to answer an InfluxDB client, and whether to write the batch's points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct InfluxResponse {
+    /// 204, or 400.
+    status: StatusCode,
+    /// JSON body (`Content-Type: application/json`); `None` for 204. InfluxDB also sends the
+    /// error text in an `X-Influxdb-Error` header.
+    body: Option<String>,
+    /// The error text alone, for that header.
+    error: Option<String>,
+    /// Whether the accepted points are to be written (1.x writes them even when other lines
+    /// failed; 2.x writes nothing if any line failed).
+    write_points: bool,
+}
+
+impl InfluxResponse {
+    fn no_content() -> Self {
+        Self {
+            status: StatusCode::NO_CONTENT,
+            body: None,
+            error: None,
+            write_points: true,
+        }
+    }
+
+    /// 1.x shape: `{"error": ...}`, plus `"line"` (the first refused line, 1-based) when a line
+    /// was refused — an addition to 1.x, taken from the 2.x `LineProtocolError` schema.
+    fn error_v1(message: String, line: Option<usize>) -> Self {
+        let mut body = serde_json::json!({ "error": message });
+        if let Some(n) = line {
+            body["line"] = n.into();
+        }
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            body: Some(body.to_string()),
+            error: Some(message),
+            write_points: true,
+        }
+    }
+
+    /// 2.x `LineProtocolError` shape: `{"code": "invalid", "message": ..., "line": N}` (`line`:
+    /// the first refused line, 1-based, when a line was refused).
+    fn error_v2(message: &str, line: Option<usize>) -> Self {
+        let mut body = serde_json::json!({ "code": "invalid", "message": message });
+        if let Some(n) = line {
+            body["line"] = n.into();
+        }
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            body: Some(body.to_string()),
+            error: Some(message.to_owned()),
+            write_points: false,
+        }
+    }
+
+    /// An unknown `precision`: 400. (1.x itself silently reads an unknown precision as
+    /// nanoseconds; refusing it is a deliberate deviation — a typo would otherwise store every
+    /// point in 1970 or refuse it.)
+    fn bad_precision(api: Api, e: &PrecisionError) -> Self {
+        match api {
+            Api::V1 => Self::error_v1(
+                format!(
+                    "invalid precision {:?}; valid precision units are n, ns, u, us, ms, s, m and h",
+                    e.0
+                ),
+                None,
+            ),
+            Api::V2 => Self::error_v2(
+                "invalid precision; valid precision units are ns, us, ms, and s",
+                None,
+            ),
+        }
+    }
+
+    /// The answer to a parsed body.
+    ///
+    /// 1.x `POST /write`: 204 when every line parsed; when some failed, 400
+    /// `{"error":"partial write: <errors> dropped=0"}` and the good lines are written; when all
+    /// failed, 400 `{"error":"<errors>"}`.
+    ///
+    /// 2.x `POST /api/v2/write`: 204 when every line parsed; otherwise 400
+    /// `{"code":"invalid","message":"<errors>"}` and nothing is written; an empty body is 400
+    /// `{"code":"invalid","message":"writing requires points"}`.
+    fn for_batch(api: Api, batch: &InfluxBatch<'_>) -> Self {
+        if api == Api::V2 && batch.empty_body {
+            return Self::error_v2("writing requires points", None);
+        }
+        let Some(text) = batch.error_text() else {
+            return Self::no_content();
+        };
+        let line = batch.first_error_line();
+        match api {
+            Api::V1 if batch.accepted_lines == 0 => Self::error_v1(text, line),
+            Api::V1 => Self::error_v1(format!("partial write: {text} dropped=0"), line),
+            Api::V2 => Self::error_v2(&text, line),
+        }
+    }
+}
+
 fn influx_response(r: InfluxResponse) -> Response {
-    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let status = r.status;
     let mut resp = match r.body {
         Some(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
         None => status.into_response(),
@@ -126,12 +225,7 @@ async fn write(
     };
     let precision = match precision {
         Ok(p) => p,
-        Err(e) => {
-            return Ok(influx_response(match api {
-                Api::V1 => e.v1_response(),
-                Api::V2 => e.v2_response(),
-            }));
-        }
+        Err(e) => return Ok(influx_response(InfluxResponse::bad_precision(api, &e))),
     };
     let read = super::body::read(ctx, headers, peer.ip(), body).await?;
     let now_ms = ctx.engine.clock().now_ms();
@@ -154,10 +248,7 @@ async fn write(
             .with_label_values(&["invalid"])
             .inc_by(batch.errors.len() as u64);
     }
-    let answer = match api {
-        Api::V1 => batch.v1_response(),
-        Api::V2 => batch.v2_response(),
-    };
+    let answer = InfluxResponse::for_batch(api, &batch);
     if answer.write_points && !entries.is_empty() {
         let receipt = tokio::task::block_in_place(|| ctx.engine.write_entries(&refs, &entries))?;
         ctx.engine.wait_durable(receipt.lsn).await?;
@@ -210,7 +301,7 @@ async fn write(
 /// A `/write` body as the engine takes it.
 struct Parsed<'a> {
     /// Accepted and refused lines (for the answer; points are in `entries`).
-    batch: influx::InfluxBatch<'a>,
+    batch: InfluxBatch<'a>,
     entries: Vec<Entry<'a>>,
     /// Series of the `Entry::Known` entries.
     refs: Vec<SeriesRef>,
@@ -223,9 +314,9 @@ struct Parsed<'a> {
 /// become known entries (no tag parsing); the others are parsed in full.
 fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Parsed<'a> {
     let mut out = Parsed {
-        batch: influx::InfluxBatch {
+        batch: InfluxBatch {
             empty_body: body.is_empty(),
-            ..influx::InfluxBatch::default()
+            ..InfluxBatch::default()
         },
         entries: Vec::new(),
         refs: Vec::new(),
@@ -344,4 +435,126 @@ async fn query_inner(
         "hourglass accepts InfluxDB writes only (and CREATE DATABASE, which it ignores); \
          query it with /api/query or through Prometheus remote read",
     ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
+mod tests {
+    use hourglass_ingest::Limits;
+    use hourglass_ingest::influx::parse_body;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_123;
+
+    fn batch(body: &[u8]) -> InfluxBatch<'_> {
+        parse_body(body, Precision::Nanoseconds, NOW, &Limits::default())
+    }
+
+    #[test]
+    fn accepted_bodies_are_204() {
+        let body = b"cpu,cpu=cpu0,host=a usage_idle=99.5,usage_user=0.5 1700000000000000000\n\
+                     cpu,cpu=cpu0,host=a usage_idle=99.500000,usage_user=0.500000 1700000010000000000\n";
+        let parsed = batch(body);
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V1, &parsed),
+            InfluxResponse::no_content()
+        );
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V2, &parsed).status,
+            StatusCode::NO_CONTENT
+        );
+    }
+
+    #[test]
+    fn refused_lines_with_their_numbers() {
+        let body = b"# header\n\
+                     cpu,h=a v=1 1700000000000000000\n\
+                     \n\
+                     cpu,h=a v=oops 1700000000000000000\r\n\
+                     cpu v=1 1700000000000000000\n\
+                     cpu,h=b v=2 1700000000000000000";
+        let parsed = batch(body);
+        let joined = "unable to parse 'cpu,h=a v=oops 1700000000000000000': invalid boolean\nunable to parse 'cpu v=1 1700000000000000000': Need at least one tag (metric=cpu.v, tags={})";
+        let v1 = InfluxResponse::for_batch(Api::V1, &parsed);
+        assert_eq!(v1.status, StatusCode::BAD_REQUEST);
+        assert!(v1.write_points);
+        assert_eq!(
+            v1.body,
+            Some(
+                serde_json::json!({ "error": format!("partial write: {joined} dropped=0"), "line": 4 })
+                    .to_string()
+            )
+        );
+        let v2 = InfluxResponse::for_batch(Api::V2, &parsed);
+        assert_eq!(v2.status, StatusCode::BAD_REQUEST);
+        assert!(!v2.write_points);
+        assert_eq!(
+            v2.body,
+            Some(
+                serde_json::json!({ "code": "invalid", "message": joined, "line": 4 }).to_string()
+            )
+        );
+        assert_eq!(v2.error.as_deref(), Some(joined));
+        // Every line failed: 1.x reports without "partial write".
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V1, &batch(b"cpu\n"))
+                .body
+                .as_deref(),
+            Some(r#"{"error":"unable to parse 'cpu': missing fields","line":1}"#)
+        );
+        // Empty bodies.
+        let empty = batch(b"");
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V1, &empty).status,
+            StatusCode::NO_CONTENT
+        );
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V2, &empty).body.as_deref(),
+            Some(r#"{"code":"invalid","message":"writing requires points"}"#)
+        );
+        assert_eq!(
+            InfluxResponse::for_batch(Api::V2, &batch(b"\n\n# c\n")).status,
+            StatusCode::NO_CONTENT
+        );
+    }
+
+    #[test]
+    fn bad_precisions() {
+        for bad in ["n", "u", "m", "h", "sec", "NS"] {
+            let e = Precision::from_v2(bad).unwrap_err();
+            let r = InfluxResponse::bad_precision(Api::V2, &e);
+            assert_eq!(r.status, StatusCode::BAD_REQUEST);
+            assert_eq!(
+                r.body.as_deref(),
+                Some(
+                    r#"{"code":"invalid","message":"invalid precision; valid precision units are ns, us, ms, and s"}"#
+                )
+            );
+        }
+        let e = Precision::from_v1("sec").unwrap_err();
+        assert_eq!(
+            InfluxResponse::bad_precision(Api::V1, &e).body.as_deref(),
+            Some(
+                r#"{"error":"invalid precision \"sec\"; valid precision units are n, ns, u, us, ms, s, m and h"}"#
+            )
+        );
+    }
+
+    proptest! {
+        /// Any body gets an answer: 1.x 204 or 400; 2.x 204 exactly when no line was refused
+        /// and the body was not empty.
+        #[test]
+        fn every_body_gets_an_answer(body in prop::collection::vec(any::<u8>(), 0..400)) {
+            let parsed = batch(&body);
+            let v1 = InfluxResponse::for_batch(Api::V1, &parsed);
+            prop_assert!(v1.status == StatusCode::NO_CONTENT || v1.status == StatusCode::BAD_REQUEST);
+            let v2 = InfluxResponse::for_batch(Api::V2, &parsed);
+            prop_assert_eq!(
+                v2.status == StatusCode::NO_CONTENT,
+                parsed.errors.is_empty() && !parsed.empty_body
+            );
+        }
+    }
 }

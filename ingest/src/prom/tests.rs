@@ -1,0 +1,496 @@
+//! The tests of remote write and remote read, sharing their request builders.
+
+use prost::Message;
+
+use super::*;
+use crate::limits::Limits;
+use crate::point::{Point, Timestamp, Value};
+
+fn label(name: &str, value: &str) -> pb::Label {
+    pb::Label {
+        name: name.to_owned(),
+        value: value.to_owned(),
+    }
+}
+
+fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> pb::TimeSeries {
+    pb::TimeSeries {
+        labels: labels.iter().map(|(n, v)| label(n, v)).collect(),
+        samples: samples
+            .iter()
+            .map(|&(timestamp, value)| pb::Sample { value, timestamp })
+            .collect(),
+        exemplars: Vec::new(),
+        histograms: Vec::new(),
+    }
+}
+
+fn compress(msg: &impl Message) -> Vec<u8> {
+    snap::raw::Encoder::new()
+        .compress_vec(&msg.encode_to_vec())
+        .unwrap()
+}
+
+fn write(req: &pb::WriteRequest) -> Result<RemoteWrite, PromError> {
+    decode_write(&compress(req), DEFAULT_MAX_DECODED_LEN, &Limits::default())
+}
+
+const T: i64 = 1_700_000_000_123;
+
+#[test]
+fn labels_prometheus_cannot_hold_are_rewritten() {
+    let mut s = series_to_prom(
+        "sys.cpu-user",
+        &[
+            ("dc-name", "a-b"),
+            ("host", "x"),
+            ("1x", "y"),
+            ("dc_name", "z"),
+        ],
+        [(T, 1.0)],
+    );
+    prometheus_safe_labels(&mut s);
+    let got: Vec<(&str, &str)> = s
+        .labels
+        .iter()
+        .map(|l| (l.name.as_str(), l.value.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("_1x", "y"),
+            ("__name__", "sys:cpu_user"),
+            ("dc_name", "z"),
+            ("host", "x"),
+        ]
+    );
+    let mut ok = series_to_prom(
+        "up",
+        &[("job", "self"), ("instance", "127.0.0.1:9090")],
+        [(T, 1.0)],
+    );
+    let before = ok.clone();
+    prometheus_safe_labels(&mut ok);
+    assert_eq!(ok, before);
+}
+
+#[test]
+fn write_maps_series() {
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(
+                &[
+                    ("__name__", "http_requests_total"),
+                    ("instance", "localhost:9090"),
+                    ("job", "prometheus"),
+                ],
+                &[(T, 42.0), (T + 1000, 0.1)],
+            ),
+            series(
+                &[("__name__", "job:rate5m:sum"), ("path", "/a b")],
+                &[(T, 1.5)],
+            ),
+        ],
+        metadata: Vec::new(),
+    };
+    let w = write(&req).unwrap();
+    assert_eq!(w.errors, Vec::new());
+    assert_eq!(w.series.len(), 2);
+    let s = &w.series[0];
+    assert_eq!(s.metric, "http_requests_total");
+    assert_eq!(
+        s.tags,
+        vec![
+            ("instance".to_owned(), "localhost%3A9090".to_owned()),
+            ("job".to_owned(), "prometheus".to_owned()),
+        ]
+    );
+    assert_eq!(
+        s.samples,
+        vec![
+            (Timestamp(T as u64), Value::Float(42.0)),
+            (Timestamp(T as u64 + 1000), Value::Double(0.1)),
+        ]
+    );
+    assert_eq!(w.series[1].metric, "job.rate5m.sum");
+    assert_eq!(w.series[1].tags[0].1, "/a%20b");
+    assert_eq!(w.point_count(), 3);
+    let points: Vec<Point<'_>> = w.points().collect();
+    assert_eq!(points.len(), 3);
+    for p in &points {
+        assert_eq!(crate::check_point(p, &Limits::default()), Ok(()));
+    }
+    assert_eq!(w.status(), 204);
+    assert_eq!(w.error_text(), None);
+}
+
+#[test]
+fn staleness_markers_and_non_finite_values_are_dropped_and_counted() {
+    let stale = f64::from_bits(STALE_NAN_BITS);
+    assert!(stale.is_nan());
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(
+                &[("__name__", "up"), ("job", "x")],
+                &[
+                    (T, 1.0),
+                    (T + 1, stale),
+                    (T + 2, f64::NAN),
+                    (T + 3, f64::INFINITY),
+                    (T + 4, f64::NEG_INFINITY),
+                ],
+            ),
+            // Only a staleness marker: the series disappears without error.
+            series(&[("__name__", "gone"), ("job", "x")], &[(T, stale)]),
+        ],
+        metadata: Vec::new(),
+    };
+    let w = write(&req).unwrap();
+    assert_eq!(w.stale_markers, 2);
+    assert_eq!(w.non_finite, 3);
+    assert_eq!(w.errors, Vec::new());
+    assert_eq!(w.series.len(), 1);
+    assert_eq!(
+        w.series[0].samples,
+        vec![(Timestamp(T as u64), Value::Float(1.0))]
+    );
+    assert_eq!(w.status(), 204);
+}
+
+#[test]
+fn metadata_only_request() {
+    let req = pb::WriteRequest {
+        timeseries: Vec::new(),
+        metadata: vec![pb::MetricMetadata {
+            r#type: 1,
+            metric_family_name: "http_requests_total".to_owned(),
+            help: "Total requests.".to_owned(),
+            unit: String::new(),
+        }],
+    };
+    let w = write(&req).unwrap();
+    assert_eq!(w.metadata, 1);
+    assert_eq!(w.point_count(), 0);
+    assert_eq!(w.status(), 204);
+    // An empty request too.
+    let w = write(&pb::WriteRequest::default()).unwrap();
+    assert_eq!(w, RemoteWrite::default());
+}
+
+#[test]
+fn exemplars_and_histograms_are_ignored_and_counted() {
+    let mut ts = series(&[("__name__", "h"), ("job", "x")], &[(T, 2.0)]);
+    ts.exemplars = vec![pb::Exemplar {
+        labels: vec![label("trace_id", "abc")],
+        value: 1.0,
+        timestamp: T,
+    }];
+    ts.histograms = vec![vec![0x08, 0x01], Vec::new()];
+    let w = write(&pb::WriteRequest {
+        timeseries: vec![ts],
+        metadata: Vec::new(),
+    })
+    .unwrap();
+    assert_eq!(w.exemplars, 1);
+    assert_eq!(w.histograms, 2);
+    assert_eq!(w.point_count(), 1);
+}
+
+#[test]
+fn series_errors() {
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(&[("job", "x")], &[(T, 1.0)]),
+            series(&[("__name__", "m")], &[(T, 1.0), (T, 2.0)]),
+            series(&[("__name__", "m"), ("a", "1"), ("a", "2")], &[(T, 1.0)]),
+            series(
+                &[("__name__", "m"), ("job", "x")],
+                &[(T, 1.0), (0, 1.0), (-5, 1.0), (4_294_967_296_000, 1.0)],
+            ),
+            series(
+                &[("__name__", "m"), ("job", "x"), ("empty", "")],
+                &[(T, 3.0)],
+            ),
+            series(
+                &[
+                    ("__name__", "m"),
+                    ("a", "1"),
+                    ("b", "2"),
+                    ("c", "3"),
+                    ("d", "4"),
+                    ("e", "5"),
+                    ("f", "6"),
+                    ("g", "7"),
+                    ("h", "8"),
+                    ("i", "9"),
+                ],
+                &[(T, 1.0)],
+            ),
+        ],
+        metadata: Vec::new(),
+    };
+    let w = write(&req).unwrap();
+    assert_eq!(
+        w.errors,
+        vec![
+            SeriesError {
+                index: 0,
+                message: "missing metric name (no __name__ label)".to_owned(),
+                samples: 1
+            },
+            SeriesError {
+                index: 1,
+                message: "Need at least one tag (metric=m, tags={})".to_owned(),
+                samples: 2
+            },
+            SeriesError {
+                index: 2,
+                message: "duplicate label name \"a\"".to_owned(),
+                samples: 1
+            },
+            SeriesError {
+                index: 3,
+                message: "invalid timestamp: 0 ms".to_owned(),
+                samples: 3
+            },
+            SeriesError {
+                index: 5,
+                message: "Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}".to_owned(),
+                samples: 1
+            },
+        ]
+    );
+    // Series 3 keeps its good sample, series 4 drops the empty label.
+    assert_eq!(w.series.len(), 2);
+    assert_eq!(w.series[0].samples.len(), 1);
+    assert_eq!(w.series[1].tags, vec![("job".to_owned(), "x".to_owned())]);
+    assert_eq!(w.status(), 400);
+    assert!(w.error_text().unwrap().starts_with(
+        "series 0: missing metric name (no __name__ label)\nseries 1: Need at least one tag"
+    ));
+}
+
+#[test]
+fn oversize_and_garbage_bodies() {
+    let req = pb::WriteRequest {
+        timeseries: vec![series(&[("__name__", "m"), ("job", "x")], &[(T, 1.0)])],
+        metadata: Vec::new(),
+    };
+    let body = compress(&req);
+    let e = decode_write(&body, 10, &Limits::default()).unwrap_err();
+    assert_eq!(e.status, 413);
+    assert!(e.client_fault());
+    assert!(e.message.ends_with("exceeds the limit of 10 bytes"), "{e}");
+    // A header declaring 32 MiB in 5 bytes: refused before allocating.
+    let mut lying = Vec::new();
+    let mut n = 32u64 << 20;
+    while n >= 0x80 {
+        lying.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    lying.push(n as u8);
+    lying.push(0);
+    let e = decode_write(&lying, DEFAULT_MAX_DECODED_LEN, &Limits::default()).unwrap_err();
+    assert_eq!(e.status, 400);
+    assert!(e.message.contains("impossible"), "{e}");
+    for garbage in [
+        &b""[..],
+        b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+        b"hello world",
+        b"\x05\x10hello",
+    ] {
+        let e = decode_write(garbage, DEFAULT_MAX_DECODED_LEN, &Limits::default()).unwrap_err();
+        assert_eq!(e.status, 400, "{garbage:?}: {e}");
+    }
+    // Valid snappy, invalid protobuf.
+    for payload in [
+        &b"\x0a\x05ab"[..],
+        b"\x0b",
+        b"\x08",
+        b"\x0a\x02\x0a\xff",
+        b"\x09",
+    ] {
+        let body = snap::raw::Encoder::new().compress_vec(payload).unwrap();
+        let e = decode_write(&body, DEFAULT_MAX_DECODED_LEN, &Limits::default()).unwrap_err();
+        assert_eq!(e.status, 400, "{payload:?}");
+    }
+    // Unknown fields are skipped.
+    let mut payload = vec![0x10, 0x05, 0x25, 1, 2, 3, 4];
+    payload.extend(req.encode_to_vec());
+    let body = snap::raw::Encoder::new().compress_vec(&payload).unwrap();
+    let w = decode_write(&body, DEFAULT_MAX_DECODED_LEN, &Limits::default()).unwrap();
+    assert_eq!(w.point_count(), 1);
+}
+
+#[test]
+fn metric_name_mapping_round_trips() {
+    for (prom, tsdb) in [
+        ("up", "up"),
+        ("job:rate5m:sum", "job.rate5m.sum"),
+        ("http.server.duration", "http%2Eserver%2Eduration"),
+        ("a:b.c%", "a.b%2Ec%25"),
+        ("with space", "with%20space"),
+    ] {
+        assert_eq!(prom_metric_to_opentsdb(prom), tsdb);
+        assert_eq!(opentsdb_metric_to_prom(tsdb), prom);
+    }
+}
+
+#[test]
+fn read_request_and_response() {
+    let req = pb::ReadRequest {
+        queries: vec![pb::Query {
+            start_timestamp_ms: T - 60_000,
+            end_timestamp_ms: T,
+            matchers: vec![
+                pb::LabelMatcher {
+                    r#type: pb::MatchType::Eq as i32,
+                    name: "__name__".to_owned(),
+                    value: "job:rate5m:sum".to_owned(),
+                },
+                pb::LabelMatcher {
+                    r#type: pb::MatchType::Re as i32,
+                    name: "instance".to_owned(),
+                    value: "localhost:.*".to_owned(),
+                },
+                pb::LabelMatcher {
+                    r#type: pb::MatchType::Neq as i32,
+                    name: "path".to_owned(),
+                    value: "/a b".to_owned(),
+                },
+            ],
+            hints: Some(pb::ReadHints {
+                step_ms: 15_000,
+                ..pb::ReadHints::default()
+            }),
+        }],
+        accepted_response_types: Vec::new(),
+    };
+    let decoded = decode_read(&compress(&req), DEFAULT_MAX_DECODED_LEN).unwrap();
+    assert_eq!(decoded, req);
+    let m: Vec<OpenTsdbMatcher> = decoded.queries[0]
+        .matchers
+        .iter()
+        .map(|m| map_matcher(m).unwrap())
+        .collect();
+    assert_eq!(
+        m,
+        vec![
+            OpenTsdbMatcher {
+                op: pb::MatchType::Eq,
+                target: MatchTarget::Metric,
+                value: "job.rate5m.sum".to_owned()
+            },
+            OpenTsdbMatcher {
+                op: pb::MatchType::Re,
+                target: MatchTarget::Tag("instance".to_owned()),
+                value: "localhost:.*".to_owned()
+            },
+            OpenTsdbMatcher {
+                op: pb::MatchType::Neq,
+                target: MatchTarget::Tag("path".to_owned()),
+                value: "/a%20b".to_owned()
+            },
+        ]
+    );
+    let bad = pb::LabelMatcher {
+        r#type: 7,
+        name: "a".to_owned(),
+        value: "b".to_owned(),
+    };
+    assert_eq!(map_matcher(&bad).unwrap_err().status, 400);
+
+    let ts = series_to_prom(
+        "job.rate5m.sum",
+        &[("path", "/a%20b"), ("Zone", "eu")],
+        [(T, 2.0), (T - 1000, 1.0)],
+    );
+    assert_eq!(
+        ts.labels,
+        vec![
+            label("Zone", "eu"),
+            label("__name__", "job:rate5m:sum"),
+            label("path", "/a b")
+        ]
+    );
+    assert_eq!(
+        ts.samples,
+        vec![
+            pb::Sample {
+                value: 1.0,
+                timestamp: T - 1000
+            },
+            pb::Sample {
+                value: 2.0,
+                timestamp: T
+            }
+        ]
+    );
+    let body = encode_read_response(
+        &decoded,
+        vec![pb::QueryResult {
+            timeseries: vec![ts.clone()],
+        }],
+    )
+    .unwrap();
+    let raw = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
+    let resp = pb::ReadResponse::decode(raw.as_slice()).unwrap();
+    assert_eq!(resp.results.len(), 1);
+    assert_eq!(resp.results[0].timeseries, vec![ts]);
+    // Exactly one result per query.
+    let e = encode_read_response(&decoded, Vec::new()).unwrap_err();
+    assert_eq!(e.status, 500);
+    assert!(!e.client_fault());
+}
+
+#[test]
+fn read_response_types() {
+    let mut req = pb::ReadRequest {
+        queries: Vec::new(),
+        accepted_response_types: vec![
+            pb::ResponseType::StreamedXorChunks as i32,
+            pb::ResponseType::Samples as i32,
+        ],
+    };
+    assert!(decode_read(&compress(&req), DEFAULT_MAX_DECODED_LEN).is_ok());
+    req.accepted_response_types = vec![pb::ResponseType::StreamedXorChunks as i32];
+    let e = decode_read(&compress(&req), DEFAULT_MAX_DECODED_LEN).unwrap_err();
+    assert_eq!(e.status, 400);
+    assert!(decode_read(b"junk", DEFAULT_MAX_DECODED_LEN).is_err());
+}
+
+#[test]
+fn field_numbers_match_prompb() {
+    // Hand-checked bytes: WriteRequest{timeseries{labels{name="a",value="b"},
+    // samples{value=1.0,timestamp=2}}}.
+    let req = pb::WriteRequest {
+        timeseries: vec![series(&[("a", "b")], &[(2, 1.0)])],
+        metadata: Vec::new(),
+    };
+    assert_eq!(
+        req.encode_to_vec(),
+        vec![
+            0x0a, 0x15, // timeseries = 1, 21 bytes
+            0x0a, 0x06, 0x0a, 0x01, b'a', 0x12, 0x01,
+            b'b', // labels = 1 {name = 1, value = 2}
+            0x12, 0x0b, 0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0x10,
+            0x02, // samples = 2 {value = 1 double, timestamp = 2}
+        ]
+    );
+    let m = pb::LabelMatcher {
+        r#type: 2,
+        name: "n".to_owned(),
+        value: "v".to_owned(),
+    };
+    assert_eq!(
+        m.encode_to_vec(),
+        vec![0x08, 0x02, 0x12, 0x01, b'n', 0x1a, 0x01, b'v']
+    );
+    let q = pb::Query {
+        start_timestamp_ms: 1,
+        end_timestamp_ms: 2,
+        matchers: Vec::new(),
+        hints: Some(pb::ReadHints::default()),
+    };
+    assert_eq!(q.encode_to_vec(), vec![0x08, 0x01, 0x10, 0x02, 0x22, 0x00]);
+}
