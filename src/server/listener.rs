@@ -13,7 +13,7 @@ use tokio::sync::{Semaphore, watch};
 
 use super::connection::serve_connection;
 use super::ctx::Ctx;
-use super::http;
+use super::router;
 
 /// Accepts connections until `shutdown` resolves, then stops accepting,
 /// tells open connections to finish, and waits up to `drain` for them.
@@ -26,7 +26,7 @@ pub async fn run(
     let max = ctx.config.server.max_connections.max(1);
     let permits = Arc::new(Semaphore::new(max));
     let (stop_tx, stop_rx) = watch::channel(false);
-    let app = http::service(Arc::clone(&ctx));
+    let app = router::service(Arc::clone(&ctx));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
     loop {

@@ -19,23 +19,13 @@
 //!   resolved series, under a budget shared by all connections.
 
 pub mod api;
-pub mod api_annotation;
-pub mod api_arrow;
-pub mod api_config;
-pub mod api_last;
-pub mod api_search;
-pub mod api_uid;
-pub mod body;
 mod connection;
-pub mod cors;
 mod ctx;
-pub mod error;
 pub mod http;
-pub mod influx;
 pub mod limits;
 pub mod line;
 mod listener;
-pub mod prom;
+pub mod router;
 pub mod series_cache;
 pub mod write;
 

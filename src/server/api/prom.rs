@@ -40,20 +40,20 @@ use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
 use hourglass_query::filter::TagFilter;
 use regex::Regex;
 
-use super::Ctx;
-use super::error::{ApiError, ErrorFormat};
-use super::http::respond;
 use crate::engine::{Engine, Entry, PointError};
+use crate::server::Ctx;
+use crate::server::http::error::{ApiError, ErrorFormat};
+use crate::server::http::respond;
 use crate::uid::{UidError, UidKind};
 
 /// Metric names one remote-read query without `__name__="…"` may look at.
 pub const MAX_METRICS_PER_QUERY: usize = 10_000;
 
 /// `POST /api/v1/write`.
-pub(super) async fn remote_write(
+pub async fn remote_write(
     State(ctx): State<Arc<Ctx>>,
     headers: HeaderMap,
-    peer: super::http::PeerAddr,
+    peer: crate::server::http::PeerAddr,
     body: Body,
 ) -> Response {
     let r = write(&ctx, &headers, peer.ip(), body).await;
@@ -101,7 +101,7 @@ async fn write(
     body: Body,
 ) -> Result<Response, ApiError> {
     check_encoding(headers)?;
-    let mut read = super::body::read_raw(ctx, headers, peer, body).await?;
+    let mut read = crate::server::http::body::read_raw(ctx, headers, peer, body).await?;
     let limit = ctx.config.server.max_body_bytes;
     // Reserve the decoded body and its points before decoding (the decoder
     // itself refuses a declared size above the limit).
@@ -112,7 +112,7 @@ async fn write(
             read.bytes.len() + declared.saturating_mul(2),
         )
     {
-        return Err(super::body::overloaded());
+        return Err(crate::server::http::body::overloaded());
     }
     let decoded =
         tokio::task::block_in_place(|| prom::decode_write(&read.bytes, limit, &ctx.limits))?;
@@ -243,7 +243,7 @@ fn write_series(
 }
 
 /// `POST /api/v1/read`.
-pub(super) async fn remote_read(
+pub async fn remote_read(
     State(ctx): State<Arc<Ctx>>,
     headers: HeaderMap,
     ext: axum::http::Extensions,
@@ -331,13 +331,15 @@ async fn read(
     body: Body,
 ) -> Result<Response, ApiError> {
     check_encoding(headers)?;
-    let raw = super::body::read_raw(ctx, headers, super::api::peer_ip(ext), body).await?;
-    let peer = super::api::peer_of(ext);
+    let raw =
+        crate::server::http::body::read_raw(ctx, headers, crate::server::http::peer_ip(ext), body)
+            .await?;
+    let peer = crate::server::http::peer_of(ext);
     let req = prom::decode_read(&raw.bytes, ctx.config.server.max_body_bytes)?;
     drop(raw);
     let engine = Arc::clone(&ctx.engine);
     let text = summary(&req);
-    let body = super::api::run_budgeted(ctx, text, peer, move |budget| {
+    let body = crate::server::http::run_budgeted(ctx, text, peer, move |budget| {
         let mut results = Vec::with_capacity(req.queries.len());
         for q in &req.queries {
             results.push(run_query(&engine, q, budget)?);

@@ -10,9 +10,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::Ctx;
-use super::api::{Params, json_response, peer_of, read_body, respond, run_budgeted};
-use super::error::ApiError;
+use crate::server::Ctx;
+use crate::server::http::error::ApiError;
+use crate::server::http::{Params, json_response, peer_of, read_body, respond, run_budgeted};
 
 async fn run_lookup(
     ctx: &Arc<Ctx>,

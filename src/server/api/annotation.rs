@@ -17,10 +17,10 @@ use hourglass_query::annotation::{
     render_annotations, render_bulk_delete, replace,
 };
 
-use super::Ctx;
-use super::api::{Params, json_response, peer_of, read_body, respond, run_budgeted};
-use super::error::ApiError;
 use crate::engine::{AnnotationError, Engine};
+use crate::server::Ctx;
+use crate::server::http::error::ApiError;
+use crate::server::http::{Params, json_response, peer_of, read_body, respond, run_budgeted};
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -210,7 +210,7 @@ pub async fn globals(
 ) -> Response {
     let r = async {
         let now = now_ms();
-        let get = |k: &str| super::api::param(&params, k).filter(|v| !v.is_empty());
+        let get = |k: &str| crate::server::http::param(&params, k).filter(|v| !v.is_empty());
         let start = get("start_time")
             .ok_or_else(|| ApiError::bad_request("Missing start time"))
             .and_then(|s| Ok(hourglass_query::parse_time(s, now)?))?;

@@ -1,7 +1,8 @@
-//! Helpers shared by the API endpoints that live outside `http.rs`
-//! (`api_search`, …): the JSON response, per-endpoint accounting, query
-//! parameters, and running a read under the query budget and admission
-//! gate (so every read endpoint is bounded like `/api/query`).
+//! What the HTTP endpoints share: the client's address, the JSON response,
+//! per-endpoint accounting, query parameters, reading a body within the
+//! server's bounds, running blocking work off the reactor, and running a
+//! read under the query budget and admission gate (so every read endpoint
+//! is bounded like `/api/query`).
 
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hourglass_query::QueryBudget;
 
-use super::Ctx;
+use super::body::{self, ReadBody};
 use super::error::ApiError;
-use super::limits::Refused;
+use crate::server::Ctx;
+use crate::server::limits::Refused;
 
 pub type Params = Vec<(String, String)>;
 
@@ -57,8 +59,8 @@ pub async fn read_body(
     headers: &HeaderMap,
     ext: &axum::http::Extensions,
     body: Body,
-) -> Result<super::body::ReadBody, ApiError> {
-    super::body::read(ctx, headers, peer_ip(ext), body).await
+) -> Result<ReadBody, ApiError> {
+    body::read(ctx, headers, peer_ip(ext), body).await
 }
 
 /// Runs blocking read work `f` as a query: admitted by the query gate
@@ -116,11 +118,60 @@ where
 
 /// The client's IP address (unspecified if unknown, as in unit tests).
 pub fn peer_ip(ext: &axum::http::Extensions) -> std::net::IpAddr {
-    ext.get::<super::http::PeerAddr>()
+    ext.get::<PeerAddr>()
         .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |p| p.ip())
 }
 
 pub fn peer_of(ext: &axum::http::Extensions) -> String {
-    ext.get::<super::http::PeerAddr>()
+    ext.get::<PeerAddr>()
         .map_or_else(String::new, |p| p.0.to_string())
+}
+
+/// The client's address, as an extension of every request; also an
+/// extractor (a request without it, which only tests build, is from
+/// `0.0.0.0:0`).
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
+impl PeerAddr {
+    pub fn ip(self) -> std::net::IpAddr {
+        self.0.ip()
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PeerAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<PeerAddr>()
+            .copied()
+            .unwrap_or(PeerAddr(std::net::SocketAddr::from(([0, 0, 0, 0], 0)))))
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs blocking work (storage I/O, a large parse or write) on a blocking
+/// thread, never on the reactor.
+pub async fn blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("request task failed: {e}"),
+        )
+    })?
 }

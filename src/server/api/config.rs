@@ -14,9 +14,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::Ctx;
-use super::api::{json_response, respond};
 use crate::config::Config;
+use crate::server::Ctx;
+use crate::server::http::{json_response, respond};
 
 const MASK: &str = "********";
 

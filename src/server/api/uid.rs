@@ -13,9 +13,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::Ctx;
-use super::api::{Params, json_response, param, peer_of, read_body, respond, run_budgeted};
-use super::error::ApiError;
+use crate::server::Ctx;
+use crate::server::http::error::ApiError;
+use crate::server::http::{
+    Params, json_response, param, peer_of, read_body, respond, run_budgeted,
+};
 use crate::uid::{UidError, UidKind};
 
 /// Names to assign, at most this many per request (every one is a UID

@@ -18,8 +18,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-use super::Ctx;
 use super::error::ApiError;
+use crate::server::Ctx;
 
 /// What the middleware learned about a request's origin; handlers that only
 /// know from the body that they write (`/api/query` with `"delete": true`)

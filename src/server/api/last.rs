@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use hourglass_query::last::{LastPoint, LastQuery, LastSubQuery, render_last};
 
-use super::Ctx;
-use super::api::{Params, json_response, peer_of, read_body, respond, run_budgeted};
-use super::error::ApiError;
 use crate::engine::{Engine, IndexError, LastError};
+use crate::server::Ctx;
+use crate::server::http::error::ApiError;
+use crate::server::http::{Params, json_response, peer_of, read_body, respond, run_budgeted};
 
 /// Unknown names read as in `/api/query` (400 `No such name …`).
 fn index_err(e: IndexError) -> ApiError {
@@ -31,7 +31,7 @@ fn last_err(e: LastError) -> ApiError {
         LastError::Index(i) => index_err(i),
         LastError::Budget(q) => q.into(),
         LastError::Uid(u) => u.into(),
-        LastError::Storage(s) => super::error::storage_error(&s),
+        LastError::Storage(s) => crate::server::http::error::storage_error(&s),
         other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
     }
 }

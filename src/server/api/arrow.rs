@@ -7,8 +7,8 @@
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::api::{Params, param};
-use super::error::ApiError;
+use crate::server::http::error::ApiError;
+use crate::server::http::{Params, param};
 
 pub const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 

@@ -29,11 +29,11 @@ use axum::response::{IntoResponse, Response};
 use hourglass_ingest::Point;
 use hourglass_ingest::influx::{self, InfluxBatch, Precision, PrecisionError};
 
-use super::Ctx;
-use super::error::{ApiError, ErrorFormat};
-use super::http::{Params, PeerAddr, param, respond};
-use super::series_cache::SharedSeriesCache;
 use crate::engine::{Entry, SeriesRef};
+use crate::server::Ctx;
+use crate::server::http::error::{ApiError, ErrorFormat};
+use crate::server::http::{Params, PeerAddr, param, respond};
+use crate::server::series_cache::SharedSeriesCache;
 
 /// The version string InfluxDB clients read from `X-Influxdb-Version`.
 const INFLUX_VERSION: &str = "1.8.10";
@@ -54,7 +54,7 @@ impl Api {
 }
 
 /// `POST /write` (InfluxDB 1.x).
-pub(super) async fn write_v1(
+pub async fn write_v1(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
@@ -70,7 +70,7 @@ pub(super) async fn write_v1(
 }
 
 /// `POST /api/v2/write` (InfluxDB 2.x).
-pub(super) async fn write_v2(
+pub async fn write_v2(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
@@ -227,7 +227,7 @@ async fn write(
         Ok(p) => p,
         Err(e) => return Ok(influx_response(InfluxResponse::bad_precision(api, &e))),
     };
-    let read = super::body::read(ctx, headers, peer.ip(), body).await?;
+    let read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
     let now_ms = ctx.engine.clock().now_ms();
     // Parsing a large body is CPU work: keep it off the reactor's threads.
     let parsed = tokio::task::block_in_place(|| parse(ctx, &read.bytes, precision, now_ms));
@@ -375,7 +375,7 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
 }
 
 /// `GET|HEAD /ping`: InfluxDB's liveness check (204 with its version).
-pub(super) async fn ping() -> Response {
+pub async fn ping() -> Response {
     with_version(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -383,7 +383,7 @@ pub(super) async fn ping() -> Response {
 /// output sends before writing, is answered (with success: there is one
 /// namespace). Anything else is refused: hourglass is queried through
 /// `/api/query` or Prometheus remote read, not InfluxQL.
-pub(super) async fn query(
+pub async fn query(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
     headers: HeaderMap,
@@ -405,7 +405,7 @@ async fn query_inner(
     peer: PeerAddr,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let read = super::body::read(ctx, headers, peer.ip(), body).await?;
+    let read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
     // `q` in the query string or in a form body.
     let form: Params = std::str::from_utf8(&read.bytes)
         .ok()

@@ -20,9 +20,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt;
 
-use super::Ctx;
 use super::error::ApiError;
-use super::limits::InflightGuard;
+use crate::server::Ctx;
+use crate::server::limits::InflightGuard;
 
 /// A body read into memory, with the in-flight memory it holds.
 #[derive(Debug)]

@@ -1,0 +1,22 @@
+//! The endpoints of the HTTP API, one file per family: `put` (`/api/put`),
+//! `query` (`/api/query`) with its Arrow output (`arrow`), `suggest`,
+//! `last` (`/api/query/last`), `search` (`/api/search/*`), `uid`
+//! (`/api/uid/*`), `annotation` (`/api/annotation[s|/bulk]`), `config`
+//! (`/api/config`, `/api/serializers`), `info` (version, aggregators,
+//! filters), `stats` (`/api/stats[/query]`, `/metrics`, `/api/dropcaches`),
+//! `influx` (InfluxDB's write API) and `prom` (Prometheus remote write and
+//! read).
+
+pub mod annotation;
+pub mod arrow;
+pub mod config;
+pub mod influx;
+pub mod info;
+pub mod last;
+pub mod prom;
+pub mod put;
+pub mod query;
+pub mod search;
+pub mod stats;
+pub mod suggest;
+pub mod uid;

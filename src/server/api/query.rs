@@ -1,0 +1,123 @@
+//! `/api/query`: the `m=` form (GET) and the JSON body (POST), answered as
+//! OpenTSDB's JSON or Arrow IPC ([`super::arrow`]); deletes when
+//! `query.allow_delete` is on.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+
+use std::time::Instant;
+
+use crate::server::Ctx;
+use crate::server::http::cors::OriginCheck;
+use crate::server::http::{ApiError, Params, json_response, now_ms, peer_of, respond};
+
+async fn run_query(
+    ctx: Arc<Ctx>,
+    q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
+    origin: OriginCheck,
+    peer: String,
+    text: String,
+    format: Result<super::arrow::Format, ApiError>,
+) -> Response {
+    let started = Instant::now();
+    let arrow = matches!(format, Ok(super::arrow::Format::Arrow));
+    let result: Result<Vec<u8>, ApiError> = async {
+        let q = q?;
+        format?;
+        if q.delete {
+            origin.refuse()?;
+            if !ctx.config.query.allow_delete {
+                return Err(ApiError::bad_request("Bad request")
+                    .with_details("Deleting data is not enabled (query.allow_delete = false)"));
+            }
+        }
+        // Admission, budget and timeout as for every query; if this future
+        // is dropped (the client went away), the ticket's drop cancels the
+        // budget and the blocking task stops at its next check.
+        let engine = Arc::clone(&ctx.engine);
+        crate::server::http::run_budgeted(&ctx, text, peer, move |budget| {
+            let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
+            if q.delete {
+                // The matched series lose their points in [start, end];
+                // the answer still shows them, as OpenTSDB's does.
+                let layout = *engine.layout();
+                let keys: Vec<Vec<u8>> = results
+                    .iter()
+                    .flat_map(|r| r.tsuids.iter())
+                    .filter_map(|hex| crate::codec::hex::decode(hex))
+                    .filter_map(|t| layout.series_key_from_tsuid(&t))
+                    .collect();
+                engine.delete_points(&keys, q.start_ms, q.end_ms)?;
+            }
+            if arrow {
+                return Ok(hourglass_query::render_arrow(&q, &results)?);
+            }
+            Ok(hourglass_query::render::render_json(&q, &results))
+        })
+        .await
+    }
+    .await;
+    ctx.metrics
+        .query_seconds
+        .observe(started.elapsed().as_secs_f64());
+    respond(
+        &ctx,
+        "query",
+        result.map(|body| {
+            if arrow {
+                super::arrow::arrow_response(body)
+            } else {
+                json_response(StatusCode::OK, body)
+            }
+        }),
+    )
+}
+
+pub async fn query_get(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    uri: Uri,
+    ext: axum::http::Extensions,
+) -> Response {
+    let format = super::arrow::format(&params, &headers);
+    let q = hourglass_query::parse_query_string(&params, now_ms());
+    let origin = ext
+        .get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed);
+    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
+}
+
+pub async fn query_post(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    ext: axum::http::Extensions,
+    body: Body,
+) -> Response {
+    let format = super::arrow::format(&params, &headers);
+    let read = match crate::server::http::body::read(
+        &ctx,
+        &headers,
+        crate::server::http::peer_ip(&ext),
+        body,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(e) => return respond(&ctx, "query", Err(e)),
+    };
+    let q = hourglass_query::parse_json_query(&read.bytes, &params, now_ms());
+    let origin = ext
+        .get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed);
+    let text = String::from_utf8_lossy(&read.bytes[..read.bytes.len().min(4096)]).into_owned();
+    drop(read);
+    run_query(ctx, q, origin, peer_of(&ext), text, format).await
+}

@@ -1,0 +1,88 @@
+//! Request paths normalised before routing, as OpenTSDB does: a trailing
+//! slash is ignored, `/api/v1/...` is the same as `/api/...`, higher API
+//! versions get 501, and the endpoint name is case-insensitive. The three
+//! foreign paths under `/api/` are kept as they are before that rule
+//! applies: `/api/v1/write` and `/api/v1/read` are Prometheus's (OpenTSDB
+//! has no `/api/write` or `/api/read`), `/api/v2/write` is InfluxDB 2.x's.
+
+use axum::http::Uri;
+
+/// Paths under `/api/` that belong to other systems' APIs and so escape
+/// OpenTSDB's version rule (`/api/v1/x` = `/api/x`, `/api/v2/...` = 501).
+const FOREIGN_API_PATHS: [&str; 3] = ["/api/v1/write", "/api/v1/read", "/api/v2/write"];
+
+/// Rewrites the request path to its canonical route.
+pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
+    let uri = req.uri();
+    let path = uri.path();
+    let mut p = path.trim_end_matches('/').to_string();
+    if p.is_empty() {
+        p.push('/');
+    }
+    let lower = p.to_ascii_lowercase();
+    if FOREIGN_API_PATHS.contains(&lower.as_str()) {
+        p = lower;
+    } else if lower == "/api" || lower.starts_with("/api/") {
+        let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
+        if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
+            && !v.is_empty()
+            && v.bytes().all(|b| b.is_ascii_digit())
+        {
+            if v.parse::<u32>().map_or(true, |n| n > 1) {
+                segs = vec!["__unsupported_version"];
+            } else {
+                segs.remove(0);
+            }
+        }
+        p = format!("/api/{}", segs.join("/"));
+    }
+    if p != path {
+        let pq = match uri.query() {
+            Some(q) => format!("{p}?{q}"),
+            None => p,
+        };
+        if let Ok(new) = pq.parse::<axum::http::uri::PathAndQuery>() {
+            let mut parts = uri.clone().into_parts();
+            parts.path_and_query = Some(new);
+            if let Ok(u) = Uri::from_parts(parts) {
+                *req.uri_mut() = u;
+            }
+        }
+    }
+    req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+
+    fn path_of(p: &str) -> String {
+        let req = axum::extract::Request::builder()
+            .uri(p)
+            .body(Body::empty())
+            .unwrap();
+        normalize(req).uri().to_string()
+    }
+
+    #[test]
+    fn path_normalisation() {
+        assert_eq!(path_of("/api/put/"), "/api/put");
+        assert_eq!(path_of("/api/v1/put?details"), "/api/put?details");
+        assert_eq!(path_of("/API/V1/PUT"), "/api/put");
+        assert_eq!(path_of("/api/v2/query"), "/api/__unsupported_version");
+        assert_eq!(path_of("/api/config/filters/"), "/api/config/filters");
+        assert_eq!(path_of("/"), "/");
+        assert_eq!(path_of("/metrics"), "/metrics");
+        // Prometheus and InfluxDB 2.x paths are not OpenTSDB's.
+        assert_eq!(path_of("/api/v1/write"), "/api/v1/write");
+        assert_eq!(path_of("/api/v1/read/"), "/api/v1/read");
+        assert_eq!(
+            path_of("/api/v2/write?bucket=b&precision=s"),
+            "/api/v2/write?bucket=b&precision=s"
+        );
+        assert_eq!(path_of("/API/V1/WRITE"), "/api/v1/write");
+        assert_eq!(path_of("/api/v1/query"), "/api/query");
+        assert_eq!(path_of("/api/v2/query"), "/api/__unsupported_version");
+    }
+}
