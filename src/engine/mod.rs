@@ -32,9 +32,8 @@
 //! and fsyncs new assignments), then, under the head lock, appends one WAL
 //! frame for the whole batch and queues its points ([`pending`]); the WAL's
 //! sync thread inserts them into the head once the frame is durable, before
-//! it wakes the writer. [`Engine::write_durable`] also waits until then:
-//! that is the acknowledgement, and a point is visible exactly when it is
-//! durable.
+//! it wakes the writer. [`Engine::wait_durable`] waits until then: that is
+//! the acknowledgement, and a point is visible exactly when it is durable.
 //!
 //! A point is never written to a table file before its hour has closed
 //! (`head.flush_grace_secs` after the hour ends) unless the head passes its

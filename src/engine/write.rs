@@ -175,14 +175,6 @@ impl Engine {
         })
     }
 
-    /// Writes a batch and waits until it is durable under the fsync policy:
-    /// the acknowledgement of a write. Call from a multi-threaded runtime.
-    pub async fn write_durable(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
-        let receipt = tokio::task::block_in_place(|| self.write(points))?;
-        self.wait_durable(receipt.lsn).await?;
-        Ok(receipt)
-    }
-
     fn write_items<'p, 'a: 'p>(
         &self,
         n: usize,

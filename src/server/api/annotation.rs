@@ -20,13 +20,9 @@ use hourglass_query::annotation::{
 use crate::engine::{AnnotationError, Engine};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
-use crate::server::http::{Params, json_response, peer_of, read_body, respond, run_budgeted};
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+use crate::server::http::{
+    Params, blocking, json_response, now_ms, peer_of, read_body, respond, run_budgeted,
+};
 
 /// POST merges, PUT replaces; `None` = nothing changed (304).
 fn sync_one(
@@ -66,26 +62,31 @@ async fn single(
     } else {
         parse_annotation_json(bytes)?
     };
-    let engine = &ctx.engine;
-    let note = &update.annotation;
-    tokio::task::block_in_place(|| match *method {
-        Method::GET => match engine.get_annotation(&note.tsuid, note.start_time)? {
-            Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
-            None => Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "Unable to locate annotation in storage",
-            )),
-        },
-        Method::DELETE => {
-            engine.delete_annotation(&note.tsuid, note.start_time)?;
-            Ok(StatusCode::NO_CONTENT.into_response())
+    let engine = Arc::clone(&ctx.engine);
+    let method = method.clone();
+    blocking(move || {
+        let engine = &engine;
+        let note = &update.annotation;
+        match method {
+            Method::GET => match engine.get_annotation(&note.tsuid, note.start_time)? {
+                Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
+                None => Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "Unable to locate annotation in storage",
+                )),
+            },
+            Method::DELETE => {
+                engine.delete_annotation(&note.tsuid, note.start_time)?;
+                Ok(StatusCode::NO_CONTENT.into_response())
+            }
+            Method::POST | Method::PUT => match sync_one(engine, &update, method == Method::PUT)? {
+                Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
+                None => Ok(StatusCode::NOT_MODIFIED.into_response()),
+            },
+            _ => Err(method_not_allowed(&method)),
         }
-        Method::POST | Method::PUT => match sync_one(engine, &update, *method == Method::PUT)? {
-            Some(n) => Ok(json_response(StatusCode::OK, n.to_response_json())),
-            None => Ok(StatusCode::NOT_MODIFIED.into_response()),
-        },
-        _ => Err(method_not_allowed(method)),
     })
+    .await
 }
 
 fn method_not_allowed(method: &Method) -> ApiError {
@@ -120,12 +121,13 @@ async fn bulk_inner(
         Method::POST | Method::PUT => {
             let updates = parse_bulk_annotations(bytes)?;
             let put = *method == Method::PUT;
-            let keys: Vec<(&str, i64)> = updates
-                .iter()
-                .map(|u| (u.annotation.tsuid.as_str(), u.annotation.start_time))
-                .collect();
-            let stored = tokio::task::block_in_place(|| {
-                ctx.engine.update_annotations(&keys, |i, stored| {
+            let engine = Arc::clone(&ctx.engine);
+            let stored = blocking(move || {
+                let keys: Vec<(&str, i64)> = updates
+                    .iter()
+                    .map(|u| (u.annotation.tsuid.as_str(), u.annotation.start_time))
+                    .collect();
+                Ok(engine.update_annotations(&keys, |i, stored| {
                     let u = &updates[i];
                     let outcome = if put {
                         replace(u, stored)
@@ -145,8 +147,9 @@ async fn bulk_inner(
                         SyncOutcome::Store(n) => (Some(n.clone()), n),
                         SyncOutcome::NotModified => (None, u.annotation.clone()),
                     })
-                })
-            })?;
+                })?)
+            })
+            .await?;
             Ok(json_response(StatusCode::OK, render_annotations(&stored)))
         }
         Method::DELETE => {

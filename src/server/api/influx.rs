@@ -29,11 +29,12 @@ use axum::response::{IntoResponse, Response};
 use hourglass_ingest::Point;
 use hourglass_ingest::influx::{self, InfluxBatch, Precision, PrecisionError};
 
-use crate::engine::{Entry, SeriesRef};
+use crate::engine::SeriesRef;
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
-use crate::server::http::{Params, PeerAddr, param, respond};
+use crate::server::http::{Params, PeerAddr, blocking, param, respond};
 use crate::server::series_cache::SharedSeriesCache;
+use crate::server::write::{PointSink, WriteBatch};
 
 /// The version string InfluxDB clients read from `X-Influxdb-Version`.
 const INFLUX_VERSION: &str = "1.8.10";
@@ -229,69 +230,77 @@ async fn write(
     };
     let read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
     let now_ms = ctx.engine.clock().now_ms();
-    // Parsing a large body is CPU work: keep it off the reactor's threads.
-    let parsed = tokio::task::block_in_place(|| parse(ctx, &read.bytes, precision, now_ms));
-    let Parsed {
-        batch,
-        entries,
-        refs,
-        new_series,
-    } = parsed;
-    if batch.string_fields > 0 {
-        ctx.metrics
-            .influx_string_fields
-            .inc_by(batch.string_fields as u64);
-    }
-    if !batch.errors.is_empty() {
-        ctx.metrics
-            .points_rejected
-            .with_label_values(&["invalid"])
-            .inc_by(batch.errors.len() as u64);
-    }
-    let answer = InfluxResponse::for_batch(api, &batch);
-    if answer.write_points && !entries.is_empty() {
-        let receipt = tokio::task::block_in_place(|| ctx.engine.write_entries(&refs, &entries))?;
-        ctx.engine.wait_durable(receipt.lsn).await?;
+    // Parsing a large body and writing new series are blocking work.
+    let writer = Arc::clone(ctx);
+    let (answer, written) = blocking(move || {
+        let ctx = &writer;
+        let mut parsed = parse(ctx, &read.bytes, precision, now_ms);
+        let lines = &parsed.lines;
+        if lines.string_fields > 0 {
+            ctx.metrics
+                .influx_string_fields
+                .inc_by(lines.string_fields as u64);
+        }
+        if !lines.errors.is_empty() {
+            ctx.metrics
+                .points_rejected
+                .with_label_values(&["invalid"])
+                .inc_by(lines.errors.len() as u64);
+        }
+        let answer = InfluxResponse::for_batch(api, lines);
+        if !answer.write_points || parsed.points.is_empty() {
+            return Ok((answer, None));
+        }
+        let written = parsed.points.write(&ctx.engine, &parsed.refs)?;
         // Cache the series of the lines that took the long way: a line
-        // whose every field came back resolved.
-        let by_entry: std::collections::HashMap<usize, &SeriesRef> =
-            receipt.series.iter().map(|(i, s)| (*i, s)).collect();
-        for (first, n, key) in new_series {
-            let refs: Option<Vec<SeriesRef>> = (first..first + n)
-                .map(|i| by_entry.get(&i).map(|s| (*s).clone()))
-                .collect();
-            if let Some(refs) = refs {
+        // whose every field came back resolved (in field order).
+        let mut resolved: std::collections::HashMap<u32, Vec<SeriesRef>> =
+            std::collections::HashMap::new();
+        for (line, series) in &written.series {
+            resolved.entry(*line).or_default().push(series.clone());
+        }
+        for (line, fields, key) in parsed.new_series {
+            if let Some(refs) = resolved.remove(&line).filter(|r| r.len() == fields) {
                 ctx.http_series.insert(key, refs.into());
             }
         }
-        if !receipt.errors.is_empty() {
+        let refused = (!written.errors.is_empty()).then(|| {
             // Points the engine refused (unknown metric with auto-create
             // off, a time past what a row key holds): the client's fault.
-            let refused: Vec<String> = receipt
+            let named: Vec<String> = written
                 .errors
                 .iter()
                 .take(100)
-                .map(|(i, e)| {
-                    // A cached line's points have no name at hand.
-                    let metric = match entries.get(*i) {
-                        Some(Entry::Point(p)) => p.metric.as_ref(),
-                        _ => "",
-                    };
-                    format!("unable to write '{metric}': {e}")
+                .map(|r| {
+                    format!(
+                        "unable to write '{}': {}",
+                        r.metric.as_deref().unwrap_or(""),
+                        r.error
+                    )
                 })
                 .collect();
-            let mut text = batch.error_text().map_or_else(String::new, |t| t + "\n");
-            text.push_str(&refused.join("\n"));
-            if receipt.errors.len() > refused.len() {
+            let mut text = parsed
+                .lines
+                .error_text()
+                .map_or_else(String::new, |t| t + "\n");
+            text.push_str(&named.join("\n"));
+            if written.errors.len() > named.len() {
                 text.push_str(&format!(
                     "\n… and {} more",
-                    receipt.errors.len() - refused.len()
+                    written.errors.len() - named.len()
                 ));
             }
-            let msg = match api {
-                Api::V1 => format!("partial write: {text} dropped={}", receipt.errors.len()),
+            match api {
+                Api::V1 => format!("partial write: {text} dropped={}", written.errors.len()),
                 Api::V2 => text,
-            };
+            }
+        });
+        Ok((answer, Some((written.lsn, refused))))
+    })
+    .await?;
+    if let Some((lsn, refused)) = written {
+        ctx.engine.wait_durable(lsn).await?;
+        if let Some(msg) = refused {
             return Err(ApiError::bad_request(msg));
         }
     }
@@ -300,31 +309,34 @@ async fn write(
 
 /// A `/write` body as the engine takes it.
 struct Parsed<'a> {
-    /// Accepted and refused lines (for the answer; points are in `entries`).
-    batch: InfluxBatch<'a>,
-    entries: Vec<Entry<'a>>,
-    /// Series of the `Entry::Known` entries.
+    /// Accepted and refused lines (for the answer; points are in `points`).
+    lines: InfluxBatch<'a>,
+    /// Every point, its line its origin.
+    points: WriteBatch<'a>,
+    /// Series of the points of cached lines.
     refs: Vec<SeriesRef>,
-    /// Lines parsed in full: first entry, number of fields, and the line's
-    /// cache key, to cache once resolved.
-    new_series: Vec<(usize, usize, Box<[u8]>)>,
+    /// Lines parsed in full: the line, its number of fields, and its cache
+    /// key, to cache once every field is resolved.
+    new_series: Vec<(u32, usize, Box<[u8]>)>,
 }
 
-/// Splits a body into entries: lines whose every field's series is cached
-/// become known entries (no tag parsing); the others are parsed in full.
+/// Splits a body into points: lines whose every field's series is cached
+/// become points of known series (no tag parsing); the others are parsed
+/// in full.
 fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Parsed<'a> {
     let mut out = Parsed {
-        batch: InfluxBatch {
+        lines: InfluxBatch {
             empty_body: body.is_empty(),
             ..InfluxBatch::default()
         },
-        entries: Vec::new(),
+        points: WriteBatch::default(),
         refs: Vec::new(),
         new_series: Vec::new(),
     };
     let mut fields = Vec::new();
     let mut scratch = Vec::new();
     for (line_no, entry) in influx::body_entries(body) {
+        let origin = line_no as u32;
         fields.clear();
         let mut line_key = None;
         if let Some(f) = influx::fast_line(entry, precision, now_ms, &mut fields) {
@@ -334,39 +346,37 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
             {
                 for ((_, value), r) in fields.iter().zip(refs.iter()) {
                     out.refs.push(r.clone());
-                    out.entries.push(Entry::Known {
-                        series: (out.refs.len() - 1) as u32,
-                        timestamp: f.timestamp.0,
-                        value: *value,
-                    });
+                    let series = (out.refs.len() - 1) as u32;
+                    out.points.known(series, f.timestamp.0, *value, origin);
                 }
-                out.batch.accepted_lines += 1;
+                out.lines.accepted_lines += 1;
                 continue;
             }
             line_key = Some(scratch.clone().into_boxed_slice());
         }
         match influx::parse_line(entry, precision, now_ms, &ctx.limits) {
             Ok(Some(line)) => {
-                out.batch.string_fields += line.string_fields;
-                out.batch.accepted_lines += 1;
+                out.lines.string_fields += line.string_fields;
+                out.lines.accepted_lines += 1;
                 // The parser's points are the split's fields, in order.
                 if let Some(key) = line_key
                     && fields.len() == line.fields.len()
                 {
-                    out.new_series.push((out.entries.len(), fields.len(), key));
+                    out.new_series.push((origin, fields.len(), key));
                 }
                 for (metric, value) in line.fields {
-                    out.entries.push(Entry::Point(Point {
+                    let point = Point {
                         metric: Cow::Owned(metric),
                         timestamp: line.timestamp,
                         value,
                         tags: line.tags.clone(),
-                    }));
+                    };
+                    out.points.named(point, origin, None);
                 }
             }
             Ok(None) => {}
             Err(reason) => out
-                .batch
+                .lines
                 .errors
                 .push(influx::LineError::new(line_no, entry, reason)),
         }

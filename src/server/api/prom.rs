@@ -40,10 +40,11 @@ use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
 use hourglass_query::filter::TagFilter;
 use regex::Regex;
 
-use crate::engine::{Engine, Entry, PointError};
+use crate::engine::{Engine, PointError};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
-use crate::server::http::respond;
+use crate::server::http::{blocking, respond};
+use crate::server::write::{PointSink, WriteBatch};
 use crate::uid::{UidError, UidKind};
 
 /// Metric names one remote-read query without `__name__="…"` may look at.
@@ -114,31 +115,36 @@ async fn write(
     {
         return Err(crate::server::http::body::overloaded());
     }
-    let decoded =
-        tokio::task::block_in_place(|| prom::decode_write(&read.bytes, limit, &ctx.limits))?;
-    let skipped = &ctx.metrics.prom_skipped;
-    for (reason, n) in [
-        ("stale_marker", decoded.stale_markers),
-        ("non_finite", decoded.non_finite),
-        ("exemplar", decoded.exemplars),
-        ("histogram", decoded.histograms),
-        ("metadata", decoded.metadata),
-    ] {
-        if n > 0 {
-            skipped.with_label_values(&[reason]).inc_by(n as u64);
+    // Decoding and writing new series are blocking work.
+    let writer = Arc::clone(ctx);
+    let (lsn, problems, retry) = blocking(move || {
+        let ctx = &writer;
+        let decoded = prom::decode_write(&read.bytes, limit, &ctx.limits)?;
+        drop(read);
+        let skipped = &ctx.metrics.prom_skipped;
+        for (reason, n) in [
+            ("stale_marker", decoded.stale_markers),
+            ("non_finite", decoded.non_finite),
+            ("exemplar", decoded.exemplars),
+            ("histogram", decoded.histograms),
+            ("metadata", decoded.metadata),
+        ] {
+            if n > 0 {
+                skipped.with_label_values(&[reason]).inc_by(n as u64);
+            }
         }
-    }
-    let refused_samples: usize = decoded.errors.iter().map(|e| e.samples).sum();
-    if refused_samples > 0 {
-        ctx.metrics
-            .points_rejected
-            .with_label_values(&["invalid"])
-            .inc_by(refused_samples as u64);
-    }
-    let mut problems: Vec<String> = decoded.error_text().into_iter().collect();
-    if decoded.point_count() > 0 {
-        let receipt = tokio::task::block_in_place(|| write_series(&ctx.engine, &decoded.series))?;
-        ctx.engine.wait_durable(receipt.lsn).await?;
+        let refused_samples: usize = decoded.errors.iter().map(|e| e.samples).sum();
+        if refused_samples > 0 {
+            ctx.metrics
+                .points_rejected
+                .with_label_values(&["invalid"])
+                .inc_by(refused_samples as u64);
+        }
+        let mut problems: Vec<String> = decoded.error_text().into_iter().collect();
+        if decoded.point_count() == 0 {
+            return Ok((0, problems, None));
+        }
+        let receipt = write_series(&ctx.engine, &decoded.series)?;
         let mut retry = None;
         for (series, e) in &receipt.errors {
             // A storage failure while assigning a UID is worth resending;
@@ -157,9 +163,12 @@ async fn write(
                 problems.push(format!("sample of '{metric}': {e}"));
             }
         }
-        if let Some(e) = retry {
-            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e));
-        }
+        Ok((receipt.lsn, problems, retry))
+    })
+    .await?;
+    ctx.engine.wait_durable(lsn).await?;
+    if let Some(e) = retry {
+        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e));
     }
     if !problems.is_empty() {
         return Err(ApiError::bad_request(problems.join("\n")));
@@ -179,63 +188,57 @@ struct SeriesReceipt {
 /// sample costs ~20 times a sample): the first sample of every series by
 /// name, then every other sample by the series the first resolved to. The
 /// samples of a series whose first one was refused, or whose series the
-/// receipt does not name, all take the long way (a refusal may be the
-/// sample's own, like a time out of range).
+/// write does not name, all take the long way (a refusal may be the
+/// sample's own, like a time out of range). Blocking.
 fn write_series(
     engine: &Engine,
     series: &[prom::PromSeries],
 ) -> Result<SeriesReceipt, crate::engine::EngineError> {
-    let firsts: Vec<Entry<'_>> = series
-        .iter()
-        .filter_map(|s| s.points().next().map(Entry::Point))
-        .collect();
-    // Series without samples are never decoded; keep the mapping anyway.
-    let owners: Vec<usize> = series
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.samples.is_empty())
-        .map(|(i, _)| i)
-        .collect();
-    let first = engine.write_entries(&[], &firsts)?;
+    let mut firsts = WriteBatch::default();
+    for (owner, s) in series.iter().enumerate() {
+        if let Some(p) = s.points().next() {
+            firsts.named(p, owner as u32, None);
+        }
+    }
+    let first = firsts.write(engine, &[])?;
     drop(firsts);
-    let mut errors: Vec<(usize, PointError)> = Vec::new();
+    let mut errors: Vec<(usize, PointError)> = first
+        .errors
+        .into_iter()
+        .map(|r| (r.origin as usize, r.error))
+        .collect();
     let mut refs = Vec::with_capacity(first.series.len());
-    let mut rest = Vec::new();
-    let mut rest_owner = Vec::new();
-    // The receipt names a series once per run of entries of that series
-    // (two parts of one series in a request); entries it does not name
-    // send their other samples by name, never drop them.
-    let mut by_ref = vec![false; owners.len()];
-    for (entry, sref) in first.series {
-        let Some(&owner) = owners.get(entry) else {
+    let mut rest = WriteBatch::default();
+    // The write names a series once per run of its points (two parts of
+    // one series in a request); parts it does not name send their other
+    // samples by name, never drop them.
+    let mut by_ref = vec![false; series.len()];
+    for (owner, sref) in first.series {
+        let owner = owner as usize;
+        let Some(s) = series.get(owner) else {
             continue;
         };
-        by_ref[entry] = true;
+        by_ref[owner] = true;
         refs.push(sref);
-        for &(timestamp, value) in &series[owner].samples[1..] {
-            rest.push(Entry::Known {
-                series: (refs.len() - 1) as u32,
-                timestamp: timestamp.0,
-                value,
-            });
-            rest_owner.push(owner);
+        let index = (refs.len() - 1) as u32;
+        for &(timestamp, value) in &s.samples[1..] {
+            rest.known(index, timestamp.0, value, owner as u32);
         }
     }
-    for (entry, e) in first.errors {
-        if let Some(&owner) = owners.get(entry) {
-            errors.push((owner, e));
-        }
-    }
-    for (entry, &owner) in owners.iter().enumerate() {
-        if !by_ref[entry] {
-            for p in series[owner].points().skip(1) {
-                rest.push(Entry::Point(p));
-                rest_owner.push(owner);
+    for (owner, s) in series.iter().enumerate() {
+        if !by_ref[owner] {
+            for p in s.points().skip(1) {
+                rest.named(p, owner as u32, None);
             }
         }
     }
-    let second = engine.write_entries(&refs, &rest)?;
-    errors.extend(second.errors.into_iter().map(|(i, e)| (rest_owner[i], e)));
+    let second = rest.write(engine, &refs)?;
+    errors.extend(
+        second
+            .errors
+            .into_iter()
+            .map(|r| (r.origin as usize, r.error)),
+    );
     Ok(SeriesReceipt {
         lsn: first.lsn.max(second.lsn),
         errors,

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use crate::server::Ctx;
-use crate::server::http::{json_response, now_ms};
+use crate::server::http::{blocking, json_response, now_ms};
 
 pub async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.engine.drop_caches();
@@ -20,7 +20,12 @@ pub async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
 
 pub async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
     let now = now_ms() / 1000;
-    let entries: Vec<serde_json::Value> = tokio::task::block_in_place(|| ctx.engine.stats())
+    let engine = Arc::clone(&ctx.engine);
+    let stats = match blocking(move || Ok(engine.stats())).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let entries: Vec<serde_json::Value> = stats
         .into_iter()
         .map(|(name, value, tags)| {
             let mut t = serde_json::Map::new();

@@ -8,10 +8,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::server::Ctx;
-use crate::server::http::{ApiError, Params, PeerAddr, json_response, param, respond};
+use crate::server::http::{ApiError, Params, PeerAddr, blocking, json_response, param, respond};
 use crate::uid::UidKind;
 
-fn suggest_run(
+async fn suggest_run(
     ctx: &Arc<Ctx>,
     kind: Option<&str>,
     missing_msg: &str,
@@ -31,7 +31,9 @@ fn suggest_run(
             Err(_) => return Err(ApiError::bad_request("Unable to parse 'max' as a number")),
         },
     };
-    let names = tokio::task::block_in_place(|| ctx.engine.uids().suggest(kind_enum, q, max))?;
+    let engine = Arc::clone(&ctx.engine);
+    let prefix = q.to_string();
+    let names = blocking(move || Ok(engine.uids().suggest(kind_enum, &prefix, max)?)).await?;
     Ok(json_response(
         StatusCode::OK,
         serde_json::to_string(&names).unwrap_or_else(|_| "[]".into()),
@@ -45,7 +47,8 @@ pub async fn suggest_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Param
         "Missing parameter <code>type</code>",
         param(&params, "q").unwrap_or(""),
         param(&params, "max"),
-    );
+    )
+    .await;
     respond(&ctx, "suggest", r)
 }
 
@@ -91,6 +94,7 @@ pub async fn suggest_post(
                 &q,
                 max.as_deref(),
             )
+            .await
         }
     };
     respond(&ctx, "suggest", r)

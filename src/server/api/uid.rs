@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
 use crate::server::http::{
-    Params, json_response, param, peer_of, read_body, respond, run_budgeted,
+    Params, blocking, json_response, param, peer_of, read_body, respond, run_budgeted,
 };
 use crate::uid::{UidError, UidKind};
 
@@ -132,7 +132,8 @@ pub async fn assign_post(
                     );
                 }
             }
-            return tokio::task::block_in_place(|| assign(&ctx, wanted));
+            let ctx = Arc::clone(&ctx);
+            return blocking(move || assign(&ctx, wanted)).await;
         }
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
@@ -155,7 +156,8 @@ pub async fn assign_post(
                 wanted.push((kind, n.to_string()));
             }
         }
-        tokio::task::block_in_place(|| assign(&ctx, wanted))
+        let ctx = Arc::clone(&ctx);
+        blocking(move || assign(&ctx, wanted)).await
     }
     .await;
     respond(&ctx, "uid_assign", r)
@@ -202,7 +204,8 @@ fn uidmeta(ctx: &Ctx, params: &Params) -> Result<Response, ApiError> {
 }
 
 pub async fn uidmeta_get(State(ctx): State<Arc<Ctx>>, Query(params): Query<Params>) -> Response {
-    let r = tokio::task::block_in_place(|| uidmeta(&ctx, &params));
+    let worker = Arc::clone(&ctx);
+    let r = blocking(move || uidmeta(&worker, &params)).await;
     respond(&ctx, "uid_uidmeta", r)
 }
 
@@ -264,7 +267,8 @@ pub async fn tsmeta_get(
                 .filter(|b| !b.is_empty())
                 .filter(|b| engine.layout().series_key_from_tsuid(b).is_some())
                 .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {t}")))?;
-            return tokio::task::block_in_place(|| {
+            let engine = Arc::clone(engine);
+            return blocking(move || {
                 if !engine
                     .is_indexed(&tsuid)
                     .map_err(crate::engine::EngineError::from)?
@@ -276,9 +280,10 @@ pub async fn tsmeta_get(
                 }
                 Ok(json_response(
                     StatusCode::OK,
-                    ts_meta(engine, &tsuid)?.to_string(),
+                    ts_meta(&engine, &tsuid)?.to_string(),
                 ))
-            });
+            })
+            .await;
         }
         let m = param(&params, "m")
             .filter(|m| !m.is_empty())
@@ -364,7 +369,8 @@ pub async fn rename_post(
         let read = read_body(&ctx, &headers, &ext, body).await?;
         if read.bytes.iter().all(u8::is_ascii_whitespace) {
             let fields: BTreeMap<String, String> = params.into_iter().collect();
-            return tokio::task::block_in_place(|| rename(&ctx, &fields));
+            let ctx = Arc::clone(&ctx);
+            return blocking(move || rename(&ctx, &fields)).await;
         }
         let v = parse_json(&read.bytes)?;
         let obj = v.as_object().ok_or_else(|| {
@@ -375,7 +381,8 @@ pub async fn rename_post(
             .iter()
             .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
             .collect();
-        tokio::task::block_in_place(|| rename(&ctx, &fields))
+        let ctx = Arc::clone(&ctx);
+        blocking(move || rename(&ctx, &fields)).await
     }
     .await;
     respond(&ctx, "uid_rename", r)

@@ -117,8 +117,9 @@ impl Session {
     }
 
     async fn written(&mut self, ctx: &Arc<Ctx>, written: Written) {
-        for (origin, e) in &written.errors {
-            let word = if *origin == FROM_INFLUX {
+        for refused in &written.errors {
+            let e = &refused.error;
+            let word = if refused.origin == FROM_INFLUX {
                 "influx"
             } else {
                 "put"

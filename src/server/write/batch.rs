@@ -24,8 +24,8 @@ pub struct Written {
     /// Log position to wait for before acknowledging (0 = none).
     pub lsn: u64,
     pub accepted: usize,
-    /// Refused points: the request item and why.
-    pub errors: Vec<(u32, PointError)>,
+    /// Refused points.
+    pub errors: Vec<Refused>,
     /// Series resolved for the cache keys given with named points.
     pub new_series: Vec<(Box<[u8]>, SeriesRef)>,
     /// Series given by index (`known`) whose head slot had been given up,
@@ -34,6 +34,17 @@ pub struct Written {
     /// The series of named points, by request item (once per run of
     /// points of one series), for callers that resolve in several steps.
     pub series: Vec<(u32, SeriesRef)>,
+}
+
+/// A point the engine refused.
+#[derive(Debug)]
+pub struct Refused {
+    /// The request item it came from.
+    pub origin: u32,
+    /// Its metric, if it was named (a point of a known series has none at
+    /// hand).
+    pub metric: Option<String>,
+    pub error: PointError,
 }
 
 impl<'a> PointSink<'a> for WriteBatch<'a> {
@@ -86,7 +97,14 @@ impl WriteBatch<'_> {
         let errors = receipt
             .errors
             .into_iter()
-            .map(|(i, e)| (origin(i), e))
+            .map(|(i, error)| Refused {
+                origin: origin(i),
+                metric: match self.entries.get(i) {
+                    Some(Entry::Point(p)) => Some(p.metric.to_string()),
+                    _ => None,
+                },
+                error,
+            })
             .collect();
         // Both lists are in entry order.
         let mut new_series = Vec::with_capacity(self.new_series.len());

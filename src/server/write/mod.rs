@@ -6,5 +6,5 @@
 mod batch;
 mod sink;
 
-pub use batch::{WriteBatch, Written};
+pub use batch::{Refused, WriteBatch, Written};
 pub use sink::PointSink;
