@@ -1,35 +1,72 @@
 //! hourglass: an OpenTSDB-compatible time-series database.
 //!
-//! # Layout
-//! * [`codec`] — the data table's bytes: OpenTSDB's salts, row keys,
-//!   qualifiers, values and packed cells; the native cell codec; how a
-//!   row's cells combine (`codec::row`).
-//! * [`storage`] — the sorted row/cell store trait and the embedded
-//!   backend: time-windowed table files, bloom filters, block cache,
-//!   manifest, compaction policy and worker.
-//! * [`engine`] — the engine above the store: the series head
-//!   (`engine::head`), the write-ahead log (`engine::wal`), flushes
-//!   (`engine::flush`), head checkpoints, reads, deletes, retention,
-//!   the row compactor, the clock.
-//! * [`uid`] — name ↔ UID mapping in OpenTSDB's UID table layout, with
-//!   bounded caches.
-//! * [`server`] — the network front: one port for telnet and HTTP, the
-//!   OpenTSDB HTTP API, errors mapped to statuses in one place.
-//! * [`config`] — the TOML configuration (every key is documented in
-//!   `config/hourglass.toml`).
-//! * [`tools`] — offline `fsck` and `compact`.
-//! * [`logfile`] — checksummed append-only frame files (WAL, store log, head
-//!   checkpoints).
-//! * [`checksum`] — xxh3-64 of every on-disk byte range (relaxed only
-//!   under `cfg(fuzzing)`, so fuzzers reach the parsers).
-//! * [`fb`] — FlatBuffers encoding of on-disk metadata.
+//! # Layout (layers one way: codec → storage → engine → server and tools;
+//! one line a module)
+//!
+//! Foundations
+//! * [`checksum`] — xxh3-64 of every on-disk byte range (relaxed under `cfg(fuzzing)`).
 //! * [`hashing`] — xxh3 hashing for in-memory maps of byte keys.
-//! * [`metrics`] — Prometheus metrics, also rendered as `/api/stats`.
 //! * [`failpoint`] — named I/O failure points for fault-injection tests.
+//! * [`metrics`] — Prometheus metrics (`/metrics`), also `/api/stats` and telnet `stats`.
+//! * [`findings`] — what a check of the data directory found (fsck's report).
+//! * [`logfile`] — checksummed append-only frame files (WAL, store log, head checkpoints).
+//! * [`fb`] — FlatBuffers encoding of the manifest and table-file metadata (`fb::hourglass_generated`: flatc's output).
+//! * [`config`] — the TOML configuration; every key documented in `config/hourglass.toml`.
+//!
+//! [`codec`] — the bytes of the data table
+//! * `codec::rowkey` — row keys `[salt][metric][base hour][tagk tagv]…`; `codec::salt` — the salt.
+//! * `codec::qualifier`, `codec::value` — OpenTSDB's point qualifiers and value encodings.
+//! * `codec::cell` — OpenTSDB's single and packed cells; `codec::pack` — packing a shared store's row.
+//! * `codec::row` — how a row's cells of both formats (and tombstones) combine.
+//! * `codec::column` — families, columns and cells of the row/cell model.
+//! * `codec::varint` — LEB128 and zigzag; `codec::hex` — hex text of UIDs and TSUIDs.
+//! * `codec::native` — hourglass's native cell codec: `cell` (a whole cell), `block` (one block of
+//!   128 points), `encode` (the block writer), `plan` (choosing a block's layout), `stream`
+//!   (integer transforms), `bitpack`, `xor`, `decimal`, `varint` (prefix varints), `chunk` (the
+//!   head's appendable cell), `error`.
+//!
+//! [`storage`] — the sorted row/cell store (one trait, two backends)
+//! * `storage::open` — the backend factory; `storage::fanout` — one scan per salt bucket on a
+//!   persistent pool; `storage::retention` — the retention horizons a store applies.
+//! * `storage::embedded` — the embedded LSM store: `store` (state and the `Store` trait),
+//!   `options`, `open` (recovery and repairs), `salvage`, `read` (read path), `write` (write path
+//!   and publishing), `store_log`, `memtable`, `file_set`, `keys`, `manifest`, `merge_iter`,
+//!   `bloom`, `cache`, `check` (fsck), `compaction::{policy, worker}`,
+//!   `table::{format, writer, reader, range_iter}`.
+//! * `storage::bigtable` — Cloud Bigtable (feature `bigtable`): `schema`, `admin`, `chunks`
+//!   (rows from `ReadRows`), `rpc`.
+//!
+//! [`uid`] — name ↔ UID mapping in OpenTSDB's UID table, with bounded caches.
+//!
+//! [`engine`] — the engine above the store
+//! * `engine::write` — the write path; `engine::pending` — writes logged, not yet durable.
+//! * `engine::wal` — the write-ahead log (`engine::wal::record`: its record schema).
+//! * `engine::head` — the series registry and the open hours; `engine::checkpoint` — its snapshots.
+//! * `engine::flush` — closed hours to the store; `engine::row_compactor` — how a row's cells merge.
+//! * `engine::read` — queries (one scan per salt bucket, merged with the head); `engine::last` —
+//!   `/api/query/last`; `engine::index` — the series index; `engine::annotations` — notes.
+//! * `engine::delete`, `engine::retention`, `engine::shared` (a shared store's write path),
+//!   `engine::open`, `engine::clock`.
+//!
+//! [`server`] — the network front, shaped like its path
+//! * `server::listener` → `server::connection` (sniffs the protocol) → `server::line` (the line
+//!   protocol: `connection`, `frame`, `command`, `session`, `replies`) or `server::http::serve`.
+//! * `server::router` — the HTTP routes only; `server::api` — one file per endpoint family (`put`,
+//!   `query`, `arrow`, `suggest`, `last`, `search`, `uid`, `annotation`, `config`, `info`,
+//!   `stats`, `influx`, `prom`).
+//! * `server::http` — HTTP plumbing: `serve`, `normalize`, `request`, `body`, `cors`, `error`,
+//!   `helpers`.
+//! * `server::write` — the sink between the parsers and the engine (`sink`, `batch`).
+//! * `server::ctx`, `server::limits` (in-flight memory, connections per address, query
+//!   admission), `server::series_cache`.
+//!
+//! [`tools`] — offline `fsck` and `compact` on a stopped server's data directory.
 //!
 //! The pure crates `hourglass-ingest` (write formats) and `hourglass-query`
 //! (the query model) know nothing of storage; [`engine`] implements the
 //! query crate's `SeriesSource`, and the servers feed it parsed points.
+//! The path of a telnet `put` and of a `/api/query`, file by file:
+//! `docs/architecture.md`.
 
 pub mod checksum;
 pub mod codec;

@@ -3,53 +3,7 @@
 #
 #   ingest/fuzz/run.sh [SECONDS_PER_TARGET]      (default 30)
 #
-# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`) and a C++ compiler (libfuzzer-sys builds
-# libFuzzer). Stable toolchain only:
-#   FUZZ_SANITIZER=address (default) builds with AddressSanitizer, which needs RUSTC_BOOTSTRAP=1
-#     (set here) for `-Zsanitizer`; its memcmp interceptors let libFuzzer guess keywords, so it
-#     explores far better.
-#   FUZZ_SANITIZER=none uses no unstable flag at all (pure stable), with weaker guidance.
-# Set CARGO_TARGET_DIR to build elsewhere (default: ingest/fuzz/target).
+# The runner, its requirements and FUZZ_SANITIZER / CARGO_TARGET_DIR are .ci/fuzz.sh's.
 set -euo pipefail
-
-secs="${1:-30}"
-if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -eq 0 ]; then
-    echo "usage: $0 [seconds-per-target > 0]" >&2
-    exit 2
-fi
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "cargo-fuzz is not installed: cargo install cargo-fuzz --locked" >&2
-    exit 2
-fi
-
-sanitizer="${FUZZ_SANITIZER:-address}"
-if [ "$sanitizer" != "none" ]; then
-    export RUSTC_BOOTSTRAP=1
-fi
-
-fuzz_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$fuzz_dir/.."    # cargo fuzz expects to run from the crate that holds fuzz/
-
-target_dir_args=()
-if [ -n "${CARGO_TARGET_DIR:-}" ]; then
-    target_dir_args=(--target-dir "$CARGO_TARGET_DIR")
-fi
-
-status=0
-for target in telnet_line put_json influx_line prom_write; do
-    corpus="fuzz/corpus/$target"
-    mkdir -p "$corpus"
-    echo "== fuzzing $target for ${secs}s (sanitizer: $sanitizer)"
-    # New inputs go to $corpus; seeds/ is read-only extra input.
-    if ! cargo fuzz run --sanitizer "$sanitizer" "${target_dir_args[@]}" "$target" \
-        "$corpus" "fuzz/seeds/$target" -- \
-        -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1; then
-        echo "FAIL: $target crashed; reproducer in ingest/fuzz/artifacts/$target/" >&2
-        echo "      replay: cd ingest && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer $sanitizer $target <artifact>" >&2
-        status=1
-    fi
-done
-if [ "$status" -eq 0 ]; then
-    echo "fuzz: no crashes"
-fi
-exit "$status"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+exec "$root/.ci/fuzz.sh" ingest/fuzz "${1:-30}" telnet_line put_json influx_line prom_write

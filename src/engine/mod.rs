@@ -4,7 +4,7 @@
 //! cells, checkpoints the head, and reads head and store together.
 //!
 //! * [`head`] — the series registry and the open hours (compressed chunks).
-//! * [`pending`] — writes logged but not yet durable, in log order.
+//! * `pending` — writes logged but not yet durable, in log order.
 //! * [`wal`] — the write-ahead log (segments, group commit, record schema).
 //! * [`flush`] — closed hours (and, under memory pressure, the oldest
 //!   ones) → one native cell per row → the store.
@@ -30,7 +30,7 @@
 //! Write path: [`Engine::write`] resolves each point's series (a cache hit
 //! is one hash lookup on the series text; a miss fetches or assigns UIDs
 //! and fsyncs new assignments), then, under the head lock, appends one WAL
-//! frame for the whole batch and queues its points ([`pending`]); the WAL's
+//! frame for the whole batch and queues its points (`pending`); the WAL's
 //! sync thread inserts them into the head once the frame is durable, before
 //! it wakes the writer. [`Engine::wait_durable`] waits until then: that is
 //! the acknowledgement, and a point is visible exactly when it is durable.

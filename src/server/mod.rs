@@ -1,22 +1,16 @@
 //! The network front: one TCP listener serving every protocol, as OpenTSDB
-//! does. The first bytes of a connection decide: an HTTP method token and its
-//! space (`GET `, `POST `, …; [`hourglass_ingest::port::sniff_connection`])
-//! is HTTP (axum on hyper) for the life of the connection, anything else is
-//! the line protocol, where each line is an OpenTSDB command or an InfluxDB
-//! line (`telnet.rs`). OpenTSDB's own rule (first byte `A`–`Z` is HTTP) would
-//! send an InfluxDB line such as `CPU,host=a v=1` to the HTTP decoder.
-//! Connections are capped by a semaphore taken before the connection is
-//! served.
-//! `influx` and `prom` serve the InfluxDB and Prometheus HTTP endpoints.
+//! does, shaped like the path of a request (mini-redis' listener →
+//! connection → frame → command):
 //!
-//! * `http` — routing and the core endpoints; `api` — helpers for the
-//!   endpoints in their own files: `api_search` (`/api/search/*`),
-//!   `api_last` (`/api/query/last`), `api_uid` (`/api/uid/*`),
-//!   `api_config` (`/api/config`, `/api/serializers`), `api_arrow` (the
-//!   Arrow output format of `/api/query`), `api_annotation`
-//!   (`/api/annotation[/bulk]`, `/api/annotations`).
-//! * `series_cache` — a line-protocol connection's raw series text →
-//!   resolved series, under a budget shared by all connections.
+//! * `listener` — accepts connections within the server's bounds, drains at shutdown.
+//! * `connection` — the first bytes decide: HTTP, or the line protocol.
+//! * [`line`] — the line protocol: the connection's read loop, framing, commands, its session and replies.
+//! * [`http`] — serving an HTTP connection and what every endpoint shares (bodies, errors, CORS, requests).
+//! * [`router`] — the HTTP routes, and nothing else.
+//! * [`api`] — the HTTP endpoints, one file per family.
+//! * [`write`] — the sink between the parsers and the engine: how every protocol writes.
+//! * `ctx` — what every handler shares; [`limits`] — in-flight memory, connections per
+//!   address, query admission; [`series_cache`] — raw series text → resolved series.
 
 pub mod api;
 mod connection;

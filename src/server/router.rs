@@ -41,7 +41,7 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         )
         .route("/api/stats", get(stats::stats).post(stats::stats))
         .route("/api/stats/query", get(stats::stats_query))
-        .route("/api/query/last", get(last::last_get).post(last::last_post))
+        .route("/api/query/last", get(last::last).post(last::last))
         .route(
             "/api/annotation",
             get(annotation::annotation)
@@ -65,7 +65,7 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/uid/{x}", axum::routing::any(uid::other))
         .route(
             "/api/search/lookup",
-            get(search::lookup_get).post(search::lookup_post),
+            get(search::lookup).post(search::lookup),
         )
         .route("/api/search/{kind}", get(search::other).post(search::other))
         .route(

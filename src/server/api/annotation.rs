@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hourglass_query::Annotation;
 use hourglass_query::annotation::{
@@ -21,7 +20,7 @@ use crate::engine::{AnnotationError, Engine};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
 use crate::server::http::{
-    Params, blocking, json_response, now_ms, peer_of, read_body, respond, run_budgeted,
+    ApiRequest, Params, blocking, json_response, now_ms, peer_of, respond, run_budgeted,
 };
 
 /// POST merges, PUT replaces; `None` = nothing changed (304).
@@ -47,23 +46,13 @@ fn sync_one(
     )
 }
 
-async fn single(
-    ctx: &Arc<Ctx>,
-    method: &Method,
-    params: &Params,
-    headers: &HeaderMap,
-    ext: &axum::http::Extensions,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let read = read_body(ctx, headers, ext, body).await?;
-    let bytes = &read.bytes[..];
-    let update = if bytes.iter().all(u8::is_ascii_whitespace) {
-        parse_annotation_query_string(params, now_ms())?
-    } else {
-        parse_annotation_json(bytes)?
+async fn single(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiError> {
+    let update = match req.json() {
+        None => parse_annotation_query_string(&req.params, now_ms())?,
+        Some(bytes) => parse_annotation_json(bytes)?,
     };
     let engine = Arc::clone(&ctx.engine);
-    let method = method.clone();
+    let method = req.method;
     blocking(move || {
         let engine = &engine;
         let note = &update.annotation;
@@ -97,30 +86,21 @@ fn method_not_allowed(method: &Method) -> ApiError {
 
 pub async fn annotation(
     State(ctx): State<Arc<Ctx>>,
-    method: Method,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    ext: axum::http::Extensions,
-    body: Body,
+    req: Result<ApiRequest, ApiError>,
 ) -> Response {
-    let r = single(&ctx, &method, &params, &headers, &ext, body).await;
+    let r = match req {
+        Ok(req) => single(&ctx, req).await,
+        Err(e) => Err(e),
+    };
     respond(&ctx, "annotation", r)
 }
 
-async fn bulk_inner(
-    ctx: &Arc<Ctx>,
-    method: &Method,
-    params: &Params,
-    headers: &HeaderMap,
-    ext: &axum::http::Extensions,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let read = read_body(ctx, headers, ext, body).await?;
-    let bytes = &read.bytes[..];
-    match *method {
+async fn bulk_inner(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiError> {
+    let bytes = req.body.as_ref().map_or(&[][..], |b| &b.bytes[..]);
+    match req.method {
         Method::POST | Method::PUT => {
             let updates = parse_bulk_annotations(bytes)?;
-            let put = *method == Method::PUT;
+            let put = req.method == Method::PUT;
             let engine = Arc::clone(&ctx.engine);
             let stored = blocking(move || {
                 let keys: Vec<(&str, i64)> = updates
@@ -153,53 +133,47 @@ async fn bulk_inner(
             Ok(json_response(StatusCode::OK, render_annotations(&stored)))
         }
         Method::DELETE => {
-            let req = if bytes.iter().all(u8::is_ascii_whitespace) {
-                parse_bulk_delete_query_string(params, now_ms())?
-            } else {
-                parse_bulk_delete_json(bytes, now_ms())?
+            let delete = match req.json() {
+                None => parse_bulk_delete_query_string(&req.params, now_ms())?,
+                Some(bytes) => parse_bulk_delete_json(bytes, now_ms())?,
             };
             let layout = *ctx.engine.layout();
-            let mut tsuids = Vec::with_capacity(req.tsuids.len());
-            for t in &req.tsuids {
+            let mut tsuids = Vec::with_capacity(delete.tsuids.len());
+            for t in &delete.tsuids {
                 let b = crate::codec::hex::decode(t)
                     .filter(|b| layout.series_key_from_tsuid(b).is_some())
                     .ok_or_else(|| ApiError::bad_request(format!("Invalid TSUID: {t}")))?;
                 tsuids.push(b);
             }
             let engine = Arc::clone(&ctx.engine);
-            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
-            let body = run_budgeted(ctx, text, peer_of(ext), move |budget| {
+            let body = run_budgeted(ctx, req.text, req.peer, move |budget| {
                 let mut notes = Vec::new();
                 if !tsuids.is_empty() {
                     notes.extend(engine.notes_in(
                         Some(&tsuids),
-                        req.start_ms,
-                        req.end_ms,
+                        delete.start_ms,
+                        delete.end_ms,
                         budget,
                     )?);
                 }
-                if req.global {
-                    notes.extend(engine.notes_in(None, req.start_ms, req.end_ms, budget)?);
+                if delete.global {
+                    notes.extend(engine.notes_in(None, delete.start_ms, delete.end_ms, budget)?);
                 }
                 let n = engine.delete_notes(notes)?;
-                Ok(render_bulk_delete(&req, n))
+                Ok(render_bulk_delete(&delete, n))
             })
             .await?;
             Ok(json_response(StatusCode::OK, body))
         }
-        _ => Err(method_not_allowed(method)),
+        _ => Err(method_not_allowed(&req.method)),
     }
 }
 
-pub async fn bulk(
-    State(ctx): State<Arc<Ctx>>,
-    method: Method,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    ext: axum::http::Extensions,
-    body: Body,
-) -> Response {
-    let r = bulk_inner(&ctx, &method, &params, &headers, &ext, body).await;
+pub async fn bulk(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
+    let r = match req {
+        Ok(req) => bulk_inner(&ctx, req).await,
+        Err(e) => Err(e),
+    };
     respond(&ctx, "annotation_bulk", r)
 }
 

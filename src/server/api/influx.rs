@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hourglass_ingest::Point;
@@ -55,35 +55,27 @@ impl Api {
 }
 
 /// `POST /write` (InfluxDB 1.x).
-pub async fn write_v1(
-    State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    peer: PeerAddr,
-    body: Body,
-) -> Response {
-    let r = write(&ctx, Api::V1, &params, &headers, peer, body).await;
-    respond(
-        &ctx,
-        "influx_write",
-        r.map_err(|e| e.in_format(Api::V1.format())),
-    )
+pub async fn write_v1(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
+    answer(&ctx, Api::V1, req).await
 }
 
 /// `POST /api/v2/write` (InfluxDB 2.x).
-pub async fn write_v2(
-    State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    peer: PeerAddr,
-    body: Body,
-) -> Response {
-    let r = write(&ctx, Api::V2, &params, &headers, peer, body).await;
-    respond(
-        &ctx,
-        "influx_v2_write",
-        r.map_err(|e| e.in_format(Api::V2.format())),
-    )
+pub async fn write_v2(State(ctx): State<Arc<Ctx>>, req: Request) -> Response {
+    answer(&ctx, Api::V2, req).await
+}
+
+async fn answer(ctx: &Arc<Ctx>, api: Api, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let peer = PeerAddr::of(&parts.extensions);
+    let r = match Query::<Params>::try_from_uri(&parts.uri) {
+        Ok(Query(params)) => write(ctx, api, &params, &parts.headers, peer, body).await,
+        Err(e) => Err(ApiError::bad_request(e.body_text())),
+    };
+    let endpoint = match api {
+        Api::V1 => "influx_write",
+        Api::V2 => "influx_v2_write",
+    };
+    respond(ctx, endpoint, r.map_err(|e| e.in_format(api.format())))
 }
 
 /// What to answer an InfluxDB client, and whether to write the batch's points.

@@ -5,16 +5,15 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
 use hourglass_query::last::{LastPoint, LastQuery, LastSubQuery, render_last};
 
 use crate::engine::{Engine, IndexError, LastError};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
-use crate::server::http::{Params, json_response, peer_of, read_body, respond, run_budgeted};
+use crate::server::http::{ApiRequest, json_response, respond, run_budgeted};
 
 /// Unknown names read as in `/api/query` (400 `No such name …`).
 fn index_err(e: IndexError) -> ApiError {
@@ -92,42 +91,24 @@ fn answer(
     Ok(render_last(&out))
 }
 
-async fn run_last(
-    ctx: &Arc<Ctx>,
-    q: Result<LastQuery, hourglass_query::QueryError>,
-    text: String,
-    peer: String,
-) -> Result<Response, ApiError> {
-    let q = q?;
+/// `GET` (`timeseries=`, `tsuids=`) or `POST` (JSON) `/api/query/last`.
+pub async fn last(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
+    let r = match req {
+        Ok(req) => run_last(&ctx, req).await,
+        Err(e) => Err(e),
+    };
+    respond(&ctx, "query_last", r)
+}
+
+async fn run_last(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiError> {
+    let q = req.parse(
+        hourglass_query::last::parse_last_query_string,
+        hourglass_query::last::parse_last_json,
+    )?;
     let engine = Arc::clone(&ctx.engine);
-    let body = run_budgeted(ctx, text, peer, move |budget| answer(&engine, &q, budget)).await?;
+    let body = run_budgeted(ctx, req.text, req.peer, move |budget| {
+        answer(&engine, &q, budget)
+    })
+    .await?;
     Ok(json_response(StatusCode::OK, body))
-}
-
-pub async fn last_get(
-    State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    uri: axum::http::Uri,
-    ext: axum::http::Extensions,
-) -> Response {
-    let q = hourglass_query::last::parse_last_query_string(&params);
-    let r = run_last(&ctx, q, uri.to_string(), peer_of(&ext)).await;
-    respond(&ctx, "query_last", r)
-}
-
-pub async fn last_post(
-    State(ctx): State<Arc<Ctx>>,
-    headers: HeaderMap,
-    ext: axum::http::Extensions,
-    body: Body,
-) -> Response {
-    let r = async {
-        let read = read_body(&ctx, &headers, &ext, body).await?;
-        let bytes = &read.bytes[..];
-        let q = hourglass_query::last::parse_last_json(bytes);
-        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
-        run_last(&ctx, q, text, peer_of(&ext)).await
-    }
-    .await;
-    respond(&ctx, "query_last", r)
 }

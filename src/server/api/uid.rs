@@ -1,5 +1,6 @@
-//! `/api/uid/*`: `assign` (GET comma lists, POST JSON arrays), `uidmeta`
-//! (GET), `tsmeta` (GET by `tsuid` or `m=`), `rename` (GET, POST). UID
+//! `/api/uid/*`: `assign` (POST: JSON arrays, or comma lists in the query
+//! string), `uidmeta` (GET), `tsmeta` (GET by `tsuid` or `m=`), `rename`
+//! (POST; a GET that would change state is refused by `http::cors`). UID
 //! assignments are made durable (the UID table's sync) before the answer.
 //! hourglass stores no UIDMeta/TSMeta objects: the meta answers carry
 //! OpenTSDB's defaults around the names, UIDs and the series index.
@@ -7,17 +8,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::server::Ctx;
+use crate::server::http::ApiRequest;
 use crate::server::http::error::ApiError;
-use crate::server::http::{
-    Params, blocking, json_response, param, peer_of, read_body, respond, run_budgeted,
-};
+use crate::server::http::{Params, blocking, json_response, param, peer_of, respond, run_budgeted};
 use crate::uid::{UidError, UidKind};
 
 /// Names to assign, at most this many per request (every one is a UID
@@ -114,46 +113,44 @@ fn assign(ctx: &Ctx, wanted: Vec<(UidKind, String)>) -> Result<Response, ApiErro
 /// an empty body OpenTSDB's query-string form (`?metric=a,b&tagk=c`).
 pub async fn assign_post(
     State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    ext: axum::http::Extensions,
-    body: Body,
+    req: Result<ApiRequest, ApiError>,
 ) -> Response {
     let r = async {
-        let read = read_body(&ctx, &headers, &ext, body).await?;
-        if read.bytes.iter().all(u8::is_ascii_whitespace) {
-            let mut wanted = Vec::new();
-            for (k, v) in &params {
-                if let Some(kind) = api_kind(k) {
-                    wanted.extend(
-                        v.split(',')
-                            .filter(|n| !n.is_empty())
-                            .map(|n| (kind, n.to_string())),
-                    );
+        let req = req?;
+        let mut wanted = Vec::new();
+        match req.json() {
+            None => {
+                for (k, v) in &req.params {
+                    if let Some(kind) = api_kind(k) {
+                        wanted.extend(
+                            v.split(',')
+                                .filter(|n| !n.is_empty())
+                                .map(|n| (kind, n.to_string())),
+                        );
+                    }
                 }
             }
-            let ctx = Arc::clone(&ctx);
-            return blocking(move || assign(&ctx, wanted)).await;
-        }
-        let v = parse_json(&read.bytes)?;
-        let obj = v.as_object().ok_or_else(|| {
-            ApiError::bad_request("Unable to parse the given JSON")
-                .with_details("expected an object")
-        })?;
-        let mut wanted = Vec::new();
-        for (k, names) in obj {
-            let kind = api_kind(k)
-                .ok_or_else(|| ApiError::bad_request(format!("Unknown type name: {k}")))?;
-            let list = names.as_array().ok_or_else(|| {
-                ApiError::bad_request("Unable to parse the given JSON")
-                    .with_details(format!("'{k}' must be an array of names"))
-            })?;
-            for n in list {
-                let n = n.as_str().ok_or_else(|| {
+            Some(bytes) => {
+                let v = parse_json(bytes)?;
+                let obj = v.as_object().ok_or_else(|| {
                     ApiError::bad_request("Unable to parse the given JSON")
-                        .with_details(format!("'{k}' must be an array of names"))
+                        .with_details("expected an object")
                 })?;
-                wanted.push((kind, n.to_string()));
+                for (k, names) in obj {
+                    let kind = api_kind(k)
+                        .ok_or_else(|| ApiError::bad_request(format!("Unknown type name: {k}")))?;
+                    let list = names.as_array().ok_or_else(|| {
+                        ApiError::bad_request("Unable to parse the given JSON")
+                            .with_details(format!("'{k}' must be an array of names"))
+                    })?;
+                    for n in list {
+                        let n = n.as_str().ok_or_else(|| {
+                            ApiError::bad_request("Unable to parse the given JSON")
+                                .with_details(format!("'{k}' must be an array of names"))
+                        })?;
+                        wanted.push((kind, n.to_string()));
+                    }
+                }
             }
         }
         let ctx = Arc::clone(&ctx);
@@ -360,27 +357,23 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
 /// or with an empty body the same fields as query-string parameters.
 pub async fn rename_post(
     State(ctx): State<Arc<Ctx>>,
-    Query(params): Query<Params>,
-    headers: HeaderMap,
-    ext: axum::http::Extensions,
-    body: Body,
+    req: Result<ApiRequest, ApiError>,
 ) -> Response {
     let r = async {
-        let read = read_body(&ctx, &headers, &ext, body).await?;
-        if read.bytes.iter().all(u8::is_ascii_whitespace) {
-            let fields: BTreeMap<String, String> = params.into_iter().collect();
-            let ctx = Arc::clone(&ctx);
-            return blocking(move || rename(&ctx, &fields)).await;
-        }
-        let v = parse_json(&read.bytes)?;
-        let obj = v.as_object().ok_or_else(|| {
-            ApiError::bad_request("Unable to parse the given JSON")
-                .with_details("expected an object")
-        })?;
-        let fields: BTreeMap<String, String> = obj
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect();
+        let req = req?;
+        let fields: BTreeMap<String, String> = match req.json() {
+            None => req.params.iter().cloned().collect(),
+            Some(bytes) => {
+                let v = parse_json(bytes)?;
+                let obj = v.as_object().ok_or_else(|| {
+                    ApiError::bad_request("Unable to parse the given JSON")
+                        .with_details("expected an object")
+                })?;
+                obj.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            }
+        };
         let ctx = Arc::clone(&ctx);
         blocking(move || rename(&ctx, &fields)).await
     }

@@ -118,13 +118,12 @@ where
 
 /// The client's IP address (unspecified if unknown, as in unit tests).
 pub fn peer_ip(ext: &axum::http::Extensions) -> std::net::IpAddr {
-    ext.get::<PeerAddr>()
-        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |p| p.ip())
+    PeerAddr::of(ext).ip()
 }
 
+/// The client's address as text (`/api/stats/query`).
 pub fn peer_of(ext: &axum::http::Extensions) -> String {
-    ext.get::<PeerAddr>()
-        .map_or_else(String::new, |p| p.0.to_string())
+    PeerAddr::of(ext).0.to_string()
 }
 
 /// The client's address, as an extension of every request; also an
@@ -134,6 +133,13 @@ pub fn peer_of(ext: &axum::http::Extensions) -> String {
 pub struct PeerAddr(pub std::net::SocketAddr);
 
 impl PeerAddr {
+    /// The address a request's extensions carry.
+    pub fn of(ext: &axum::http::Extensions) -> Self {
+        ext.get::<PeerAddr>()
+            .copied()
+            .unwrap_or(PeerAddr(std::net::SocketAddr::from(([0, 0, 0, 0], 0))))
+    }
+
     pub fn ip(self) -> std::net::IpAddr {
         self.0.ip()
     }
@@ -146,11 +152,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PeerAddr {
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
-        Ok(parts
-            .extensions
-            .get::<PeerAddr>()
-            .copied()
-            .unwrap_or(PeerAddr(std::net::SocketAddr::from(([0, 0, 0, 0], 0)))))
+        Ok(PeerAddr::of(&parts.extensions))
     }
 }
 

@@ -1,8 +1,9 @@
 //! HTTP plumbing of the network front: serving a connection
 //! ([`serve`]), the path rules applied before routing ([`normalize`]),
 //! reading bodies within bounds ([`body`]), who may change state from a
-//! browser ([`cors`]), errors and their status codes ([`error`]), and what
-//! every endpoint shares ([`helpers`]). The routes are `router.rs`'s, the
+//! browser ([`cors`]), errors and their status codes ([`error`]), a request
+//! as the endpoints read it ([`request`]), and what every endpoint shares
+//! ([`helpers`]). The routes are `router.rs`'s, the
 //! endpoints `api/`'s.
 
 pub mod body;
@@ -10,6 +11,7 @@ pub mod cors;
 pub mod error;
 pub mod helpers;
 pub mod normalize;
+pub mod request;
 pub mod serve;
 
 pub use error::{ApiError, ErrorFormat};
@@ -17,4 +19,5 @@ pub use helpers::{
     Params, PeerAddr, blocking, has_flag, json_response, now_ms, param, peer_ip, peer_of,
     read_body, respond, run_budgeted,
 };
+pub use request::ApiRequest;
 pub use serve::{AppService, serve};
