@@ -25,65 +25,14 @@ for bin in "$B" "$S"; do
     [ -x "$bin" ] || { echo "side-by-side: build first: cargo build --release -p hourglass -p hourglass-bench" >&2; exit 1; }
 done
 work=(--hosts 100 --duration 1d --start 1700006400)
-started=()
-
-cleanup() {
-    for d in "${started[@]}"; do
-        case "$d" in
-            /tmp/hourglass-peer-*) bench/peers/stop.sh "$d" >/dev/null 2>&1 || true ;;
-            *)
-                if [ -f "$d/pid" ]; then
-                    pid=$(cat "$d/pid")
-                    kill "$pid" 2>/dev/null || true
-                    # A clean shutdown writes on until it exits.
-                    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-                    kill -9 "$pid" 2>/dev/null || true
-                fi
-                rm -rf "$d" || true
-                ;;
-        esac
-    done
-    started=()
-}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Starts hourglass on a fresh data directory; sets HG_ADDR, HG_PID, HG_DIR.
-start_hourglass() {
-    HG_DIR=$(mktemp -d /tmp/hourglass-sbs.XXXXXX)
-    local port
-    port=$(free_port)
-    "$S" serve --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >"$HG_DIR/log" 2>&1 &
-    HG_PID=$!
-    echo "$HG_PID" >"$HG_DIR/pid"
-    HG_ADDR=127.0.0.1:$port
-    started+=("$HG_DIR")
-    for _ in $(seq 300); do
-        curl -sf "http://$HG_ADDR/api/version" >/dev/null && return 0
-        sleep 0.1
-    done
-    echo "side-by-side: hourglass did not start" >&2
-    cat "$HG_DIR/log" >&2
-    exit 1
-}
 
 # Starts a peer; sets ADDR, PID, DIR (and OPENTSDB_* where it has them).
 start_peer() {
     eval "$(bench/peers/start.sh "$1")"
     started+=("$DIR")
-}
-
-# ingest NAME PID ARGS...: one ingest run, its JSON report kept.
-ingest() {
-    local name=$1 pid=$2
-    shift 2
-    echo "  ingest $name"
-    # A run with errors still writes its report (errors are counted there).
-    "$B" ingest "${work[@]}" --server-pid "$pid" --no-progress --json "$@" \
-        >"$out/run$r-ingest-$name.json" || echo "  ($name: the server refused part of it)"
 }
 
 for r in $(seq "$runs"); do

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Summarises a side-by-side run (bench/peers/side-by-side.sh): for each
+"""Summarises a side-by-side run (bench/peers/side-by-side.sh, or bench/ab.sh's
+build against build): for each
 ingest path and each query, the median over runs with min-max, as Markdown.
 
     python3 bench/peers/summary.py OUT_DIR
@@ -46,7 +47,8 @@ def main(out):
         rep = load(path)
         if rep is not None:
             ingest.setdefault(name, []).append(rep)
-    runs = len(glob.glob(os.path.join(out, "run*-query.json")))
+    query_files = sorted(glob.glob(os.path.join(out, "run*-query*.json")))
+    runs = len({re.match(r"run(\d+)-", os.path.basename(p)).group(1) for p in query_files})
     print(f"## Ingest ({max((len(v) for v in ingest.values()), default=0)} runs; "
           "median (min–max))\n")
     print("| server and path | points/s | server CPU µs/point | peak RSS MiB | errors |")
@@ -62,12 +64,14 @@ def main(out):
               f"| {fmt_range(rss, lambda v: f'{v:.0f}')} | {errs} |")
     queries = {}  # (query, kind) -> [p50 per run], checks
     checks = {}
-    for path in sorted(glob.glob(os.path.join(out, "run*-query.json"))):
+    for path in query_files:
         rep = load(path)
         if rep is None:
             continue
+        # run<N>-query-<label>.json: one server of several of a kind (A/B).
+        label = re.match(r"run\d+-query-(.+)\.json$", os.path.basename(path))
         for res in rep["results"]:
-            kind = re.split(r"[=/]", res["target"])[0]
+            kind = label.group(1) if label else re.split(r"[=/]", res["target"])[0]
             key = (res["query"], kind)
             queries.setdefault(key, []).append(res["p50_ms"])
             c = checks.setdefault(key, [0, 0, 0])

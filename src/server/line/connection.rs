@@ -1,6 +1,10 @@
 //! Serving one line-protocol connection: reads straight into a line buffer
 //! (bounded: one unfinished line plus one read), frames it
-//! ([`super::frame`]) and hands each line to [`super::command`], within
+//! ([`super::frame`]) and hands each line to [`super::command`]. The points
+//! of a read are written once the client pauses (nothing more to read right
+//! away) or the batch is full ([`super::session`]): a client that streams
+//! gets one write, one handoff to a blocking thread and one log frame for
+//! several reads. All of it within
 //! the connection's time bounds (an unfinished line may not sit longer
 //! than `server.line_timeout_secs`; an idle connection is closed after
 //! `server.idle_timeout_secs` if set) and the server's in-flight memory
@@ -20,6 +24,7 @@ use super::frame::{Frame, Framer};
 use super::replies::Replies;
 use super::session::Session;
 use crate::server::Ctx;
+use crate::server::write::PointSink;
 
 const READ_CHUNK: usize = 64 << 10;
 
@@ -56,6 +61,35 @@ pub async fn serve(
     // one.
     let mut partial_since: Option<tokio::time::Instant> = None;
     loop {
+        if !session.batch.is_empty() {
+            // More input already there joins the batch; a pause writes it.
+            if stop.has_changed().unwrap_or(true) {
+                break;
+            }
+            buf.reserve(READ_CHUNK);
+            match rd.try_read_buf(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {
+                    let Some(()) = take_read(
+                        &ctx,
+                        &framer,
+                        &mut buf,
+                        peer,
+                        &mut session,
+                        &mut partial_since,
+                    )
+                    .await
+                    else {
+                        break;
+                    };
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    session.flush(&ctx).await;
+                }
+                Err(_) => break,
+            }
+        }
         let deadline = match (partial_since, idle_timeout) {
             (Some(t), _) => Some(t + line_timeout),
             (None, Some(d)) => Some(tokio::time::Instant::now() + d),
@@ -84,21 +118,22 @@ pub async fn serve(
             }
         };
         if n == 0 {
-            // An unterminated last line is dropped: it may be cut short.
             break;
         }
-        let _inflight = ctx.inflight.take(peer.ip(), buf.len()).await;
-        let Some(used) = lines(&ctx, &framer, &buf, &mut session).await else {
+        let Some(()) = take_read(
+            &ctx,
+            &framer,
+            &mut buf,
+            peer,
+            &mut session,
+            &mut partial_since,
+        )
+        .await
+        else {
             break;
         };
-        buf.drain(..used);
-        // An unfinished line keeps its start time while it only grows.
-        partial_since = match (buf.is_empty(), partial_since) {
-            (true, _) => None,
-            (false, Some(t)) if used == 0 => Some(t),
-            (false, _) => Some(tokio::time::Instant::now()),
-        };
     }
+    // An unterminated last line is dropped: it may be cut short.
     // Points still in flight become durable whether or not anyone waits;
     // waiting keeps a closing client's last points acknowledged by the
     // close.
@@ -108,8 +143,31 @@ pub async fn serve(
     writer.finish(peer).await;
 }
 
-/// Handles every complete line of `buf`, then writes the read's points.
-/// Returns the bytes used, or `None` once the connection is to close.
+/// Handles the complete lines a read completed in `buf` and
+/// keeps the unfinished rest; `None` once the connection is to close.
+async fn take_read(
+    ctx: &Arc<Ctx>,
+    framer: &Framer,
+    buf: &mut Vec<u8>,
+    peer: SocketAddr,
+    session: &mut Session,
+    partial_since: &mut Option<tokio::time::Instant>,
+) -> Option<()> {
+    let _inflight = ctx.inflight.take(peer.ip(), buf.len()).await;
+    let used = lines(ctx, framer, buf, session).await?;
+    buf.drain(..used);
+    // An unfinished line keeps its start time while it only grows.
+    *partial_since = match (buf.is_empty(), *partial_since) {
+        (true, _) => None,
+        (false, Some(t)) if used == 0 => Some(t),
+        (false, _) => Some(tokio::time::Instant::now()),
+    };
+    Some(())
+}
+
+/// Handles every complete line of `buf`, then writes the batch if the
+/// reads it holds are many. Returns the bytes used, or `None` once the
+/// connection is to close.
 async fn lines(
     ctx: &Arc<Ctx>,
     framer: &Framer,
@@ -139,6 +197,6 @@ async fn lines(
             }
         }
     }
-    session.flush(ctx).await;
+    session.took_input(ctx, pos).await;
     Some(pos)
 }

@@ -30,14 +30,21 @@ pub const FROM_INFLUX: u32 = 1;
 
 /// A batch is written once it holds this many points.
 pub const BATCH_POINTS: usize = 8192;
+/// ... or once it holds the lines of this many input bytes: the bound on
+/// what a batch's named points (owned copies of their lines) hold beyond
+/// the read buffer, which the in-flight memory bound charges.
+pub const BATCH_INPUT_BYTES: usize = 256 << 10;
 
 pub struct Session {
     pub replies: Replies,
     /// The series this connection has written (it travels with each batch
     /// to the blocking write and back).
     pub cache: SeriesCache,
-    /// Points of the current read (owned: written on a blocking thread).
+    /// Points read and not yet written (owned: written on a blocking
+    /// thread).
     pub batch: WriteBatch<'static>,
+    /// Input bytes whose lines the batch holds.
+    batch_input: usize,
     /// Log positions of written batches not known to be durable yet,
     /// oldest first.
     in_flight: VecDeque<u64>,
@@ -52,6 +59,7 @@ impl Session {
             replies,
             cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
             batch: WriteBatch::default(),
+            batch_input: 0,
             in_flight: VecDeque::new(),
             max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
             line_no: 0,
@@ -65,9 +73,19 @@ impl Session {
         }
     }
 
+    /// Counts `bytes` of input whose lines went to the batch; writes the
+    /// batch once those are many.
+    pub async fn took_input(&mut self, ctx: &Arc<Ctx>, bytes: usize) {
+        self.batch_input += bytes;
+        if self.batch_input >= BATCH_INPUT_BYTES {
+            self.flush(ctx).await;
+        }
+    }
+
     /// Writes the batch (not waiting for it to be durable: see
     /// [`Session::settle`]); refusals become error lines.
     pub async fn flush(&mut self, ctx: &Arc<Ctx>) {
+        self.batch_input = 0;
         if self.batch.is_empty() {
             return;
         }
