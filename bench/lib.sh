@@ -29,12 +29,14 @@ cleanup() {
 }
 
 # start_hourglass [SERVER_BINARY]: hourglass on a fresh data directory with
-# the default configuration; sets HG_ADDR, HG_PID, HG_DIR.
+# the default configuration (or the file HG_CONFIG names); sets HG_ADDR,
+# HG_PID, HG_DIR.
 start_hourglass() {
-    local bin=${1:-target/release/hourglass} port
+    local bin=${1:-target/release/hourglass} port config=()
+    [ -n "${HG_CONFIG:-}" ] && config=(--config "$HG_CONFIG")
     HG_DIR=$(mktemp -d /tmp/hourglass-sbs.XXXXXX)
     port=$(free_port)
-    "$bin" serve --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >"$HG_DIR/log" 2>&1 &
+    "$bin" serve "${config[@]}" --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >"$HG_DIR/log" 2>&1 &
     HG_PID=$!
     echo "$HG_PID" >"$HG_DIR/pid"
     HG_ADDR=127.0.0.1:$port

@@ -31,7 +31,7 @@
 //! is one hash lookup on the series text; a miss fetches or assigns UIDs
 //! and fsyncs new assignments), then, under the head lock, appends one WAL
 //! frame for the whole batch and queues its points (`pending`); the WAL's
-//! sync thread inserts them into the head once the frame is durable, before
+//! publishing thread inserts them into the head once the frame is durable, before
 //! it wakes the writer. [`Engine::wait_durable`] waits until then: that is
 //! the acknowledgement, and a point is visible exactly when it is durable.
 //!

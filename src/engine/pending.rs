@@ -1,7 +1,7 @@
 //! Writes the WAL holds but has not yet made durable. A batch is logged and
 //! queued here under the head lock, so the queue is in log order; the WAL's
-//! sync thread applies what it has made durable to the head before it wakes
-//! any writer (`Engine::apply_durable`). A point therefore becomes visible
+//! publishing thread applies what it has made durable to the head before it
+//! wakes any writer ([`super::write::ApplyDurable`]). A point therefore becomes visible
 //! exactly when it becomes durable: a batch whose log write fails (a full
 //! disk, a failed fsync), and whose client is told so, is dropped from here
 //! and never read back; and the head applies writes in the order a replay

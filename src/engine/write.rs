@@ -17,7 +17,7 @@
 //!    resolved again after dropping the lock, then every series is checked
 //!    again), then one WAL frame for the batch, queued in the head's
 //!    pending writes (`pending`).
-//! 4. The WAL's sync thread applies the batch to the head once its frame
+//! 4. The WAL's publishing thread applies the batch to the head once its frame
 //!    is durable ([`ApplyDurable`]), before the writer is acknowledged: a
 //!    point is visible exactly when it is durable.
 
@@ -216,7 +216,8 @@ impl Engine {
         // Phase 2: resolve misses without the lock (may do storage I/O).
         let mut resolved = self.resolve_named(&items, &misses, &mut receipt)?;
         // The log's buffer must have room before the head lock is taken:
-        // its sync thread needs that lock to apply durable writes.
+        // waiting under it would stall the readers, and the log's
+        // publishing thread that applies durable writes.
         if let Some(log) = &self.log {
             log.wal.wait_for_room()?;
         }
@@ -431,7 +432,7 @@ impl Engine {
 }
 
 /// Applies the writes the WAL has made durable to the head, on the WAL's
-/// sync thread, before any writer waiting for them is woken.
+/// publishing thread, before any writer waiting for them is woken.
 #[derive(Debug)]
 pub(super) struct ApplyDurable(pub(super) std::sync::Weak<Engine>);
 

@@ -141,14 +141,29 @@ fn uidmeta_tsmeta_and_rename() {
         r.json()["error"]["message"],
         "Missing necessary values to rename UID"
     );
-    // Issue 22, defect 7: a GET never changes state, with or without an
-    // Origin (an <img> tag sends none): 405, and nothing changed.
+    let r = s.get("/api/uid/bogus");
+    assert_eq!(r.status, 501);
+    let r = s.post_json("/api/uid/uidmeta?uid=000001&type=metric", "{}");
+    assert_eq!(r.status, 405, "{}", r.text());
+}
+
+/// Issue 22, defect 7: a GET never changes state, with or without an
+/// Origin (an `<img>` tag sends none): 405 with `Allow: POST`, and nothing
+/// changed; a foreign origin cannot change state with a POST either.
+#[test]
+fn a_get_never_changes_state() {
+    let s = Server::start();
+    let r = s.post_json(
+        "/api/put",
+        r#"[{"metric":"sys.cpu","timestamp":1356998400,"value":1,"tags":{"host":"web01"}}]"#,
+    );
+    assert_eq!(r.status, 204);
     for path in [
         "/api/uid/assign?metric=from.a.browser",
-        "/api/uid/rename?tagv=web02&name=evil",
+        "/api/uid/rename?tagv=web01&name=evil",
         "/api/dropcaches",
         "/api/annotation?tsuid=000001000001000001&start_time=1356998400&method_override=delete",
-        "/api/query?start=1356998000&m=sum:sys.cpu.renamed&method_override=delete",
+        "/api/query?start=1356998000&m=sum:sys.cpu&method_override=delete",
     ] {
         for origin in [None, Some("http://evil.example")] {
             let headers: Vec<(&str, &str)> = origin.map(|o| ("Origin", o)).into_iter().collect();
@@ -164,7 +179,9 @@ fn uidmeta_tsmeta_and_rename() {
     }
     let names = s.get("/api/suggest?type=metrics&q=from").json();
     assert_eq!(names, serde_json::json!([]));
-    let q = s.query("/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.renamed");
+    let values = s.get("/api/suggest?type=tagv&q=evil").json();
+    assert_eq!(values, serde_json::json!([]));
+    let q = s.query("/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu");
     assert!(
         !q[0]["dps"].as_object().is_some_and(|d| d.is_empty()),
         "{q}"
@@ -177,8 +194,4 @@ fn uidmeta_tsmeta_and_rename() {
         b"",
     );
     assert_eq!(r.status, 403, "{}", r.text());
-    let r = s.get("/api/uid/bogus");
-    assert_eq!(r.status, 501);
-    let r = s.post_json("/api/uid/uidmeta?uid=000001&type=metric", "{}");
-    assert_eq!(r.status, 405, "{}", r.text());
 }

@@ -4,9 +4,10 @@
 //!
 //! Writers append whole frames to an in-memory buffer under a mutex and get
 //! a log sequence number (LSN, bytes appended so far); the sync thread
-//! writes the buffer, fsyncs according to the [`FsyncPolicy`], tells the
-//! [`DurableHook`] (the engine applies those writes to its head), and
-//! publishes the durable LSN. A writer is acknowledged when the durable LSN
+//! writes the buffer and fsyncs according to the [`FsyncPolicy`]; the
+//! publishing thread ([`publish`]) then tells the [`DurableHook`] (the
+//! engine applies those writes to its head) and publishes the durable LSN,
+//! while the sync thread writes the next group. A writer is acknowledged when the durable LSN
 //! reaches its own. The buffer is bounded: a writer waits for room
 //! ([`Wal::wait_for_room`]) before it appends, which slows ingest down
 //! instead of growing memory; [`Wal::append`] itself never waits, so it may
@@ -27,6 +28,7 @@
 //! decode stops `open` with the file and offset, unless repair is on, which
 //! keeps the frames before the damage and moves the rest to `lost+found/`.
 
+mod publish;
 pub mod record;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ use tokio::sync::watch;
 
 use crate::config::FsyncPolicy;
 use crate::logfile::{self, LogError, LogWriter};
+
+use publish::Publisher;
 
 pub use record::{Event, FrameBuilder};
 
@@ -211,7 +215,7 @@ pub struct WalOptions {
     pub repair: bool,
 }
 
-/// Durable progress published by the sync thread.
+/// Durable progress, published once the head has applied it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Durable {
     pub lsn: u64,
@@ -236,7 +240,7 @@ struct Inner {
     total_bytes: u64,
 }
 
-/// Told by the sync thread what the log has made durable, before any writer
+/// Told by the publishing thread what the log has made durable, before any writer
 /// waiting for it is woken.
 pub trait DurableHook: Send + Sync + std::fmt::Debug {
     /// Every frame up to `lsn` is durable under the fsync policy.
@@ -256,7 +260,9 @@ pub struct Wal {
     work: Condvar,
     space: Condvar,
     durable_tx: watch::Sender<Durable>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    publisher: Publisher,
+    /// The sync thread, then the publishing thread (joined in that order).
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 fn segment_path(dir: &Path, n: u64) -> PathBuf {
@@ -381,19 +387,40 @@ impl Wal {
             work: Condvar::new(),
             space: Condvar::new(),
             durable_tx,
-            thread: Mutex::new(None),
+            publisher: Publisher::default(),
+            threads: Mutex::new(Vec::new()),
         });
-        let w = Arc::clone(&wal);
-        let handle = std::thread::Builder::new()
+        let spawn_error = |source| LogError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let publishing = Arc::clone(&wal);
+        let publish = std::thread::Builder::new()
+            .name("hourglass-wal-publish".into())
+            .spawn(move || {
+                publishing
+                    .publisher
+                    .run(&publishing.hook, &publishing.durable_tx)
+            })
+            .map_err(spawn_error)?;
+        let syncing = Arc::clone(&wal);
+        let sync = std::thread::Builder::new()
             .name("hourglass-wal".into())
-            .spawn(move || w.sync_loop(writer))
-            .map_err(|source| LogError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        *wal.thread
+            .spawn(move || {
+                Arc::clone(&syncing).sync_loop(writer);
+                syncing.publisher.close();
+            });
+        let sync = match sync {
+            Ok(handle) => handle,
+            Err(source) => {
+                wal.publisher.close();
+                let _ = publish.join();
+                return Err(spawn_error(source));
+            }
+        };
+        *wal.threads
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = vec![sync, publish];
         Ok(wal)
     }
 
@@ -409,7 +436,7 @@ impl Wal {
         self.lock().epoch
     }
 
-    /// Sets what the sync thread tells about durable frames (once).
+    /// Sets what the publishing thread tells about durable frames (once).
     pub fn set_hook(&self, hook: Box<dyn DurableHook>) {
         let _ = self.hook.set(hook);
     }
@@ -547,18 +574,20 @@ impl Wal {
         }
     }
 
-    /// Writes and fsyncs everything pending, then stops the sync thread.
+    /// Writes and fsyncs everything pending, publishes it, then stops the
+    /// sync and publishing threads.
     pub fn close(&self) {
         self.lock().closed = true;
         self.work.notify_all();
         self.space.notify_all();
-        if let Some(h) = self
-            .thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            let _ = h.join();
+        let threads = std::mem::take(
+            &mut *self
+                .threads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for handle in threads {
+            let _ = handle.join();
         }
     }
 
@@ -656,10 +685,7 @@ impl Wal {
             match res {
                 Ok(()) => {
                     acked_len = writer.len();
-                    if let Some(hook) = self.hook.get() {
-                        hook.durable(end_lsn);
-                    }
-                    self.durable_tx.send_replace(Durable {
+                    self.publisher.durable(Durable {
                         lsn: end_lsn,
                         failed: false,
                         segment,
@@ -668,20 +694,13 @@ impl Wal {
                 Err(e) => {
                     tracing::error!(error = %e, "write-ahead log write failed; refusing further writes");
                     self.lock().poisoned = Some(e.to_string());
-                    if let Some(hook) = self.hook.get() {
-                        hook.failed();
-                    }
+                    self.publisher.failed();
                     // Best effort: a restart must not replay frames whose
                     // writers were told they failed (their bytes may sit in
                     // the file, or in the page cache after a failed fsync).
                     if let Err(cut) = writer.truncate(acked_len) {
                         tracing::error!(error = %cut, offset = acked_len, segment = %writer.path().display(), "could not cut the refused frames off the write-ahead log; a restart may replay writes that were refused");
                     }
-                    let last = *self.durable_tx.borrow();
-                    self.durable_tx.send_replace(Durable {
-                        failed: true,
-                        ..last
-                    });
                     self.space.notify_all();
                     return;
                 }
