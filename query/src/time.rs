@@ -77,6 +77,13 @@ fn parse_numeric(text: &str) -> Result<i64, QueryError> {
     match hourglass_ingest::parse_query_timestamp(text) {
         // At most MAX_TIMESTAMP_MS, far below i64::MAX.
         Ok(ms) => Ok(ms as i64),
+        // OpenTSDB's answer to any dotted form but `<seconds>.<ms>`.
+        Err(E::NotANumber(_) | E::NotPositive(_) | E::Malformed(_)) if text.contains('.') => {
+            Err(QueryError::bad(format!(
+                "Invalid time: {text}. Millisecond timestamps must be in the format \
+                 <seconds>.<ms> where the milliseconds are limited to 3 digits"
+            )))
+        }
         Err(E::NotANumber(why)) => Err(QueryError::bad(format!("Invalid time: {text}. {why}"))),
         Err(E::NotPositive(_)) => Err(QueryError::bad(format!(
             "Invalid time: {text}. Negative timestamps are not supported."
@@ -412,21 +419,30 @@ mod tests {
         );
         // OpenTSDB read these by length (1355961603.4 was 13559616034 ms,
         // in 1970); the one timestamp rule refuses every ambiguous form.
+        for bad in ["13559616000", "99999999999999", "+1355961600"] {
+            assert_eq!(
+                msg(parse_time(bad, NOW)),
+                format!(
+                    "Invalid time: {bad}. Expected seconds (up to 10 digits), \
+                     13-digit milliseconds or <seconds>.<3 digits>"
+                )
+            );
+        }
+        // A dotted form gets OpenTSDB's words.
         for bad in [
             "1234567890.2.4",
             "135596160.41",
             "1355961603.4",
             "1355961603.41",
             "1355961603.4180",
-            "13559616000",
-            "99999999999999",
-            "+1355961600",
+            "1355961603.ab",
+            "-1355961603.418",
         ] {
             assert_eq!(
                 msg(parse_time(bad, NOW)),
                 format!(
-                    "Invalid time: {bad}. Expected seconds (up to 10 digits), \
-                     13-digit milliseconds or <seconds>.<3 digits>"
+                    "Invalid time: {bad}. Millisecond timestamps must be in the format \
+                     <seconds>.<ms> where the milliseconds are limited to 3 digits"
                 )
             );
         }

@@ -24,7 +24,12 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
     let limit = ctx.config.server.max_body_bytes;
     let router = Router::new()
         .route("/api/put", post(put::put))
-        .route("/api/query", get(query::query_get).post(query::query_post))
+        .route(
+            "/api/query",
+            get(query::query_get)
+                .post(query::query_post)
+                .delete(query::query_delete),
+        )
         .route(
             "/api/suggest",
             get(suggest::suggest_get).post(suggest::suggest_post),

@@ -261,6 +261,7 @@ fn query_point_limit_answers_413() {
 #[test]
 fn delete_needs_allow_delete_and_removes_exactly_the_range() {
     let body = r#"{"start":1356998400,"end":1356998460,"delete":true,"queries":[{"aggregator":"sum","metric":"del.m","tags":{"host":"a"}}]}"#;
+    let delete_form = "/api/query?start=1356998400&end=1356998460&m=sum:del.m%7Bhost=b%7D";
     let write = |s: &Server| {
         let mut t = s.telnet();
         let mut lines = String::new();
@@ -283,6 +284,18 @@ fn delete_needs_allow_delete_and_removes_exactly_the_range() {
     let r = s.post_json("/api/query", body);
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(r.json()["error"]["message"], "Bad request");
+    // The DELETE verb with the m= form too (OpenTSDB's TestQueryRpc:
+    // 400, not 405).
+    let r = s.http("DELETE", delete_form, &[], b"");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["message"], "Bad request");
+    assert!(
+        r.json()["error"]["details"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Deleting data is not enabled")),
+        "{}",
+        r.text()
+    );
     assert_eq!(count(&s, "a"), 10);
     // On: the matching points in [start, end] go, durably; the answer still
     // holds them; host=b is untouched.
@@ -300,6 +313,12 @@ fn delete_needs_allow_delete_and_removes_exactly_the_range() {
     s.kill9();
     s.restart();
     assert_eq!(count(&s, "a"), 7, "the delete survives a crash");
+    // DELETE with the m= form deletes the same way: host=b's first three.
+    let r = s.http("DELETE", delete_form, &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(dps(&r.json()[0]).len(), 3, "{}", r.text());
+    assert_eq!(count(&s, "b"), 7);
+    assert_eq!(count(&s, "a"), 7);
 }
 
 /// Issue 22, defect 5: identical sub-queries of a POST were collapsed, so

@@ -1,5 +1,6 @@
 //! `/api/query`: the `m=` form (GET) and the JSON body (POST), answered as
-//! OpenTSDB's JSON or Arrow IPC ([`super::arrow`]); deletes when
+//! OpenTSDB's JSON or Arrow IPC ([`super::arrow`]); deletes (the `m=` form
+//! sent with DELETE, or `"delete": true` in a POST) when
 //! `query.allow_delete` is on.
 
 use std::sync::Arc;
@@ -86,6 +87,27 @@ pub async fn query_get(
 ) -> Response {
     let format = super::arrow::format(&params, &headers);
     let q = hourglass_query::parse_query_string(&params, now_ms());
+    let origin = ext
+        .get::<OriginCheck>()
+        .copied()
+        .unwrap_or(OriginCheck::Allowed);
+    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
+}
+
+/// `DELETE /api/query?…`: OpenTSDB's delete, the `m=` form with the
+/// delete flag set (refused with 400 unless `query.allow_delete` is on).
+pub async fn query_delete(
+    State(ctx): State<Arc<Ctx>>,
+    Query(params): Query<Params>,
+    headers: HeaderMap,
+    uri: Uri,
+    ext: axum::http::Extensions,
+) -> Response {
+    let format = super::arrow::format(&params, &headers);
+    let q = hourglass_query::parse_query_string(&params, now_ms()).map(|mut q| {
+        q.delete = true;
+        q
+    });
     let origin = ext
         .get::<OriginCheck>()
         .copied()
