@@ -61,6 +61,14 @@ pub struct ManifestData {
     pub obsolete: Vec<u64>,
 }
 
+/// Where a block of a table file is, and its checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockRef {
+    pub offset: u64,
+    pub len: u64,
+    pub checksum: u64,
+}
+
 /// The metadata block of a table file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableMetaData {
@@ -73,12 +81,10 @@ pub struct TableMetaData {
     pub block_count: u32,
     pub min_key: Vec<u8>,
     pub max_key: Vec<u8>,
-    pub index_offset: u64,
-    pub index_len: u64,
-    pub index_checksum: u64,
-    pub bloom_offset: u64,
-    pub bloom_len: u64,
-    pub bloom_checksum: u64,
+    /// The block index.
+    pub index: BlockRef,
+    /// The row and prefix bloom filters.
+    pub bloom: BlockRef,
     pub prefix_len: u32,
     pub window_start: u64,
     pub window_end: u64,
@@ -203,12 +209,12 @@ pub fn encode_table_meta(m: &TableMetaData) -> Vec<u8> {
             block_count: m.block_count,
             min_key: Some(min_key),
             max_key: Some(max_key),
-            index_offset: m.index_offset,
-            index_len: m.index_len,
-            index_checksum: m.index_checksum,
-            bloom_offset: m.bloom_offset,
-            bloom_len: m.bloom_len,
-            bloom_checksum: m.bloom_checksum,
+            index_offset: m.index.offset,
+            index_len: m.index.len,
+            index_checksum: m.index.checksum,
+            bloom_offset: m.bloom.offset,
+            bloom_len: m.bloom.len,
+            bloom_checksum: m.bloom.checksum,
             prefix_len: m.prefix_len,
             window_start: m.window_start,
             window_end: m.window_end,
@@ -241,12 +247,16 @@ pub fn decode_table_meta(buf: &[u8]) -> Result<TableMetaData, FbError> {
         block_count: m.block_count(),
         min_key: bytes(m.min_key()),
         max_key: bytes(m.max_key()),
-        index_offset: m.index_offset(),
-        index_len: m.index_len(),
-        index_checksum: m.index_checksum(),
-        bloom_offset: m.bloom_offset(),
-        bloom_len: m.bloom_len(),
-        bloom_checksum: m.bloom_checksum(),
+        index: BlockRef {
+            offset: m.index_offset(),
+            len: m.index_len(),
+            checksum: m.index_checksum(),
+        },
+        bloom: BlockRef {
+            offset: m.bloom_offset(),
+            len: m.bloom_len(),
+            checksum: m.bloom_checksum(),
+        },
         prefix_len: m.prefix_len(),
         window_start: m.window_start(),
         window_end: m.window_end(),
@@ -306,12 +316,16 @@ mod tests {
             block_count: 2,
             min_key: vec![1],
             max_key: vec![2],
-            index_offset: 100,
-            index_len: 40,
-            index_checksum: 5,
-            bloom_offset: 140,
-            bloom_len: 20,
-            bloom_checksum: 9,
+            index: BlockRef {
+                offset: 100,
+                len: 40,
+                checksum: 5,
+            },
+            bloom: BlockRef {
+                offset: 140,
+                len: 20,
+                checksum: 9,
+            },
             prefix_len: 5,
             window_start: 0,
             window_end: 7200,

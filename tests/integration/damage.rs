@@ -455,9 +455,9 @@ fn table_blocks(path: &Path) -> Vec<(&'static str, u64)> {
             .expect("8"),
     );
     vec![
-        ("data block", t.meta.bloom_offset / 2),
-        ("bloom filter", t.meta.bloom_offset + t.meta.bloom_len / 2),
-        ("index", t.meta.index_offset + t.meta.index_len / 2),
+        ("data block", t.meta.bloom.offset / 2),
+        ("bloom filter", t.meta.bloom.offset + t.meta.bloom.len / 2),
+        ("index", t.meta.index.offset + t.meta.index.len / 2),
         ("metadata", meta_offset + 8),
         ("footer", size - 12),
     ]

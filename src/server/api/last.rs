@@ -93,14 +93,11 @@ fn answer(
 
 /// `GET` (`timeseries=`, `tsuids=`) or `POST` (JSON) `/api/query/last`.
 pub async fn last(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
-    let r = match req {
-        Ok(req) => run_last(&ctx, req).await,
-        Err(e) => Err(e),
-    };
-    respond(&ctx, "query_last", r)
+    respond(&ctx, "query_last", run_last(&ctx, req).await)
 }
 
-async fn run_last(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiError> {
+async fn run_last(ctx: &Arc<Ctx>, req: Result<ApiRequest, ApiError>) -> Result<Response, ApiError> {
+    let req = req?;
     let q = req.parse(
         hourglass_query::last::parse_last_query_string,
         hourglass_query::last::parse_last_json,

@@ -15,14 +15,14 @@ use crate::server::http::{ApiRequest, json_response, respond, run_budgeted};
 
 /// `GET` (`m=`) or `POST` (JSON) `/api/search/lookup`.
 pub async fn lookup(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
-    let r = match req {
-        Ok(req) => run_lookup(&ctx, req).await,
-        Err(e) => Err(e),
-    };
-    respond(&ctx, "search_lookup", r)
+    respond(&ctx, "search_lookup", run_lookup(&ctx, req).await)
 }
 
-async fn run_lookup(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiError> {
+async fn run_lookup(
+    ctx: &Arc<Ctx>,
+    req: Result<ApiRequest, ApiError>,
+) -> Result<Response, ApiError> {
+    let req = req?;
     let q = req.parse(
         hourglass_query::lookup::parse_lookup_query_string,
         hourglass_query::lookup::parse_lookup_json,

@@ -61,60 +61,53 @@ pub async fn serve(
     // one.
     let mut partial_since: Option<tokio::time::Instant> = None;
     loop {
-        if !session.batch.is_empty() {
-            // More input already there joins the batch; a pause writes it.
+        buf.reserve(READ_CHUNK);
+        // With points not yet written, more input already there joins the
+        // batch; a pause writes it.
+        let ready = if session.batch.is_empty() {
+            None
+        } else {
             if stop.has_changed().unwrap_or(true) {
                 break;
             }
-            buf.reserve(READ_CHUNK);
             match rd.try_read_buf(&mut buf) {
-                Ok(0) => break,
-                Ok(_) => {
-                    let Some(()) = take_read(
-                        &ctx,
-                        &framer,
-                        &mut buf,
-                        peer,
-                        &mut session,
-                        &mut partial_since,
-                    )
-                    .await
-                    else {
-                        break;
-                    };
-                    continue;
-                }
+                Ok(n) => Some(n),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     session.flush(&ctx).await;
+                    None
                 }
                 Err(_) => break,
             }
-        }
-        let deadline = match (partial_since, idle_timeout) {
-            (Some(t), _) => Some(t + line_timeout),
-            (None, Some(d)) => Some(tokio::time::Instant::now() + d),
-            (None, None) => None,
         };
-        let timer = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        buf.reserve(READ_CHUNK);
-        let mut limited = (&mut rd).take(READ_CHUNK as u64);
-        let n = tokio::select! {
-            r = limited.read_buf(&mut buf) => match r { Ok(n) => n, Err(_) => break },
-            _ = stop.changed() => break,
-            () = timer => {
-                if partial_since.is_some() {
-                    ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
-                    session.replies.error(format!(
-                        "put: illegal argument: no end of line within {} s; closing the connection",
-                        line_timeout.as_secs()
-                    ));
+        let n = match ready {
+            Some(n) => n,
+            None => {
+                let deadline = match (partial_since, idle_timeout) {
+                    (Some(t), _) => Some(t + line_timeout),
+                    (None, Some(d)) => Some(tokio::time::Instant::now() + d),
+                    (None, None) => None,
+                };
+                let timer = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let mut limited = (&mut rd).take(READ_CHUNK as u64);
+                tokio::select! {
+                    r = limited.read_buf(&mut buf) => match r { Ok(n) => n, Err(_) => break },
+                    _ = stop.changed() => break,
+                    () = timer => {
+                        if partial_since.is_some() {
+                            ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
+                            session.replies.error(format!(
+                                "put: illegal argument: no end of line within {} s; closing the connection",
+                                line_timeout.as_secs()
+                            ));
+                        }
+                        break;
+                    }
                 }
-                break;
             }
         };
         if n == 0 {

@@ -15,7 +15,7 @@ use super::format::{
 };
 use crate::checksum;
 use crate::codec::varint;
-use crate::fb::{self, TableMetaData};
+use crate::fb::{self, BlockRef, TableMetaData};
 use crate::storage::embedded::bloom::{self, Bloom};
 use crate::storage::embedded::cache::BlockCache;
 use crate::storage::{Result, StorageError};
@@ -95,10 +95,13 @@ impl TableReader {
         }
         let meta = fb::decode_table_meta(&meta_bytes)
             .map_err(|e| corrupt(path, Some(meta_offset), e.to_string()))?;
-        let in_range = |off: u64, len: u64| off.checked_add(len).is_some_and(|e| e <= meta_offset);
-        if !in_range(meta.index_offset, meta.index_len)
-            || !in_range(meta.bloom_offset, meta.bloom_len)
-        {
+        let in_range = |block: BlockRef| {
+            block
+                .offset
+                .checked_add(block.len)
+                .is_some_and(|e| e <= meta_offset)
+        };
+        if !in_range(meta.index) || !in_range(meta.bloom) {
             return Err(corrupt(
                 path,
                 Some(meta_offset),
@@ -108,8 +111,8 @@ impl TableReader {
         if FileKind::from_u8(meta.kind).is_none() {
             return Err(corrupt(path, Some(meta_offset), "unknown file kind"));
         }
-        let bloom_bytes = read_at(&file, path, meta.bloom_offset, meta.bloom_len)?;
-        let filters = if checksum::matches(&bloom_bytes, meta.bloom_checksum) {
+        let bloom_bytes = read_at(&file, path, meta.bloom.offset, meta.bloom.len)?;
+        let filters = if checksum::matches(&bloom_bytes, meta.bloom.checksum) {
             Bloom::parse(&bloom_bytes).and_then(|(rows, used)| {
                 Bloom::parse(&bloom_bytes[used..]).map(|(prefixes, _)| (rows, prefixes))
             })
@@ -122,21 +125,21 @@ impl TableReader {
             None => {
                 return Err(corrupt(
                     path,
-                    Some(meta.bloom_offset),
+                    Some(meta.bloom.offset),
                     "bloom filter block damaged (checksum mismatch or malformed)",
                 ));
             }
         };
-        let idx = read_at(&file, path, meta.index_offset, meta.index_len)?;
-        if !checksum::matches(&idx, meta.index_checksum) {
+        let idx = read_at(&file, path, meta.index.offset, meta.index.len)?;
+        if !checksum::matches(&idx, meta.index.checksum) {
             return Err(corrupt(
                 path,
-                Some(meta.index_offset),
+                Some(meta.index.offset),
                 "index checksum mismatch",
             ));
         }
         let mut r = varint::Reader::new(&idx);
-        let bad = || corrupt(path, Some(meta.index_offset), "malformed index");
+        let bad = || corrupt(path, Some(meta.index.offset), "malformed index");
         let count = r.varint().ok_or_else(bad)?;
         let mut index = Vec::with_capacity(count.min(idx.len() as u64 / 24) as usize);
         for _ in 0..count {
@@ -147,7 +150,7 @@ impl TableReader {
             let last_row = r.bytes().ok_or_else(bad)?.to_vec();
             if offset
                 .checked_add(u64::from(len))
-                .is_none_or(|e| e > meta.bloom_offset)
+                .is_none_or(|e| e > meta.bloom.offset)
             {
                 return Err(bad());
             }

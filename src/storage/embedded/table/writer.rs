@@ -16,7 +16,7 @@ use super::format::{
 use crate::checksum;
 use crate::codec::KeyLayout;
 use crate::codec::varint;
-use crate::fb::{self, TableMetaData};
+use crate::fb::{self, BlockRef, TableMetaData};
 use crate::storage::embedded::bloom;
 use crate::storage::{Result, StorageError};
 
@@ -224,12 +224,16 @@ pub fn write_table(
         block_count: index.len() as u32,
         min_key: first_row.unwrap_or_default(),
         max_key: if have_prev { prev_row } else { Vec::new() },
-        index_offset: offset,
-        index_len: idx.len() as u64,
-        index_checksum: checksum::of(&idx),
-        bloom_offset,
-        bloom_len: bloom_bytes.len() as u64,
-        bloom_checksum: checksum::of(&bloom_bytes),
+        index: BlockRef {
+            offset,
+            len: idx.len() as u64,
+            checksum: checksum::of(&idx),
+        },
+        bloom: BlockRef {
+            offset: bloom_offset,
+            len: bloom_bytes.len() as u64,
+            checksum: checksum::of(&bloom_bytes),
+        },
         prefix_len: opts.prefix_len as u32,
         window_start: opts.window_start,
         window_end: opts.window_end,
