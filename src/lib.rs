@@ -40,7 +40,7 @@
 //!
 //! [`engine`] — the engine above the store
 //! * `engine::write` — the write path; `engine::pending` — writes logged, not yet durable.
-//! * `engine::wal` — the write-ahead log (`engine::wal::record`: its record schema).
+//! * `engine::wal` — the write-ahead log (`engine::wal::record`: its record schema; `engine::wal::publish`: applying and publishing what is durable).
 //! * `engine::head` — the series registry and the open hours; `engine::checkpoint` — its snapshots.
 //! * `engine::flush` — closed hours to the store; `engine::row_compactor` — how a row's cells merge.
 //! * `engine::read` — queries (one scan per salt bucket, merged with the head); `engine::last` —

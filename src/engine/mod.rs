@@ -5,7 +5,7 @@
 //!
 //! * [`head`] — the series registry and the open hours (compressed chunks).
 //! * `pending` — writes logged but not yet durable, in log order.
-//! * [`wal`] — the write-ahead log (segments, group commit, record schema).
+//! * [`wal`] — the write-ahead log (segments, group commit, record schema, publishing what is durable).
 //! * [`flush`] — closed hours (and, under memory pressure, the oldest
 //!   ones) → one native cell per row → the store.
 //! * [`checkpoint`] — head snapshots that let old WAL segments go.

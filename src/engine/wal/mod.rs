@@ -41,6 +41,7 @@ use crate::config::FsyncPolicy;
 use crate::logfile::{self, LogError, LogWriter};
 
 use publish::Publisher;
+pub use publish::{Durable, DurableHook};
 
 pub use record::{Event, FrameBuilder};
 
@@ -215,16 +216,6 @@ pub struct WalOptions {
     pub repair: bool,
 }
 
-/// Durable progress, published once the head has applied it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Durable {
-    pub lsn: u64,
-    pub failed: bool,
-    /// The segment the sync thread is writing to: a rotation has happened
-    /// once this reaches the segment it returned.
-    pub segment: u64,
-}
-
 #[derive(Debug)]
 struct Inner {
     pending: Vec<u8>,
@@ -238,15 +229,6 @@ struct Inner {
     closed: bool,
     /// Bytes in all live segments (checkpoint trigger).
     total_bytes: u64,
-}
-
-/// Told by the publishing thread what the log has made durable, before any writer
-/// waiting for it is woken.
-pub trait DurableHook: Send + Sync + std::fmt::Debug {
-    /// Every frame up to `lsn` is durable under the fsync policy.
-    fn durable(&self, lsn: u64);
-    /// The log failed: no frame after the last durable one will ever be.
-    fn failed(&self);
 }
 
 #[derive(Debug)]

@@ -11,7 +11,24 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::watch;
 
-use super::{Durable, DurableHook};
+/// Durable progress, published once the head has applied it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Durable {
+    pub lsn: u64,
+    pub failed: bool,
+    /// The segment the sync thread is writing to: a rotation has happened
+    /// once this reaches the segment it returned.
+    pub segment: u64,
+}
+
+/// Told by the publishing thread what the log has made durable, before any writer
+/// waiting for it is woken.
+pub trait DurableHook: Send + Sync + std::fmt::Debug {
+    /// Every frame up to `lsn` is durable under the fsync policy.
+    fn durable(&self, lsn: u64);
+    /// The log failed: no frame after the last durable one will ever be.
+    fn failed(&self);
+}
 
 /// Hands durable progress from the sync thread to the publishing thread.
 #[derive(Debug, Default)]
