@@ -5,8 +5,11 @@
 //! point for an hour already in the store becomes a second cell of that
 //! row, and compaction merges the two. While the write runs the hours stay
 //! readable as "frozen" rows; on failure they go back into the head, under
-//! anything that arrived meanwhile.
+//! anything that arrived meanwhile. Once stored, each series' newest hour
+//! is recorded in the series index (`record_newest`), where
+//! `/api/query/last` finds it after a restart.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::Engine;
@@ -48,6 +51,7 @@ impl Engine {
         self.metrics.head_bytes.set(head.bytes as i64);
         drop(head);
         let rows = result?;
+        self.record_newest(&frozen);
         self.metrics.flushes.inc();
         self.metrics.flushed_rows.inc_by(rows as u64);
         Ok(rows)
@@ -99,6 +103,65 @@ impl Engine {
         match failure {
             Some(e) => Err(e),
             None => Ok(count),
+        }
+    }
+
+    /// Records in the series index the newest hour this flush stored for
+    /// each of its series, when it is the series' newest: not when the head
+    /// holds a newer hour (that hour's flush records it), nor when the index
+    /// holds this hour or a newer one already (a late point for an old hour,
+    /// a backfill). A series whose recorded hour this head has not read yet
+    /// is read first, all in one batch. Best effort: without it
+    /// `/api/query/last` reads the hours the head knows, or `back_scan`
+    /// hours, so a failure is logged rather than failing the flush.
+    fn record_newest(&self, frozen: &Frozen) {
+        let mut newest: HashMap<&[u8], u32> = HashMap::new();
+        for rows in frozen.rows.values() {
+            for (key, hour) in rows {
+                let base = newest.entry(&key[..]).or_insert(0);
+                *base = (*base).max(hour.base);
+            }
+        }
+        let mut write: Vec<(&[u8], u32)> = Vec::new();
+        let mut unread: Vec<(&[u8], u32)> = Vec::new();
+        {
+            let head = self.head();
+            for (key, base) in newest {
+                match head.id_of(key).and_then(|id| head.entry(id)) {
+                    Some(e) if base < e.newest_base || e.newest_recorded >= base => {}
+                    Some(e) if e.newest_recorded > 0 => write.push((key, base)),
+                    _ => unread.push((key, base)),
+                }
+            }
+        }
+        // What the index holds for the series this head has not read.
+        let mut recorded: Vec<(&[u8], u32)> = Vec::new();
+        if !unread.is_empty() {
+            let keys: Vec<&[u8]> = unread.iter().map(|(key, _)| *key).collect();
+            match self.recorded_newest_hours(&keys) {
+                Ok(stored) => {
+                    for ((key, base), stored) in unread.into_iter().zip(stored) {
+                        match stored {
+                            Some(s) if s >= base => recorded.push((key, s)),
+                            _ => write.push((key, base)),
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the newest hours of the series index");
+                    return;
+                }
+            }
+        }
+        if let Err(e) = self.record_newest_hours(&write) {
+            tracing::warn!(error = %e, series = write.len(), "could not record the newest hours in the series index");
+            return;
+        }
+        let mut head = self.head();
+        for (key, base) in write.into_iter().chain(recorded) {
+            if let Some(e) = head.id_of(key).and_then(|id| head.entry_mut(id)) {
+                e.newest_recorded = e.newest_recorded.max(base);
+            }
         }
     }
 }

@@ -147,6 +147,10 @@ pub struct SeriesEntry {
     /// head (0 = none yet), kept after the hour is flushed: where
     /// `/api/query/last` looks first. Updated only when an hour opens.
     pub newest_base: u32,
+    /// The newest hour the series index records for this series, as far
+    /// as this entry knows (0 = not read since the series entered the
+    /// head): a flush records an hour only when it is newer.
+    pub newest_recorded: u32,
     referenced: bool,
     /// Points of this series logged but not yet durable (in
     /// [`Head::pending`]): the slot may not be given up meanwhile.
@@ -241,6 +245,7 @@ impl Head {
             wal_epoch: 0,
             hours: Vec::new(),
             newest_base: 0,
+            newest_recorded: 0,
             referenced: true,
             pending: 0,
         };

@@ -33,10 +33,17 @@ use crate::codec::rowkey::{uid_bytes, uid_from_bytes};
 use crate::storage::{Durability, Mutation, StorageError, Store, Table, column, family};
 use crate::uid::{UidError, UidKind};
 
-/// Qualifier of a series row's one cell.
+/// Qualifier of the cell every series row has.
 const SERIES_QUALIFIER: &[u8] = b"ts_idx";
 /// Value of a series row's cell: the row format version.
 const SERIES_VALUE: u8 = 1;
+/// Qualifier of a series row's newest-hour cell: the newest hour of the
+/// series in table files, written when a flush stores it (so that
+/// `/api/query/last` finds a series' newest point after a restart without
+/// scanning back).
+const NEWEST_QUALIFIER: &[u8] = b"newest_hour";
+/// First byte of the newest-hour value: its format version.
+const NEWEST_VERSION: u8 = 1;
 /// The marker row: sorts before every TSUID (metric UIDs are never 0 and
 /// TSUIDs are longer than one byte).
 const MARKER_ROW: &[u8] = &[0];
@@ -61,6 +68,28 @@ pub enum IndexError {
 
 fn series_column() -> Vec<u8> {
     column(family::NAME, SERIES_QUALIFIER)
+}
+
+fn newest_column() -> Vec<u8> {
+    column(family::NAME, NEWEST_QUALIFIER)
+}
+
+/// A newest-hour value: version, then the hour's base (unix seconds, big
+/// endian).
+fn encode_newest(base: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5);
+    v.push(NEWEST_VERSION);
+    v.extend_from_slice(&base.to_be_bytes());
+    v
+}
+
+/// The hour of a newest-hour value; `None` for a value of another version
+/// or length (read as "not recorded").
+fn decode_newest(value: &[u8]) -> Option<u32> {
+    match value {
+        [NEWEST_VERSION, b0, b1, b2, b3] => Some(u32::from_be_bytes([*b0, *b1, *b2, *b3])),
+        _ => None,
+    }
 }
 
 /// The index row of a series key (the TSUID: the key without its salt).
@@ -115,6 +144,51 @@ impl Engine {
         let batch: Vec<Mutation> = keys
             .into_iter()
             .map(|k| put(index_row(&layout, k)))
+            .collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.store.write(batch, Durability::Buffered)
+    }
+
+    /// The newest hours recorded for series keys (`None`: none recorded),
+    /// in the order asked, in one read of their index rows.
+    pub(crate) fn recorded_newest_hours(
+        &self,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<u32>>, StorageError> {
+        let rows: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| index_row(&self.layout, k).to_vec())
+            .collect();
+        let col = newest_column();
+        Ok(self
+            .store
+            .get_rows(Table::Meta, &rows)?
+            .iter()
+            .map(|cells| {
+                cells
+                    .iter()
+                    .find(|c| c.column == col)
+                    .and_then(|c| decode_newest(&c.value))
+            })
+            .collect())
+    }
+
+    /// Records the newest stored hour of series keys, buffered: a crash
+    /// may lose it only while the WAL still holds those hours' points (a
+    /// checkpoint syncs the store before it drops WAL segments), and the
+    /// replay puts them back in the head, which knows their hour.
+    pub(crate) fn record_newest_hours(&self, newest: &[(&[u8], u32)]) -> Result<(), StorageError> {
+        let col = newest_column();
+        let batch: Vec<Mutation> = newest
+            .iter()
+            .map(|(key, base)| Mutation::Put {
+                table: Table::Meta,
+                row: index_row(&self.layout, key).to_vec(),
+                column: col.clone(),
+                value: encode_newest(*base),
+            })
             .collect();
         if batch.is_empty() {
             return Ok(());
@@ -339,7 +413,19 @@ pub(crate) use crate::codec::hex::encode as hex_upper;
 
 #[cfg(test)]
 mod tests {
+    use super::{decode_newest, encode_newest};
     use crate::storage::prefix_end;
+
+    #[test]
+    fn newest_hour_values_round_trip_and_other_forms_read_as_none() {
+        let v = encode_newest(1_700_006_400);
+        assert_eq!(v, vec![1, 0x65, 0x54, 0x0A, 0x00]);
+        assert_eq!(decode_newest(&v), Some(1_700_006_400));
+        assert_eq!(decode_newest(&[]), None);
+        assert_eq!(decode_newest(&[2, 0, 0, 0, 1]), None);
+        assert_eq!(decode_newest(&[1, 0, 0, 1]), None);
+        assert_eq!(decode_newest(&[1, 0, 0, 0, 1, 0]), None);
+    }
 
     #[test]
     fn prefix_ends() {

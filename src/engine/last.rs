@@ -1,18 +1,20 @@
 //! The newest point of a series (`/api/query/last`), found with point reads
 //! of single hour rows, never a scan of data:
 //!
-//! * a series in the head starts at the hour of its newest point
-//!   (`SeriesEntry::newest_base`, kept after the hour is flushed);
-//! * any other series starts at the current hour, as OpenTSDB does without
-//!   meta counters;
-//! * on a shared store (Bigtable), where other nodes write too, a series in
-//!   the head is read from the current hour down to (at most a day of) the
-//!   hours above its newest hour here, then from that hour, the rows
-//!   fetched in one batch;
+//! * without `back_scan`, the series' newest hour is read: the newer of
+//!   the one the head knows (`SeriesEntry::newest_base`, kept after the
+//!   hour is flushed) and the one the series index records (written when a
+//!   flush stores it, so it survives a restart: `engine::index`); with
+//!   neither, the current hour, as OpenTSDB does without meta counters;
+//! * with `back_scan = N`, the current hour and the N before it, newest
+//!   first, as OpenTSDB scans: never a point older than that, even one the
+//!   head holds;
+//! * on a shared store (Bigtable), where other nodes write too, the hours
+//!   above the newest one known are read from the current hour down (at
+//!   most a day of them), the rows fetched in one batch;
 //! * each hour merges the stored row, rows being flushed and the head's
 //!   hour (newer sources win on an equal timestamp); the first hour with a
-//!   point answers, else up to `back_scan` earlier hours are read, one row
-//!   each.
+//!   point answers.
 //!
 //! Metric sub queries find their series in the series index (`index`):
 //! every series of the metric that has all the given tags.
@@ -88,9 +90,10 @@ impl Engine {
         self.lookup_series_tsuids(&q, budget)
     }
 
-    /// The newest point of a series (key with salt) at or before its newest
-    /// hour, reading at most `1 + back_scan` hour rows. Each row read
-    /// counts as one point of `budget` plus the points it holds.
+    /// The newest point of a series (key with salt): in its newest hour
+    /// (`back_scan == 0`), or in the current hour and the `back_scan` hours
+    /// before it. Each row read counts as one point of `budget` plus the
+    /// points it holds.
     pub fn last_point(
         &self,
         series_key: &[u8],
@@ -106,24 +109,29 @@ impl Engine {
                 .filter(|b| *b > 0)
         };
         // On a shared store another node may hold newer hours than this
-        // node's head knows: start at the current hour and read down to the
-        // head's newest hour (at most a day of rows), all in one batch.
+        // node knows: the hours above the newest known one are read too,
+        // from the current hour down (at most a day of rows), in one batch.
         let shared = self.log.is_none();
-        // Hours to read, newest first: from `start` down `back_scan` more;
-        // on a shared store, from the current hour down to the newest hour
-        // this node knows (at most a day above it), then down from that one.
+        // Hours to read, newest first.
         let down = |from: u32, steps: u32| {
             (0..=steps).map_while(move |s| from.checked_sub(s.saturating_mul(3600)))
         };
-        let bases: Vec<u32> = match newest_here {
+        let newest_hour = if back_scan == 0 {
+            let recorded = self.recorded_newest_hours(&[series_key])?;
+            newest_here.max(recorded.into_iter().flatten().max())
+        } else {
+            None
+        };
+        let bases: Vec<u32> = match newest_hour {
+            _ if back_scan > 0 => down(now_hour, back_scan).collect(),
             Some(b) if shared && now_hour > b => {
                 let catch_up = ((now_hour - b) / 3600).min(SHARED_CATCH_UP_HOURS);
                 let mut v: Vec<u32> = down(now_hour, catch_up.saturating_sub(1)).collect();
-                v.extend(down(b, back_scan));
+                v.push(b);
                 v
             }
-            Some(b) => down(b, back_scan).collect(),
-            None => down(now_hour, back_scan).collect(),
+            Some(b) => vec![b],
+            None => vec![now_hour],
         };
         let mut prefetched: Vec<Vec<crate::storage::Cell>> = if shared {
             budget.check()?;

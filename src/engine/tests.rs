@@ -676,7 +676,11 @@ fn series_index_is_built_from_data_rows_for_directories_without_one() {
                 Ok(true)
             })
             .unwrap();
-        assert_eq!(dels.len(), 4, "three series rows and the marker");
+        assert_eq!(
+            dels.len(),
+            7,
+            "three series rows (each with its newest stored hour) and the marker"
+        );
         e.store().write(dels, Durability::Sync).unwrap();
         assert!(lookup_hosts(&e, "e.m").is_empty());
         e.shutdown().unwrap();

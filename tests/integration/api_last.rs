@@ -1,6 +1,6 @@
 //! `/api/query/last` against the real server: from the head, from storage
-//! after a restart (with and without `back_scan`), both request forms,
-//! `resolve`, and the errors.
+//! after a restart (with and without `back_scan`, after a backfill), both
+//! request forms, `resolve`, and the errors.
 
 use crate::common::Server;
 
@@ -55,15 +55,46 @@ fn last_point_from_head_and_from_storage() {
     assert_eq!(j[1]["timestamp"], (t - 3600) * 1000);
     assert_eq!(j[1]["tags"]["host"], "web02");
 
-    // After a clean restart the closed hours are in storage and the head
-    // no longer knows the series: like OpenTSDB, only the current hour is
-    // read without back_scan.
+    // back_scan=N reads the current hour and the N before it, as OpenTSDB
+    // does: web02's point (3 hours back) is not returned with back_scan=2,
+    // although the head holds it.
+    let j = s
+        .get("/api/query/last?timeseries=sys.cpu%7Bhost=web02%7D&back_scan=2")
+        .json();
+    assert_eq!(j, serde_json::json!([]));
+    let j = s
+        .get("/api/query/last?timeseries=sys.cpu%7Bhost=web02%7D&back_scan=4")
+        .json();
+    assert_eq!(j[0]["value"], "7", "{j}");
+
+    // After a clean restart the closed hours are in table files and the
+    // head no longer knows the series: the series index recorded their
+    // newest hours at the flush, so no back_scan is needed.
     s.stop();
     s.restart();
     let j = s
         .get("/api/query/last?timeseries=sys.cpu%7Bhost=web01%7D")
         .json();
-    assert_eq!(j, serde_json::json!([]));
+    assert_eq!(j[0]["timestamp"], (t + 60) * 1000, "{j}");
+    assert_eq!(j[0]["value"], "2.5");
+    let j = s.get("/api/query/last?timeseries=sys.cpu").json();
+    assert_eq!(j.as_array().map(Vec::len), Some(2), "{j}");
+    // A backfill of an older hour, flushed too, does not move the newest
+    // hour back.
+    let r = s.post_json(
+        "/api/put",
+        &format!(
+            r#"{{"metric":"sys.cpu","timestamp":{},"value":99,"tags":{{"host":"web01"}}}}"#,
+            t - 5 * 3600
+        ),
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    s.stop();
+    s.restart();
+    let j = s
+        .get("/api/query/last?timeseries=sys.cpu%7Bhost=web01%7D")
+        .json();
+    assert_eq!(j[0]["value"], "2.5", "{j}");
     let j = s
         .get("/api/query/last?timeseries=sys.cpu%7Bhost=web01%7D&back_scan=3")
         .json();
