@@ -367,7 +367,7 @@ mod tests {
         let n = native(1, &[p(1, 1), p(2, 2)]);
         assert_eq!(
             cell_stats(&n.column, &n.value),
-            Some((native::CODEC_ID_V1, 2))
+            Some((native::CODEC_ID_V2, 2))
         );
         let o = otsdb(&[p(1, 1), p(2, 2), p(3, 3)]);
         assert_eq!(cell_stats(&o.column, &o.value), Some((0, 3)));

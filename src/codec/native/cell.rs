@@ -1,19 +1,29 @@
-//! A whole native cell: its header (codec id, point count, time unit) and
-//! its chain of blocks, encoded from or decoded to points, columns or a
-//! visitor.
+//! A whole native cell: its header (codec id, point count, time unit, and
+//! from codec `0x02` on the summary of its values) and its chain of blocks,
+//! encoded from or decoded to points, columns or a visitor.
 
 use super::bitpack::BLOCK;
 use super::block::{BlockOut, H_REPEATED, MAX_OFFSET_MS, MAX_REPEAT, State, decode_block};
 use super::encode::{Encoder, Head};
-use super::error::{CODEC_ID_V1, MAX_POINTS, NativeError};
+use super::error::{CODEC_ID_V1, CODEC_ID_V2, MAX_POINTS, NativeError};
+use super::summary::CellSummary;
 use super::varint::{Reader, put_uvarint};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
 
-/// The cell header: point count, time unit, and a reader at the first block.
-pub(crate) fn read_header(cell: &[u8]) -> Result<(usize, i64, Reader<'_>), NativeError> {
+/// What a cell's header says: the point count, the time unit, the summary
+/// (codec `0x02`, non-empty cells), and a reader at the first block.
+pub(crate) struct Header<'a> {
+    pub(crate) n: usize,
+    pub(crate) unit: i64,
+    pub(crate) summary: Option<CellSummary>,
+    pub(crate) blocks: Reader<'a>,
+}
+
+/// Reads a cell's header (either codec).
+pub(crate) fn read_header(cell: &[u8]) -> Result<Header<'_>, NativeError> {
     let id = *cell.first().ok_or(NativeError::Empty)?;
-    if id != CODEC_ID_V1 {
+    if id != CODEC_ID_V1 && id != CODEC_ID_V2 {
         return Err(NativeError::UnknownCodec(id));
     }
     let mut r = Reader::new(cell, 1);
@@ -23,6 +33,11 @@ pub(crate) fn read_header(cell: &[u8]) -> Result<(usize, i64, Reader<'_>), Nativ
         return Err(r.corrupt("point count above 3600000"));
     }
     let n = n as usize;
+    let summary = if id == CODEC_ID_V2 && n > 0 {
+        Some(CellSummary::read(&mut r, n)?)
+    } else {
+        None
+    };
     // One header byte covers at most 1 + MAX_REPEAT blocks, so a cell
     // claiming more blocks than that allows is rejected before any
     // allocation sized by `n`.
@@ -31,7 +46,12 @@ pub(crate) fn read_header(cell: &[u8]) -> Result<(usize, i64, Reader<'_>), Nativ
         return Err(r.corrupt("point count larger than the cell can hold"));
     }
     let unit = if h & 1 == 1 { 1000 } else { 1 };
-    Ok((n, unit, r))
+    Ok(Header {
+        n,
+        unit,
+        summary,
+        blocks: r,
+    })
 }
 
 /// Decodes `n` points of blocks from `r`, calling `sink` once per block.
@@ -67,7 +87,12 @@ pub(crate) fn walk_blocks(
 }
 
 fn walk_cell(cell: &[u8], want_ms: bool, sink: impl FnMut(&BlockOut)) -> Result<(), NativeError> {
-    let (n, unit, mut r) = read_header(cell)?;
+    let Header {
+        n,
+        unit,
+        blocks: mut r,
+        ..
+    } = read_header(cell)?;
     let mut out = BlockOut::new();
     walk_blocks(&mut r, n, unit, &mut State::new(), want_ms, &mut out, sink)?;
     if !r.at_end() {
@@ -100,10 +125,19 @@ fn validate(points: &[DecodedPoint]) -> Result<(), NativeError> {
     Ok(())
 }
 
-/// Writes the cell header for `n` points.
-pub(crate) fn put_header(out: &mut Vec<u8>, n: usize, whole_seconds: bool) {
-    out.push(CODEC_ID_V1);
+/// Writes the cell header for `n` points with their summary (`None` only
+/// for an empty cell).
+pub(crate) fn put_header(
+    out: &mut Vec<u8>,
+    n: usize,
+    whole_seconds: bool,
+    summary: Option<&CellSummary>,
+) {
+    out.push(CODEC_ID_V2);
     put_uvarint(out, (n as u64) << 1 | u64::from(whole_seconds));
+    if let Some(s) = summary {
+        s.write(n, out);
+    }
 }
 
 /// Encodes sorted, unique points into a native cell (codec id first),
@@ -113,7 +147,8 @@ pub fn encode_cell(points: &[DecodedPoint], out: &mut Vec<u8>) -> Result<(), Nat
     validate(points)?;
     let whole_seconds =
         !points.is_empty() && points.iter().all(|p| p.offset_ms.is_multiple_of(1000));
-    put_header(out, points.len(), whole_seconds);
+    let summary = CellSummary::of(points.iter().map(|p| p.value));
+    put_header(out, points.len(), whole_seconds, summary.as_ref());
     out.reserve(points.len() + points.len() / 8);
     let mut enc = Encoder::new(if whole_seconds { 1000 } else { 1 });
     let mut last_h = 0usize;
@@ -146,7 +181,14 @@ pub fn decode_cell(cell: &[u8], out: &mut Vec<DecodedPoint>) -> Result<(), Nativ
 /// Number of points of a native cell, read from its header only (the rest
 /// is not validated; [`decode_cell`] does that).
 pub fn cell_point_count(cell: &[u8]) -> Result<usize, NativeError> {
-    read_header(cell).map(|(n, _, _)| n)
+    read_header(cell).map(|h| h.n)
+}
+
+/// The aggregates of a native cell's values, read from its header only:
+/// `None` for an empty cell or one of codec `0x01`, which has none (the
+/// blocks are not validated; [`decode_cell`] does that).
+pub fn cell_summary(cell: &[u8]) -> Result<Option<CellSummary>, NativeError> {
+    read_header(cell).map(|h| h.summary)
 }
 
 /// The query fast path: calls `f(offset_ms, value)` for every point in

@@ -32,13 +32,14 @@ use super::block::{
     BlockOut, FR_DERIVE, FR_DOUBLE, FR_FLOAT, H_REPEATED, MAX_OFFSET_MS, Params, State,
     decode_block, derived_ms, float_kind,
 };
-use super::cell::{put_header, read_header, walk_blocks};
+use super::cell::{Header, put_header, read_header, walk_blocks};
 use super::decimal::{
     KIND_DOUBLE, KIND_FLOAT, KIND_INT, MAX_E, dec_f64, dec_value_d, kind_of, min_exponent, to_bits,
     to_decimal_d,
 };
 use super::encode::{DecHint, Encoder, Head};
 use super::error::NativeError;
+use super::summary::CellSummary;
 use super::varint::{PV_ESCAPE, PV_RUN, Reader, put_pvarint, put_uvarint_slice, unzigzag, zigzag};
 use crate::codec::StoredValue;
 use crate::codec::cell::DecodedPoint;
@@ -791,7 +792,8 @@ impl Chunk {
             tail.clear();
         }
         let n = sealed_pts + tail.len();
-        put_header(out, n, n > 0 && !self.unit_ms());
+        let summary = self.summary(&tail);
+        put_header(out, n, n > 0 && !self.unit_ms(), summary.as_ref());
         let base = out.len();
         out.extend_from_slice(&self.data[..self.sealed_len()]);
         if !tail.is_empty() {
@@ -805,6 +807,30 @@ impl Chunk {
                 out[base + s.last_h as usize] += 0x10;
             }
         }
+    }
+
+    /// The summary of every pushed point, `tail` being the decoded tail. The
+    /// sealed blocks are decoded for it: a flush or checkpoint pays a decode
+    /// per chunk, where running aggregates would cost every series in the
+    /// head memory.
+    fn summary(&self, tail: &[DecodedPoint]) -> Option<CellSummary> {
+        let mut values = Vec::with_capacity(self.len());
+        if let Some(s) = &self.sealed {
+            let sealed_pts = self.len() - self.tail_count();
+            let mut r = Reader::new(&self.data[..s.len as usize], 0);
+            let walked = walk_blocks(
+                &mut r,
+                sealed_pts,
+                s.unit(),
+                &mut State::new(),
+                false,
+                &mut BlockOut::new(),
+                |b| values.extend_from_slice(&b.val[..b.n]),
+            );
+            // Cannot fail for blocks this chunk sealed.
+            debug_assert!(walked.is_ok(), "sealed blocks of a chunk failed to decode");
+        }
+        CellSummary::of(values.into_iter().chain(tail.iter().map(|p| p.value)))
     }
 
     /// Decodes every pushed point, appending to `out` (left as it was on error).
@@ -849,7 +875,12 @@ impl Chunk {
     /// partial block is pushed again: loading a head checkpoint costs about
     /// a decode, not an encode.
     pub fn from_cell(cell: &[u8]) -> Result<Self, NativeError> {
-        let (n, unit, mut r) = read_header(cell)?;
+        let Header {
+            n,
+            unit,
+            blocks: mut r,
+            ..
+        } = read_header(cell)?;
         let start = r.pos;
         let full = n / BLOCK;
         let mut st = State::new();

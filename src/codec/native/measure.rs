@@ -454,7 +454,7 @@ fn write_fuzz_seeds() {
     let mut seeds: Vec<(&str, Vec<u8>)> = Vec::new();
     seeds.push((
         "native_cpu",
-        [&[0u8][..], &cpu_cell(&mut rng, 360)].concat(),
+        [&[4u8][..], &cpu_cell(&mut rng, 360)].concat(),
     ));
     let mut pts = cpu_series(&mut rng, 1234, 997, 200);
     pts[3].value = Double(f64::NAN);
@@ -469,7 +469,7 @@ fn write_fuzz_seeds() {
     let pts: Vec<_> = (0..40)
         .map(|i| point(i * 7, Double(f64::from_bits(rng.next()))))
         .collect();
-    seeds.push(("native_raw", [&[0u8][..], &cell(&pts)].concat()));
+    seeds.push(("native_raw", [&[4u8][..], &cell(&pts)].concat()));
     let pts: Vec<_> = (0..300)
         .map(|i| point(i * 10_000, Int(if i % 50 == 0 { 9 } else { 0 })))
         .collect();

@@ -5,7 +5,8 @@
 //! This module owns the byte format drawn in `docs/format/native-cell.md`:
 //!
 //! ```text
-//! cell  = codec id (0x01) ‖ varint(n << 1 | whole_seconds) ‖ block*     (⌈n/128⌉ blocks)
+//! cell  = codec id (0x02) ‖ varint(n << 1 | whole_seconds) ‖ summary ‖ block*   (⌈n/128⌉ blocks)
+//!         (codec 0x01, still read: no summary)
 //! block = [header] [timestamp fields] [value params] [extra] [first value]
 //!         timestamps ‖ values ‖ [ms bitmap] ‖ [kind map] ‖ [exceptions]
 //! ```
@@ -39,7 +40,9 @@
 //!     .collect();
 //! let mut cell = Vec::new();
 //! encode_cell(&points, &mut cell)?;
-//! assert_eq!(cell[0], 0x01);
+//! assert_eq!(cell[0], 0x02);
+//! let summary = hourglass::codec::native::cell_summary(&cell)?.expect("three points");
+//! assert_eq!((summary.min, summary.max, summary.last), (36.9, 37.25, 36.9));
 //!
 //! let mut back = Vec::new();
 //! decode_cell(&cell, &mut back)?;
@@ -68,6 +71,7 @@ mod encode;
 mod error;
 mod plan;
 mod stream;
+mod summary;
 mod varint;
 mod xor;
 
@@ -76,6 +80,9 @@ mod measure;
 #[cfg(test)]
 mod tests;
 
-pub use cell::{cell_point_count, decode_cell, decode_columns, encode_cell, for_each_point};
+pub use cell::{
+    cell_point_count, cell_summary, decode_cell, decode_columns, encode_cell, for_each_point,
+};
 pub use chunk::Chunk;
-pub use error::{CODEC_ID_V1, MAX_POINTS, NativeError};
+pub use error::{CODEC_ID_V1, CODEC_ID_V2, MAX_POINTS, NativeError};
+pub use summary::CellSummary;

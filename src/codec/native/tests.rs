@@ -43,13 +43,47 @@ fn assert_same(a: &[DecodedPoint], b: &[DecodedPoint]) {
     }
 }
 
+/// The codec `0x01` form of a cell: its header without the summary, then
+/// the same blocks.
+fn v1_form(cell: &[u8]) -> Vec<u8> {
+    let blocks = super::cell::read_header(cell).unwrap().blocks.pos;
+    let (_, count_end) = crate::codec::varint::decode(cell, 1).unwrap();
+    let mut v1 = vec![CODEC_ID_V1];
+    v1.extend_from_slice(&cell[1..count_end]);
+    v1.extend_from_slice(&cell[blocks..]);
+    v1
+}
+
+fn same_summary(a: &CellSummary, b: &CellSummary) -> bool {
+    a.valid == b.valid
+        && [a.min, a.max, a.sum, a.first, a.last]
+            .iter()
+            .zip([b.min, b.max, b.sum, b.first, b.last])
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 /// Encodes, decodes every way there is, and checks the chunk agrees byte
-/// for byte. Returns the cell.
+/// for byte, the summary holds the points' aggregates, and the same blocks
+/// under a codec `0x01` header decode to the same points. Returns the cell
+/// in its codec `0x01` form (the blocks' size, which the tests measure).
 fn check(points: &[DecodedPoint]) -> Vec<u8> {
     let mut cell = Vec::new();
     encode_cell(points, &mut cell).unwrap();
-    assert_eq!(cell[0], CODEC_ID_V1);
+    assert_eq!(cell[0], CODEC_ID_V2);
     assert_eq!(cell_point_count(&cell).unwrap(), points.len());
+    match (
+        cell_summary(&cell).unwrap(),
+        CellSummary::of(points.iter().map(|p| p.value)),
+    ) {
+        (Some(got), Some(want)) => assert!(same_summary(&got, &want), "{got:?} vs {want:?}"),
+        (got, want) => assert_eq!(got, want),
+    }
+    let v1 = v1_form(&cell);
+    assert_eq!(cell_summary(&v1).unwrap(), None);
+    let mut from_v1 = Vec::new();
+    decode_cell(&v1, &mut from_v1).unwrap();
+    assert_same(points, &from_v1);
+    assert_eq!(Chunk::from_cell(&v1).unwrap().len(), points.len());
     let mut got = Vec::new();
     decode_cell(&cell, &mut got).unwrap();
     assert_same(points, &got);
@@ -76,7 +110,7 @@ fn check(points: &[DecodedPoint]) -> Vec<u8> {
     let mut dec = Vec::new();
     chunk.decode(&mut dec).unwrap();
     assert_same(points, &dec);
-    cell
+    v1
 }
 
 #[test]
@@ -98,16 +132,33 @@ fn worked_example_bytes() {
         .map(|(i, &d)| pt(i as u32 * 10_000, super::measure::classify(d)))
         .collect();
     assert!(matches!(pts[1].value, Float(_)) && matches!(pts[0].value, Double(_)));
-    let cell = check(&pts);
+    let v1 = check(&pts);
     assert_eq!(
-        cell,
+        v1,
         [
             0x01, 0x0B, 0x01, 0x00, 0x0A, 0x25, 0x44, 0x92, 0x3A, 0x08, 0x45, 0x14, 0xE6
         ]
     );
+    // Codec 0x02 (what this build writes): the summary sits between the
+    // count and the same block.
+    let mut cell = Vec::new();
+    encode_cell(&pts, &mut cell).unwrap();
+    #[rustfmt::skip]
+    let summary = [
+        0x00,                   // flags: no NaN, so valid = n
+        0x01, 0xE2, 0x05,       // min 36.9 = 369 / 10^1
+        0x02, 0xCE, 0x3B,       // max 38.15 = 3815 / 10^2
+        0xFF, 0xB9, 0x1E, 0x85, 0xEB, 0x51, 0x50, 0x67, 0x40, // sum 186.51000000000002, raw
+        0x02, 0x92, 0x3A,       // first 37.21
+        0x02, 0xCE, 0x3B,       // last 38.15
+    ];
+    let mut want = vec![0x02, 0x0B];
+    want.extend_from_slice(&summary);
+    want.extend_from_slice(&v1[2..]);
+    assert_eq!(cell, want, "{cell:02X?}");
     // And the head of a 360-point cpu cell: one header covering 3 blocks.
     let mut rng = Rng(1);
-    let cell = cpu_cell(&mut rng, 360);
+    let cell = v1_form(&cpu_cell(&mut rng, 360));
     assert_eq!(&cell[..6], &[0x01, 0xD1, 0x05, 0x21, 0x00, 0x0A]);
     assert!(cell.len() <= 371, "{}", cell.len());
 }

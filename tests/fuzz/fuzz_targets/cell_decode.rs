@@ -5,18 +5,20 @@
 //! the mode:
 //!
 //! * 0: native `decode_cell` / `for_each_point` / `decode_columns` /
-//!   `Chunk::from_cell` on the rest, codec id forced to 0x01;
+//!   `cell_summary` / `Chunk::from_cell` on the rest, codec id forced to
+//!   0x01, or to 0x02 when the mode byte has bit 2 set (mode 4);
 //! * 1: the same on the rest as is (any codec id);
 //! * 2: OpenTSDB `decode_cell` on the rest split into qualifier and value;
 //! * 3: the rest read as a list of points: `encode_cell` → `decode_cell` and
-//!   `Chunk` pushes must give back exactly those points.
+//!   `Chunk` pushes must give back exactly those points, and the cell's
+//!   summary must be those points' aggregates.
 #![no_main]
 
 use hourglass::codec::StoredValue;
 use hourglass::codec::cell::{DecodedPoint, decode_cell as tsdb_decode_cell};
 use hourglass::codec::native::{
-    Chunk, NativeError, cell_point_count, decode_cell, decode_columns, encode_cell,
-    for_each_point,
+    CellSummary, Chunk, NativeError, cell_point_count, cell_summary, decode_cell, decode_columns,
+    encode_cell, for_each_point,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -26,6 +28,19 @@ fn same_value(a: StoredValue, b: StoredValue) -> bool {
         (StoredValue::Float(x), StoredValue::Float(y)) => x.to_bits() == y.to_bits(),
         (StoredValue::Double(x), StoredValue::Double(y)) => x.to_bits() == y.to_bits(),
         _ => false,
+    }
+}
+
+fn same_summary(a: Option<CellSummary>, b: Option<CellSummary>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            a.valid == b.valid
+                && [a.min, a.max, a.sum, a.first, a.last]
+                    .iter()
+                    .zip([b.min, b.max, b.sum, b.first, b.last])
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+        }
+        (a, b) => a.is_none() && b.is_none(),
     }
 }
 
@@ -47,6 +62,13 @@ fn round_trip(points: &[DecodedPoint]) {
     let mut back = Vec::new();
     decode_cell(&cell, &mut back).expect("a cell we wrote decodes");
     assert!(same_points(points, &back), "round trip changed the points");
+    assert!(
+        same_summary(
+            cell_summary(&cell).expect("a cell we wrote has a readable summary"),
+            CellSummary::of(points.iter().map(|p| p.value)),
+        ),
+        "the summary is not the points' aggregates"
+    );
     let mut chunk = Chunk::new();
     for p in points {
         chunk.push(*p).expect("sorted points push");
@@ -69,9 +91,15 @@ fn native(cell: &[u8]) {
     let each = for_each_point(cell, |_, _| visited += 1);
     let (mut offs, mut vals) = (Vec::new(), Vec::new());
     let cols = decode_columns(cell, &mut offs, &mut vals);
+    let summary = cell_summary(cell);
     match res {
         Ok(()) => {
             assert_eq!(count, Ok(out.len()));
+            // A summary is read, not checked against the points (table
+            // files checksum their blocks); it is there exactly when the
+            // codec has one and the cell is not empty.
+            let summary = summary.expect("a decodable cell has a readable header");
+            assert_eq!(summary.is_some(), cell[0] == 0x02 && !out.is_empty());
             assert_eq!(each, Ok(()));
             assert_eq!(visited, out.len());
             assert_eq!(cols, Ok(()));
@@ -90,7 +118,7 @@ fn native(cell: &[u8]) {
             assert!(each.is_err() && cols.is_err());
             assert!(offs.is_empty() && vals.is_empty());
             if let NativeError::UnknownCodec(id) = e {
-                assert_ne!(id, 0x01);
+                assert!(id != 0x01 && id != 0x02);
             }
             assert!(Chunk::from_cell(cell).is_err());
         }
@@ -153,8 +181,9 @@ fuzz_target!(|data: &[u8]| {
     match mode % 4 {
         0 => {
             let mut cell = rest.to_vec();
+            let codec = if mode & 4 == 0 { 0x01 } else { 0x02 };
             if let Some(b) = cell.first_mut() {
-                *b = 0x01;
+                *b = codec;
             }
             native(&cell);
         }

@@ -41,15 +41,20 @@ fn wal_segment(path: &std::path::Path, len: usize) {
 
 fn store_log(path: &std::path::Path, len: usize) {
     let mut ops = 0usize;
-    let read = logfile::read_log(path, store::LOG_MAGIC, store::LOG_VERSION, |offset, payload| {
-        let (_, batch) = store::decode_log_batch(payload).ok_or(LogError::BadRecord {
-            path: path.to_path_buf(),
-            offset,
-            reason: "malformed store log batch",
-        })?;
-        ops += batch.len();
-        Ok::<(), LogError>(())
-    });
+    let read = logfile::read_log(
+        path,
+        store::LOG_MAGIC,
+        store::LOG_VERSION,
+        |offset, payload| {
+            let (_, batch) = store::decode_log_batch(payload).ok_or(LogError::BadRecord {
+                path: path.to_path_buf(),
+                offset,
+                reason: "malformed store log batch",
+            })?;
+            ops += batch.len();
+            Ok::<(), LogError>(())
+        },
+    );
     if let Ok(r) = read {
         assert_eq!(r.valid_len + r.torn_bytes, len as u64);
     }

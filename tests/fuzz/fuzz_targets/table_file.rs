@@ -36,7 +36,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = table.overlaps(b"", b"");
     let _ = table.may_contain_row(0x9e37_79b9_7f4a_7c15);
     let _ = table.may_contain_prefix(&data[..data.len().min(4)]);
-    assert!(table.heap_bytes() <= 4 * data.len() + 4096, "index larger than the file");
+    assert!(
+        table.heap_bytes() <= 4 * data.len() + 4096,
+        "index larger than the file"
+    );
 
     let verified = table.verify();
     // A full scan sees every entry in (row, column) order, or stops at the

@@ -1,0 +1,244 @@
+//! [`CellSummary`]: the aggregates a native cell (codec `0x02`) carries
+//! after its point count, so that a downsample bucket covering the whole
+//! cell reads them instead of decoding the points.
+//!
+//! Each aggregate is defined as the query layer's double-mode fold over the
+//! cell's values in time order (`StoredValue::as_f64`), so that folding the
+//! summaries of consecutive cells gives the bits the points would:
+//!
+//! ```text
+//! summary = flags u8 ‖ [varint valid] ‖ [val min ‖ val max ‖ val sum] ‖ val first ‖ val last
+//! flags   bit 0: some values are NaN: `valid` (the non-NaN count, < n) follows;
+//!                otherwise valid = n; other bits are 0
+//! val     u8 e ≤ 18 ‖ zvarint m   the double m / 10^e (written only when exact)
+//!       | 0xFF ‖ 8 bytes LE       the double's bits (when no shorter decimal is exact)
+//! ```
+//!
+//! `min`, `max` and `sum` are absent when `valid` is 0 (every value NaN).
+//! An empty cell has no summary.
+
+use super::decimal::{MAX_E, dec_f64, to_decimal};
+use super::error::NativeError;
+use super::varint::{Reader, put_uvarint, uvarint_len, zigzag};
+use crate::codec::StoredValue;
+
+const FLAG_NAN: u8 = 1;
+const VAL_RAW: u8 = 0xFF;
+
+/// The aggregates of a non-empty native cell's values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellSummary {
+    /// Points whose value is not NaN.
+    pub valid: u32,
+    /// Smallest non-NaN value, the earliest of equal ones (NaN if none).
+    pub min: f64,
+    /// Largest non-NaN value, the earliest of equal ones (NaN if none).
+    pub max: f64,
+    /// `0.0 + v₀ + v₁ + …` over the non-NaN values in time order (NaN if
+    /// none).
+    pub sum: f64,
+    /// The first value (may be NaN).
+    pub first: f64,
+    /// The last value (may be NaN).
+    pub last: f64,
+}
+
+impl CellSummary {
+    /// The summary of values in time order; `None` when there are none.
+    pub fn of(values: impl IntoIterator<Item = StoredValue>) -> Option<CellSummary> {
+        let mut it = values.into_iter().map(StoredValue::as_f64);
+        let first = it.next()?;
+        let mut s = CellSummary {
+            valid: 0,
+            min: f64::NAN,
+            max: f64::NAN,
+            sum: f64::NAN,
+            first,
+            last: first,
+        };
+        s.add(first);
+        for v in it {
+            s.add(v);
+            s.last = v;
+        }
+        Some(s)
+    }
+
+    fn add(&mut self, v: f64) {
+        if v.is_nan() {
+            return;
+        }
+        if self.valid == 0 {
+            self.min = v;
+            self.max = v;
+            self.sum = 0.0 + v;
+        } else {
+            // Strict comparisons keep the earliest of equal values (0.0
+            // and -0.0 compare equal), as the query layer's fold does.
+            if v < self.min {
+                self.min = v;
+            }
+            if v > self.max {
+                self.max = v;
+            }
+            self.sum += v;
+        }
+        self.valid = self.valid.saturating_add(1);
+    }
+
+    /// Appends the summary of a cell of `n` points.
+    pub(crate) fn write(&self, n: usize, out: &mut Vec<u8>) {
+        let nan = (self.valid as usize) < n;
+        out.push(if nan { FLAG_NAN } else { 0 });
+        if nan {
+            put_uvarint(out, u64::from(self.valid));
+        }
+        if self.valid > 0 {
+            put_val(out, self.min);
+            put_val(out, self.max);
+            put_val(out, self.sum);
+        }
+        put_val(out, self.first);
+        put_val(out, self.last);
+    }
+
+    /// Reads the summary of a cell of `n > 0` points.
+    pub(crate) fn read(r: &mut Reader<'_>, n: usize) -> Result<CellSummary, NativeError> {
+        let flags = r.u8("summary flags")?;
+        if flags & !FLAG_NAN != 0 {
+            return Err(r.corrupt("unknown summary flags"));
+        }
+        let valid = if flags & FLAG_NAN != 0 {
+            let v = r.uvarint("summary count")?;
+            if v >= n as u64 {
+                return Err(r.corrupt("summary count not below the point count"));
+            }
+            v as u32
+        } else {
+            n as u32
+        };
+        let (min, max, sum) = if valid > 0 {
+            (read_val(r)?, read_val(r)?, read_val(r)?)
+        } else {
+            (f64::NAN, f64::NAN, f64::NAN)
+        };
+        Ok(CellSummary {
+            valid,
+            min,
+            max,
+            sum,
+            first: read_val(r)?,
+            last: read_val(r)?,
+        })
+    }
+}
+
+/// A double as its shortest exact decimal (`e`, `m`) when that is shorter
+/// than its raw bits, else the bits.
+fn put_val(out: &mut Vec<u8>, v: f64) {
+    let exact = (0..=MAX_E)
+        .find_map(|e| to_decimal(StoredValue::Double(v), e).map(|m| (e, zigzag(m))))
+        .filter(|&(_, z)| 1 + uvarint_len(z) < 1 + 8);
+    match exact {
+        Some((e, z)) => {
+            out.push(e);
+            put_uvarint(out, z);
+        }
+        None => {
+            out.push(VAL_RAW);
+            out.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+    }
+}
+
+fn read_val(r: &mut Reader<'_>) -> Result<f64, NativeError> {
+    match r.u8("summary value")? {
+        VAL_RAW => Ok(f64::from_bits(r.u64_le("summary value")?)),
+        e if e <= MAX_E => Ok(dec_f64(r.ivarint("summary value")?, e)),
+        _ => Err(r.corrupt("unknown summary value form")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(s: &CellSummary, n: usize) -> (Vec<u8>, CellSummary) {
+        let mut out = Vec::new();
+        s.write(n, &mut out);
+        let mut r = Reader::new(&out, 0);
+        let back = CellSummary::read(&mut r, n).unwrap();
+        assert!(r.at_end());
+        (out, back)
+    }
+
+    fn same(a: &CellSummary, b: &CellSummary) -> bool {
+        a.valid == b.valid
+            && [a.min, a.max, a.sum, a.first, a.last]
+                .iter()
+                .zip([b.min, b.max, b.sum, b.first, b.last])
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
+    #[test]
+    fn decimals_are_short_and_every_double_comes_back_bit_for_bit() {
+        let s = CellSummary::of([37.21, 36.9, 38.15].map(StoredValue::Double)).unwrap();
+        assert_eq!((s.min, s.max, s.first, s.last), (36.9, 38.15, 37.21, 38.15));
+        assert_eq!(s.sum, 0.0 + 37.21 + 36.9 + 38.15);
+        let (bytes, back) = round_trip(&s, 3);
+        assert!(same(&s, &back));
+        // flags, then min 36.9 as the shortest decimal: e = 1, zvarint(369).
+        assert_eq!(&bytes[..4], &[0, 1, 0xE2, 0x05], "{bytes:02X?}");
+        assert!(bytes.len() <= 1 + 5 * 9, "{bytes:02X?}");
+        for odd in [
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e300,
+            5e-324,
+            0.1 + 0.2,
+        ] {
+            let s = CellSummary::of([StoredValue::Double(odd)]).unwrap();
+            assert!(same(&s, &round_trip(&s, 1).1), "{odd}");
+        }
+    }
+
+    #[test]
+    fn nan_values_are_counted_out_and_first_and_last_keep_them() {
+        let v = [f64::NAN, 2.0, f64::NAN].map(StoredValue::Double);
+        let s = CellSummary::of(v).unwrap();
+        assert_eq!((s.valid, s.min, s.max, s.sum), (1, 2.0, 2.0, 2.0));
+        assert!(s.first.is_nan() && s.last.is_nan());
+        assert!(same(&s, &round_trip(&s, 3).1));
+        let all = CellSummary::of([StoredValue::Double(f64::NAN)]).unwrap();
+        assert_eq!(all.valid, 0);
+        assert!(all.min.is_nan() && all.max.is_nan() && all.sum.is_nan());
+        let (bytes, back) = round_trip(&all, 1);
+        assert!(same(&all, &back));
+        assert_eq!(bytes.len(), 1 + 1 + 9 + 9);
+        assert_eq!(CellSummary::of(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn the_earliest_of_equal_extremes_is_kept() {
+        let s = CellSummary::of([0.0, -0.0, 0.0].map(StoredValue::Double)).unwrap();
+        assert_eq!(s.min.to_bits(), 0.0f64.to_bits());
+        let s = CellSummary::of([-0.0, 0.0].map(StoredValue::Double)).unwrap();
+        assert_eq!(s.max.to_bits(), (-0.0f64).to_bits());
+        let ints = CellSummary::of([StoredValue::Int(i64::MAX), StoredValue::Float(0.5)]).unwrap();
+        assert_eq!(ints.max, i64::MAX as f64);
+        assert_eq!(ints.min, 0.5);
+    }
+
+    #[test]
+    fn malformed_summaries_are_errors() {
+        let mut r = Reader::new(&[2], 0);
+        assert!(CellSummary::read(&mut r, 1).is_err(), "unknown flag");
+        let mut r = Reader::new(&[1, 3], 0);
+        assert!(CellSummary::read(&mut r, 3).is_err(), "count not below n");
+        let mut r = Reader::new(&[0, 19, 0], 0);
+        assert!(CellSummary::read(&mut r, 1).is_err(), "exponent 19");
+        let mut r = Reader::new(&[0, 0xFF, 0, 0], 0);
+        assert!(CellSummary::read(&mut r, 1).is_err(), "short raw value");
+    }
+}
