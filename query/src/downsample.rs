@@ -27,6 +27,7 @@ use crate::calendar::JavaCalendar;
 use crate::error::QueryError;
 use crate::filter::java_split;
 use crate::num::Num;
+use crate::partial::{HOUR_MS, HourFold, Partial, decomposes};
 use crate::time::parse_duration;
 
 /// Buckets of at most this many values are aggregated without charging the
@@ -260,21 +261,19 @@ pub(crate) fn downsample_iter<'a>(
                     return None;
                 }
                 done = true;
-                let values: Vec<f64> = points
+                let mut held = Held::for_aggregator(agg);
+                for (ts, v) in points
                     .iter()
                     .skip_while(|(ts, _)| *ts < bounds.scan_start)
                     .filter(|(ts, _)| *ts >= bounds.query_start)
                     .take_while(|(ts, _)| *ts < bounds.query_end)
-                    .map(|(_, v)| v.as_f64())
-                    .collect();
-                if values.is_empty() {
+                {
+                    held.push(*ts, v.as_f64());
+                }
+                if held.is_empty() {
                     return None;
                 }
-                if let Err(e) = budget.hold(values.len()) {
-                    return Some(Err(e));
-                }
-                let v = agg.run_double(&values);
-                budget.release(values.len());
+                let v = held.take(agg, budget);
                 Some(v.map(|v| (bounds.query_start, Num::Float(v))))
             })));
         }
@@ -318,7 +317,7 @@ pub(crate) fn downsample_iter<'a>(
         pos: points.partition_point(|(ts, _)| *ts < seek),
         bucketer,
         agg,
-        buf: Vec::new(),
+        held: Held::for_aggregator(agg),
         budget,
     };
     if spec.fill == FillPolicy::None {
@@ -374,9 +373,69 @@ pub struct BucketSink {
     /// The current bucket's span within the window (empty: none yet).
     bucket_start: i64,
     bucket_end: i64,
-    buf: Vec<f64>,
+    held: Held,
     out: Vec<(i64, Num)>,
     last: Option<i64>,
+}
+
+/// What a bucket keeps of its values: their partials when the aggregator
+/// decomposes ([`crate::partial`]), else the values themselves.
+#[derive(Debug)]
+enum Held {
+    Fold(HourFold),
+    Values(Vec<f64>),
+}
+
+impl Held {
+    fn for_aggregator(agg: Aggregator) -> Held {
+        if decomposes(agg) {
+            Held::Fold(HourFold::default())
+        } else {
+            Held::Values(Vec::new())
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, ts: i64, v: f64) {
+        match self {
+            Held::Fold(f) => f.push(ts, v),
+            Held::Values(buf) => buf.push(v),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Held::Fold(f) => f.is_empty(),
+            Held::Values(buf) => buf.is_empty(),
+        }
+    }
+
+    /// The bucket's value, the holder left empty for the next bucket. Large
+    /// buckets of values are charged to `budget` while they are aggregated.
+    fn take(&mut self, agg: Aggregator, budget: &QueryBudget) -> Result<f64, QueryError> {
+        match self {
+            Held::Fold(f) => Ok(f.take().value(agg).unwrap_or(f64::NAN)),
+            Held::Values(buf) => {
+                // A bucket's values are held while it is aggregated; a small
+                // one (in a reused buffer) is not worth the shared counters'
+                // atomic updates.
+                let charge = if buf.len() > SMALL_BUCKET {
+                    buf.len()
+                } else {
+                    0
+                };
+                if charge > 0 {
+                    budget.hold(charge)?;
+                }
+                let v = agg.run_double(buf);
+                if charge > 0 {
+                    budget.release(charge);
+                }
+                buf.clear();
+                v
+            }
+        }
+    }
 }
 
 impl BucketSink {
@@ -392,10 +451,52 @@ impl BucketSink {
             bucket: None,
             bucket_start: 0,
             bucket_end: 0,
-            buf: Vec::new(),
+            held: Held::for_aggregator(p.aggregator),
             out: Vec::new(),
             last: None,
         }
+    }
+
+    /// True if the hour starting at `hour_ms` may come as its partial
+    /// ([`BucketSink::push_hour`]) rather than its points: the buckets are
+    /// whole hours, the aggregator decomposes, and the whole hour lies in
+    /// the window (at or after the first whole bucket, before the scan end)
+    /// after everything pushed so far.
+    pub fn takes_hour(&self, hour_ms: i64) -> bool {
+        self.interval % HOUR_MS == 0
+            && matches!(self.held, Held::Fold(_))
+            && hour_ms.rem_euclid(HOUR_MS) == 0
+            && hour_ms >= self.seek
+            && hour_ms.saturating_add(HOUR_MS) <= self.end
+            && self.last.is_none_or(|l| l < hour_ms)
+    }
+
+    /// Adds the partial of every value of the hour starting at `hour_ms`,
+    /// in time order with [`BucketSink::push`]; an error unless
+    /// [`BucketSink::takes_hour`].
+    pub fn push_hour(
+        &mut self,
+        hour_ms: i64,
+        partial: &Partial,
+        budget: &QueryBudget,
+    ) -> Result<(), QueryError> {
+        if !self.takes_hour(hour_ms) {
+            return Err(QueryError::Execution(
+                "internal error: an hour's partial that its bucket cannot take".into(),
+            ));
+        }
+        if partial.is_empty() {
+            return Ok(());
+        }
+        if !(hour_ms < self.bucket_end && hour_ms >= self.bucket_start) {
+            self.open(hour_ms, budget)?;
+        }
+        if let Held::Fold(f) = &mut self.held {
+            f.push_hour(partial);
+        }
+        // The hour's points are all before its end.
+        self.last = Some(hour_ms + HOUR_MS - 1);
+        Ok(())
     }
 
     /// Adds a point; points come in strictly increasing time order (a
@@ -405,7 +506,7 @@ impl BucketSink {
     pub fn push(&mut self, ts: i64, v: f64, budget: &QueryBudget) -> Result<(), QueryError> {
         // The hot path: inside the current bucket.
         if ts < self.bucket_end && ts >= self.bucket_start {
-            self.buf.push(v);
+            self.held.push(ts, v);
             return Ok(());
         }
         self.push_slow(ts, v, budget)
@@ -418,35 +519,30 @@ impl BucketSink {
         }
         debug_assert!(self.last.is_none_or(|l| l < ts), "points out of order");
         self.last = Some(ts);
+        if !(ts < self.bucket_end && ts >= self.bucket_start) {
+            self.open(ts, budget)?;
+        }
+        self.held.push(ts, v);
+        Ok(())
+    }
+
+    /// Closes the current bucket and opens the one holding `ts`.
+    fn open(&mut self, ts: i64, budget: &QueryBudget) -> Result<(), QueryError> {
         self.close(budget)?;
         let start = ts - ts.rem_euclid(self.interval);
         self.bucket = Some((start, start.saturating_add(self.interval)));
         // Within the window: the bucket end is capped at the scan end.
         self.bucket_start = start;
         self.bucket_end = start.saturating_add(self.interval).min(self.end);
-        self.buf.push(v);
         Ok(())
     }
 
     fn close(&mut self, budget: &QueryBudget) -> Result<(), QueryError> {
         if let Some((start, _)) = self.bucket.take()
-            && !self.buf.is_empty()
+            && !self.held.is_empty()
         {
-            // As in DataBuckets: small buckets are not charged.
-            let charge = if self.buf.len() > SMALL_BUCKET {
-                self.buf.len()
-            } else {
-                0
-            };
-            if charge > 0 {
-                budget.hold(charge)?;
-            }
-            let v = self.agg.run_double(&self.buf);
-            if charge > 0 {
-                budget.release(charge);
-            }
-            self.out.push((start, Num::Float(v?)));
-            self.buf.clear();
+            let v = self.held.take(self.agg, budget)?;
+            self.out.push((start, Num::Float(v)));
         }
         Ok(())
     }
@@ -503,8 +599,9 @@ struct DataBuckets<'a> {
     pos: usize,
     bucketer: Bucketer,
     agg: Aggregator,
-    /// The current bucket's values (reused; counted as held while filled).
-    buf: Vec<f64>,
+    /// The current bucket's values or partials (reused; values are counted
+    /// as held while aggregated).
+    held: Held,
     budget: &'a QueryBudget,
 }
 
@@ -514,31 +611,14 @@ impl Iterator for DataBuckets<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let &(ts, _) = self.points.get(self.pos)?;
         let (bucket, end) = self.bucketer.bounds(ts);
-        self.buf.clear();
         while let Some(&(ts, v)) = self.points.get(self.pos) {
             if ts >= end {
                 break;
             }
-            self.buf.push(v.as_f64());
+            self.held.push(ts, v.as_f64());
             self.pos += 1;
         }
-        // A bucket's values are held while it is aggregated; a small one
-        // (at most SMALL_BUCKET, in a reused buffer) is not worth the
-        // shared counters' atomic updates.
-        let charge = if self.buf.len() > SMALL_BUCKET {
-            self.buf.len()
-        } else {
-            0
-        };
-        if charge > 0
-            && let Err(e) = self.budget.hold(charge)
-        {
-            return Some(Err(e));
-        }
-        let value = self.agg.run_double(&self.buf);
-        if charge > 0 {
-            self.budget.release(charge);
-        }
+        let value = self.held.take(self.agg, self.budget);
         Some(value.map(|v| (bucket, Num::Float(v))))
     }
 }

@@ -22,6 +22,7 @@
 //! * [`calendar`] — time-zone lookup (bundled tz database) and Java `Calendar` arithmetic.
 //! * `civil` — proleptic-Gregorian day arithmetic in UTC.
 //! * [`filter`] — the seven tag-value filter types and legacy `tags` conversion.
+//! * [`partial`] — per-hour partial aggregates of a downsample bucket (whole hours may come summarised).
 //! * [`aggregate`] — the 35 aggregators, integer and double modes.
 //! * [`budget`] — the per-query budget (points, held values, deadline, cancellation).
 //! * `input` — request input: JSON bodies and shared field shapes, query-string parameters.
@@ -80,6 +81,7 @@ pub mod last;
 pub mod lookup;
 pub mod merge;
 mod num;
+pub mod partial;
 pub mod rate;
 pub mod render;
 pub mod request;

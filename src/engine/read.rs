@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use hourglass_query::QueryBudget;
 use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
+use hourglass_query::partial::Partial;
 
 use super::Engine;
 use crate::codec::rowkey::uid_from_bytes;
@@ -243,7 +244,9 @@ enum Fed {
 
 /// Feeds a row's points (within the window and the retention horizon) to a
 /// series' bucket sink; returns the points read. One native cell (the
-/// common case) is decoded straight into the sink.
+/// common case) is decoded straight into the sink, or, when its hour falls
+/// whole in one bucket of a decomposing aggregator, stands as its summary
+/// (one value read).
 fn feed_row(
     cells: &[crate::storage::Cell],
     base: u32,
@@ -254,6 +257,25 @@ fn feed_row(
     use crate::codec::row::{CellKind, classify};
     let base_ms = i64::from(base) * 1000;
     let lo = scan.horizon_ms;
+    let native = match cells {
+        [c] => match classify(&c.column, &c.value) {
+            CellKind::Native { cell, .. } => Some(cell),
+            _ => None,
+        },
+        _ => None,
+    };
+    // A whole hour in one bucket: the cell's summary stands for its points,
+    // one value read (an unreadable summary is left to the decoder to
+    // report).
+    if let Some(cell) = native
+        && base_ms >= lo
+        && sink.takes_hour(base_ms)
+        && let Ok(Some(summary)) = crate::codec::native::cell_summary(cell)
+    {
+        sink.push_hour(base_ms, &partial_of(&summary), scan.budget)
+            .map_err(Fed::Query)?;
+        return Ok(1);
+    }
     let mut failed = None;
     let mut n = 0usize;
     let mut push = |off: u32, v: StoredValue| {
@@ -266,9 +288,7 @@ fn feed_row(
             failed = Some(e);
         }
     };
-    if let [c] = cells
-        && let CellKind::Native { cell, .. } = classify(&c.column, &c.value)
-    {
+    if let Some(cell) = native {
         crate::codec::native::for_each_point(cell, &mut push).map_err(|e| Fed::Row(e.into()))?;
     } else {
         scratch.clear();
@@ -280,6 +300,18 @@ fn feed_row(
     match failed {
         Some(e) => Err(Fed::Query(e)),
         None => Ok(n),
+    }
+}
+
+/// A native cell's summary as the query layer's partial of its hour.
+fn partial_of(s: &crate::codec::native::CellSummary) -> Partial {
+    Partial {
+        valid: u64::from(s.valid),
+        min: s.min,
+        max: s.max,
+        sum: s.sum,
+        first: Some(s.first),
+        last: Some(s.last),
     }
 }
 
