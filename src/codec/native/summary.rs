@@ -10,20 +10,23 @@
 //! summary = flags u8 ‖ [varint valid] ‖ [val min ‖ val max ‖ val sum] ‖ val first ‖ val last
 //! flags   bit 0: some values are NaN: `valid` (the non-NaN count, < n) follows;
 //!                otherwise valid = n; other bits are 0
-//! val     u8 e ≤ 18 ‖ zvarint m   the double m / 10^e (written only when exact)
-//!       | 0xFF ‖ 8 bytes LE       the double's bits (when no shorter decimal is exact)
+//! val     u8 e ≤ 18 ‖ zvarint m               the double m / 10^e, exactly
+//!       | u8 0x40|e ‖ zvarint m ‖ zvarint d    the double whose bits are m / 10^e's plus d
+//!       | 0xFF ‖ 8 bytes LE                   the double's bits
+//!         (the shortest form is written; raw unless another is under 9 bytes)
 //! ```
 //!
 //! `min`, `max` and `sum` are absent when `valid` is 0 (every value NaN).
 //! An empty cell has no summary.
 
-use super::decimal::{MAX_E, dec_f64, to_decimal};
+use super::decimal::{MAX_E, POW10_F, dec_f64, round_i64, to_decimal};
 use super::error::NativeError;
 use super::varint::{Reader, put_uvarint, uvarint_len, zigzag};
 use crate::codec::StoredValue;
 
 const FLAG_NAN: u8 = 1;
 const VAL_RAW: u8 = 0xFF;
+const VAL_NEAR: u8 = 0x40;
 
 /// The aggregates of a non-empty native cell's values.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,16 +136,43 @@ impl CellSummary {
     }
 }
 
-/// A double as its shortest exact decimal (`e`, `m`) when that is shorter
-/// than its raw bits, else the bits.
+/// Largest exponent tried for a near decimal (a sum of values with up to
+/// six decimals).
+const NEAR_MAX_E: u8 = 6;
+
+/// A double in the shortest of its forms: an exact decimal (`e`, `m`), a
+/// near decimal (`0x40 | e`, `m`, and the distance of its bits from
+/// `m / 10^e`'s: a sum of two-decimal values is a few ulps off one), or
+/// its raw bits.
 fn put_val(out: &mut Vec<u8>, v: f64) {
-    let exact = (0..=MAX_E)
-        .find_map(|e| to_decimal(StoredValue::Double(v), e).map(|m| (e, zigzag(m))))
-        .filter(|&(_, z)| 1 + uvarint_len(z) < 1 + 8);
-    match exact {
-        Some((e, z)) => {
-            out.push(e);
-            put_uvarint(out, z);
+    let mut best: Option<(usize, [u64; 2], u8)> = None;
+    let mut consider = |tag: u8, codes: [u64; 2], n: usize| {
+        let len = 1 + (0..n).map(|i| uvarint_len(codes[i])).sum::<usize>();
+        if len < 1 + 8 && best.is_none_or(|(l, _, _)| len < l) {
+            best = Some((len, codes, tag));
+        }
+    };
+    if let Some((e, m)) =
+        (0..=MAX_E).find_map(|e| to_decimal(StoredValue::Double(v), e).map(|m| (e, m)))
+    {
+        consider(e, [zigzag(m), 0], 1);
+    }
+    if v.is_finite() {
+        for e in 0..=NEAR_MAX_E {
+            if let Some(m) = round_i64(v * POW10_F[usize::from(e)]) {
+                let near = dec_f64(m, e).to_bits() as i64;
+                let d = (v.to_bits() as i64).wrapping_sub(near);
+                consider(VAL_NEAR | e, [zigzag(m), zigzag(d)], 2);
+            }
+        }
+    }
+    match best {
+        Some((_, codes, tag)) => {
+            out.push(tag);
+            put_uvarint(out, codes[0]);
+            if tag & VAL_NEAR != 0 {
+                put_uvarint(out, codes[1]);
+            }
         }
         None => {
             out.push(VAL_RAW);
@@ -155,6 +185,11 @@ fn read_val(r: &mut Reader<'_>) -> Result<f64, NativeError> {
     match r.u8("summary value")? {
         VAL_RAW => Ok(f64::from_bits(r.u64_le("summary value")?)),
         e if e <= MAX_E => Ok(dec_f64(r.ivarint("summary value")?, e)),
+        t if t & !VAL_NEAR <= MAX_E && t & VAL_NEAR != 0 => {
+            let near = dec_f64(r.ivarint("summary value")?, t & !VAL_NEAR).to_bits() as i64;
+            let d = r.ivarint("summary value")?;
+            Ok(f64::from_bits(near.wrapping_add(d) as u64))
+        }
         _ => Err(r.corrupt("unknown summary value form")),
     }
 }
@@ -201,6 +236,34 @@ mod tests {
             let s = CellSummary::of([StoredValue::Double(odd)]).unwrap();
             assert!(same(&s, &round_trip(&s, 1).1), "{odd}");
         }
+    }
+
+    #[test]
+    fn a_sum_a_few_ulps_off_a_decimal_is_a_near_decimal() {
+        let sum = 0.0 + 37.21 + 37.25 + 36.9 + 37.0 + 38.15;
+        assert_ne!(sum, 186.51);
+        let mut out = Vec::new();
+        put_val(&mut out, sum);
+        assert_eq!(out, [0x42, 0xB6, 0xA3, 0x02, 0x02], "{out:02X?}");
+        let mut r = Reader::new(&out, 0);
+        assert_eq!(read_val(&mut r).unwrap().to_bits(), sum.to_bits());
+        // Far from any decimal: raw.
+        let mut out = Vec::new();
+        put_val(&mut out, std::f64::consts::PI);
+        assert_eq!(out.len(), 9);
+        // Hostile near-decimal fields decode to some double, never panic.
+        for bytes in [
+            &[0x52, 0x01, 0x01][..],
+            &[
+                0x40, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x01,
+            ],
+        ] {
+            let _ = read_val(&mut Reader::new(bytes, 0));
+        }
+        assert!(
+            read_val(&mut Reader::new(&[0x53, 0, 0], 0)).is_err(),
+            "exponent 19"
+        );
     }
 
     #[test]
