@@ -506,6 +506,9 @@ impl BucketSink {
     pub fn push(&mut self, ts: i64, v: f64, budget: &QueryBudget) -> Result<(), QueryError> {
         // The hot path: inside the current bucket.
         if ts < self.bucket_end && ts >= self.bucket_start {
+            debug_assert!(self.last.is_none_or(|l| l < ts), "points out of order");
+            // Kept on the hot path too: `takes_hour` relies on it.
+            self.last = Some(ts);
             self.held.push(ts, v);
             return Ok(());
         }
@@ -965,6 +968,46 @@ mod tests {
             ..b
         };
         assert!(downsample(&pts, &ds("0all-sum"), empty).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_sink_takes_an_hour_only_whole_in_the_window_and_after_what_was_pushed() {
+        let budget = QueryBudget::unlimited();
+        let sum = Pushdown {
+            interval_ms: DAY_MS,
+            aggregator: Aggregator::Sum,
+        };
+        let mut sink = BucketSink::new(sum, 0, 2 * DAY_MS);
+        assert!(sink.takes_hour(0));
+        assert!(!sink.takes_hour(1000), "not the start of an hour");
+        assert!(sink.takes_hour(2 * DAY_MS - HOUR_MS));
+        assert!(!sink.takes_hour(2 * DAY_MS), "past the scan end");
+        sink.push(1000, 1.0, &budget).unwrap();
+        assert!(!sink.takes_hour(0), "a point of that hour was pushed");
+        // A second point in the same bucket (the hot path) still counts.
+        sink.push(HOUR_MS + 5000, 2.0, &budget).unwrap();
+        assert!(!sink.takes_hour(HOUR_MS));
+        let mut four = Partial::EMPTY;
+        four.push(4.0);
+        sink.push_hour(2 * HOUR_MS, &four, &budget).unwrap();
+        assert!(sink.push_hour(2 * HOUR_MS, &four, &budget).is_err());
+        let out = sink.finish(&budget).unwrap();
+        assert_eq!(out, vec![(0, Num::Float(7.0))]);
+        // Sub-hour buckets and aggregators that do not decompose take none.
+        for p in [
+            Pushdown {
+                interval_ms: 600_000,
+                aggregator: Aggregator::Sum,
+            },
+            Pushdown {
+                interval_ms: DAY_MS,
+                aggregator: Aggregator::Dev,
+            },
+        ] {
+            assert!(!BucketSink::new(p, 0, 2 * DAY_MS).takes_hour(0));
+        }
+        // The first whole bucket is where the seek starts.
+        assert!(!BucketSink::new(sum, 1, 2 * DAY_MS).takes_hour(0));
     }
 
     #[test]

@@ -42,6 +42,13 @@ pub struct HourData {
     range: (f64, f64),
 }
 
+/// A value range with `v` taken in: strict comparisons keep the earliest of
+/// equal values (0.0 before -0.0 stays 0.0) and pass over NaN, as the
+/// query layer's fold does, so an hour's range stands for its points.
+fn widen((lo, hi): (f64, f64), v: f64) -> (f64, f64) {
+    (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+}
+
 /// A stored value as the query layer reads it (`Num::as_f64`).
 pub fn value_f64(v: StoredValue) -> f64 {
     match v {
@@ -71,7 +78,7 @@ impl HourData {
                 if was_empty {
                     self.range = (v, v);
                 } else if !self.range.0.is_nan() {
-                    self.range = (self.range.0.min(v), self.range.1.max(v));
+                    self.range = widen(self.range, v);
                 }
             }
             Err(p) => self.ooo.push(p),
@@ -86,9 +93,8 @@ impl HourData {
             return (f64::NAN, f64::NAN);
         }
         pts.iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-                let v = value_f64(p.value);
-                (lo.min(v), hi.max(v))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |range, p| {
+                widen(range, value_f64(p.value))
             })
     }
 
@@ -629,6 +635,29 @@ mod tests {
         assert_eq!(vals, vec![(0, 1), (5, 3), (10, 4)]);
         assert_eq!(h.points, 5);
         assert_eq!(h.hours, 2);
+    }
+
+    #[test]
+    fn an_hours_range_keeps_the_earliest_of_equal_extremes_and_skips_nan() {
+        let mut h = Head::default();
+        let (id, _) = h.register(key(1), 1);
+        for (ts, v) in [(3600, 0.0), (3601, -0.0), (3602, f64::NAN), (3603, 0.0)] {
+            h.insert(id, ts, StoredValue::Double(v));
+        }
+        let (lo, hi) = h.entry(id).unwrap().hours[0].value_range().unwrap();
+        assert_eq!(
+            (lo.to_bits(), hi.to_bits()),
+            (0.0f64.to_bits(), 0.0f64.to_bits())
+        );
+        let (id, _) = h.register(key(2), 1);
+        for (ts, v) in [(3600, -0.0), (3601, 0.0)] {
+            h.insert(id, ts, StoredValue::Double(v));
+        }
+        let (lo, hi) = h.entry(id).unwrap().hours[0].value_range().unwrap();
+        assert_eq!(
+            (lo.to_bits(), hi.to_bits()),
+            ((-0.0f64).to_bits(), (-0.0f64).to_bits())
+        );
     }
 
     #[test]
