@@ -9,9 +9,10 @@
 //! and the hours' partials are then merged in time order. Counts, extremes
 //! and first/last values come out as a single fold would give them; a sum
 //! over several hours is the sum of the hours' sums (`0.0 + h₀ + h₁ + …`),
-//! which may differ from one running sum in the last bits (documented in
-//! `docs/http-api.md`). A bucket within one hour — every bucket of an
-//! interval up to an hour — is exactly OpenTSDB's fold.
+//! which may differ from one running sum (see `docs/http-api.md`). A bucket
+//! within one hour row — every bucket of an interval that divides an hour —
+//! is exactly OpenTSDB's fold; buckets of other intervals (7m, 45m) and of
+//! calendar and `all` downsampling may span rows.
 
 use crate::aggregate::Aggregator;
 

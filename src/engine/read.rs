@@ -315,8 +315,10 @@ fn partial_of(s: &crate::codec::native::CellSummary) -> Partial {
     }
 }
 
-/// Points a scan thread reads between two charges to the query budget.
+/// Points a scan range reads between two charges to the query budget.
 const TAKE_BATCH: usize = 4096;
+/// Rows a scan range reads between two charges (and deadline checks).
+const TAKE_ROWS: usize = 256;
 
 /// Most points a series' buffer is sized for up front.
 const MAX_PRESIZE: usize = 1 << 20;
@@ -436,11 +438,13 @@ impl Engine {
                 .is_some_and(|p| scan.pf.matches(&layout, p.tags))
         };
         // One slot per range: a range is visited by one thread at a time,
-        // so its lock is never contended. Its last field counts the points
-        // read but not yet charged to the budget: the shared counters (and
-        // the deadline's clock) are touched once per TAKE_BATCH points, not
-        // once per row, which mattered once a row can be one summary value.
-        type Slot = (FoundMap, Vec<DecodedPoint>, Vec<u8>, usize);
+        // so its lock is never contended. Its last fields count the points
+        // and rows read but not yet charged to the budget: the shared
+        // counters (and the deadline's clock) are touched once per
+        // TAKE_BATCH points or TAKE_ROWS rows of a range, not once per row,
+        // which mattered once a row can be one summary value; rows without
+        // points still bring the deadline and cancellation checks round.
+        type Slot = (FoundMap, Vec<DecodedPoint>, Vec<u8>, (usize, usize));
         let slots: Vec<Mutex<Slot>> = (0..buckets).map(|_| Mutex::default()).collect();
         self.store
             .scan_ranges(Table::Data, &ranges, &filter, &|i, row, cells| {
@@ -450,7 +454,7 @@ impl Engine {
                 let mut slot = slots[i]
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let (local, pts, key, uncharged) = &mut *slot;
+                let (local, pts, key, (uncharged, rows)) = &mut *slot;
                 // The series key without allocating for a series seen before.
                 key.clear();
                 key.extend_from_slice(&row[..layout.prefix_width()]);
@@ -500,15 +504,17 @@ impl Engine {
                 };
                 collect_notes(&layout, row, &cells, scan, &mut found.notes);
                 *uncharged += n;
-                if *uncharged < TAKE_BATCH {
+                *rows += 1;
+                if *uncharged < TAKE_BATCH && *rows < TAKE_ROWS {
                     return Ok(true);
                 }
+                *rows = 0;
                 Ok(scan.take(std::mem::take(uncharged)))
             })
             .map_err(|e| storage_source_err(&e))?;
         let mut all = FoundMap::default();
         for slot in slots {
-            let (m, _, _, uncharged) = slot
+            let (m, _, _, (uncharged, _)) = slot
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // The rest is charged too: the query layer then reports a
