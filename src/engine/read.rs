@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use hourglass_query::QueryBudget;
 use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
-use hourglass_query::partial::Partial;
 
 use super::Engine;
 use crate::codec::rowkey::uid_from_bytes;
@@ -272,7 +271,7 @@ fn feed_row(
         && sink.takes_hour(base_ms)
         && let Ok(Some(summary)) = crate::codec::native::cell_summary(cell)
     {
-        sink.push_hour(base_ms, &partial_of(&summary), scan.budget)
+        sink.push_hour(base_ms, &summary.partial(), scan.budget)
             .map_err(Fed::Query)?;
         return Ok(1);
     }
@@ -300,18 +299,6 @@ fn feed_row(
     match failed {
         Some(e) => Err(Fed::Query(e)),
         None => Ok(n),
-    }
-}
-
-/// A native cell's summary as the query layer's partial of its hour.
-fn partial_of(s: &crate::codec::native::CellSummary) -> Partial {
-    Partial {
-        valid: u64::from(s.valid),
-        min: s.min,
-        max: s.max,
-        sum: s.sum,
-        first: Some(s.first),
-        last: Some(s.last),
     }
 }
 

@@ -23,6 +23,7 @@ use super::decimal::{MAX_E, POW10_F, dec_f64, round_i64, to_decimal};
 use super::error::NativeError;
 use super::varint::{Reader, put_uvarint, uvarint_len, zigzag};
 use crate::codec::StoredValue;
+use hourglass_query::partial::Partial;
 
 const FLAG_NAN: u8 = 1;
 const VAL_RAW: u8 = 0xFF;
@@ -48,45 +49,34 @@ pub struct CellSummary {
 
 impl CellSummary {
     /// The summary of values in time order; `None` when there are none.
+    /// The fold is the query layer's ([`Partial`]), so that the summary of
+    /// an hour is exactly what reading its points would give.
     pub fn of(values: impl IntoIterator<Item = StoredValue>) -> Option<CellSummary> {
-        let mut it = values.into_iter().map(StoredValue::as_f64);
-        let first = it.next()?;
-        let mut s = CellSummary {
-            valid: 0,
-            min: f64::NAN,
-            max: f64::NAN,
-            sum: f64::NAN,
-            first,
-            last: first,
-        };
-        s.add(first);
-        for v in it {
-            s.add(v);
-            s.last = v;
+        let mut p = Partial::EMPTY;
+        for v in values {
+            p.push(v.as_f64());
         }
-        Some(s)
+        Some(CellSummary {
+            // A cell holds at most MAX_POINTS (3.6 M) values.
+            valid: u32::try_from(p.valid).unwrap_or(u32::MAX),
+            min: p.min,
+            max: p.max,
+            sum: p.sum,
+            first: p.first?,
+            last: p.last?,
+        })
     }
 
-    fn add(&mut self, v: f64) {
-        if v.is_nan() {
-            return;
+    /// The summary as the query layer's partial of its hour.
+    pub fn partial(&self) -> Partial {
+        Partial {
+            valid: u64::from(self.valid),
+            min: self.min,
+            max: self.max,
+            sum: self.sum,
+            first: Some(self.first),
+            last: Some(self.last),
         }
-        if self.valid == 0 {
-            self.min = v;
-            self.max = v;
-            self.sum = 0.0 + v;
-        } else {
-            // Strict comparisons keep the earliest of equal values (0.0
-            // and -0.0 compare equal), as the query layer's fold does.
-            if v < self.min {
-                self.min = v;
-            }
-            if v > self.max {
-                self.max = v;
-            }
-            self.sum += v;
-        }
-        self.valid = self.valid.saturating_add(1);
     }
 
     /// Appends the summary of a cell of `n` points.

@@ -85,13 +85,7 @@ pub async fn query_get(
     uri: Uri,
     ext: axum::http::Extensions,
 ) -> Response {
-    let format = super::arrow::format(&params, &headers);
-    let q = hourglass_query::parse_query_string(&params, now_ms());
-    let origin = ext
-        .get::<OriginCheck>()
-        .copied()
-        .unwrap_or(OriginCheck::Allowed);
-    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
+    query_string(ctx, params, headers, uri, ext, false).await
 }
 
 /// `DELETE /api/query?…`: OpenTSDB's delete, the `m=` form with the
@@ -103,9 +97,21 @@ pub async fn query_delete(
     uri: Uri,
     ext: axum::http::Extensions,
 ) -> Response {
+    query_string(ctx, params, headers, uri, ext, true).await
+}
+
+/// A query in the query string (GET, or DELETE with `delete` set).
+async fn query_string(
+    ctx: Arc<Ctx>,
+    params: Params,
+    headers: HeaderMap,
+    uri: Uri,
+    ext: axum::http::Extensions,
+    delete: bool,
+) -> Response {
     let format = super::arrow::format(&params, &headers);
     let q = hourglass_query::parse_query_string(&params, now_ms()).map(|mut q| {
-        q.delete = true;
+        q.delete |= delete;
         q
     });
     let origin = ext
