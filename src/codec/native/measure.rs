@@ -329,6 +329,24 @@ fn measure() {
     });
     rate("decode_cell (cpu) into Vec", total * reps, secs);
 
+    // What a summarised hour costs a query: reading the cell's summary.
+    let mut got = 0.0;
+    let secs = best(&mut || {
+        for _ in 0..reps {
+            for c in &cells {
+                if let Ok(Some(s)) = super::cell_summary(black_box(c)) {
+                    got += s.max;
+                }
+            }
+        }
+    });
+    black_box(got);
+    rate(
+        "cell_summary (cpu), in points it stands for",
+        total * reps,
+        secs,
+    );
+
     let (mut offs, mut vals) = (Vec::with_capacity(400), Vec::with_capacity(400));
     let secs = best(&mut || {
         for _ in 0..reps {
