@@ -90,6 +90,29 @@ impl Engine {
         self.lookup_series_tsuids(&q, budget)
     }
 
+    /// The newest hour of a series: the newer of the head's and the series
+    /// index's. The index is read only when the head does not know what it
+    /// records (a series not flushed since it entered the head), or on a
+    /// shared store, where other nodes record hours too.
+    fn newest_hour(&self, series_key: &[u8], shared: bool) -> Result<Option<u32>, LastError> {
+        let (in_head, recorded) = {
+            let head = self.head();
+            head.id_of(series_key)
+                .and_then(|id| head.entry(id))
+                .map_or((0, 0), |e| (e.newest_base, e.newest_recorded))
+        };
+        let recorded = if recorded > 0 && !shared {
+            recorded
+        } else {
+            self.recorded_newest_hours(&[series_key])?
+                .into_iter()
+                .flatten()
+                .max()
+                .unwrap_or(0)
+        };
+        Ok(Some(in_head.max(recorded)).filter(|b| *b > 0))
+    }
+
     /// The newest point of a series (key with salt): in its newest hour
     /// (`back_scan == 0`), or in the current hour and the `back_scan` hours
     /// before it. Each row read counts as one point of `budget` plus the
@@ -101,13 +124,6 @@ impl Engine {
         budget: &QueryBudget,
     ) -> Result<Option<(i64, Num)>, LastError> {
         let now_hour = (self.now_secs().max(0) as u64 / 3600 * 3600) as u32;
-        let newest_here = {
-            let head = self.head();
-            head.id_of(series_key)
-                .and_then(|id| head.entry(id))
-                .map(|e| e.newest_base)
-                .filter(|b| *b > 0)
-        };
         // On a shared store another node may hold newer hours than this
         // node knows: the hours above the newest known one are read too,
         // from the current hour down (at most a day of rows), in one batch.
@@ -116,22 +132,19 @@ impl Engine {
         let down = |from: u32, steps: u32| {
             (0..=steps).map_while(move |s| from.checked_sub(s.saturating_mul(3600)))
         };
-        let newest_hour = if back_scan == 0 {
-            let recorded = self.recorded_newest_hours(&[series_key])?;
-            newest_here.max(recorded.into_iter().flatten().max())
+        let bases: Vec<u32> = if back_scan > 0 {
+            down(now_hour, back_scan).collect()
         } else {
-            None
-        };
-        let bases: Vec<u32> = match newest_hour {
-            _ if back_scan > 0 => down(now_hour, back_scan).collect(),
-            Some(b) if shared && now_hour > b => {
-                let catch_up = ((now_hour - b) / 3600).min(SHARED_CATCH_UP_HOURS);
-                let mut v: Vec<u32> = down(now_hour, catch_up.saturating_sub(1)).collect();
-                v.push(b);
-                v
+            match self.newest_hour(series_key, shared)? {
+                Some(b) if shared && now_hour > b => {
+                    let catch_up = ((now_hour - b) / 3600).min(SHARED_CATCH_UP_HOURS);
+                    let mut v: Vec<u32> = down(now_hour, catch_up.saturating_sub(1)).collect();
+                    v.push(b);
+                    v
+                }
+                Some(b) => vec![b],
+                None => vec![now_hour],
             }
-            Some(b) => vec![b],
-            None => vec![now_hour],
         };
         let mut prefetched: Vec<Vec<crate::storage::Cell>> = if shared {
             budget.check()?;
