@@ -519,9 +519,9 @@ impl Wal {
     /// Waits (async) until `lsn` is durable under the fsync policy.
     pub async fn wait_durable(&self, lsn: u64) -> Result<(), WalError> {
         let mut rx = self.subscribe();
-        let res = rx.wait_for(|d| d.lsn >= lsn || d.failed).await;
+        let res = rx.wait_for(|d| d.outcome(lsn).is_some()).await;
         match res {
-            Ok(d) if d.lsn >= lsn && !d.failed => Ok(()),
+            Ok(d) if d.outcome(lsn) == Some(true) => Ok(()),
             _ => Err(self
                 .lock()
                 .poisoned
@@ -537,15 +537,15 @@ impl Wal {
         let mut rx = self.subscribe();
         loop {
             let d = *rx.borrow_and_update();
+            if d.outcome(lsn) == Some(true) && d.segment >= segment {
+                return Ok(());
+            }
             if d.failed {
                 return Err(self
                     .lock()
                     .poisoned
                     .clone()
                     .map_or(WalError::Closed, WalError::Poisoned));
-            }
-            if d.lsn >= lsn && d.segment >= segment {
-                return Ok(());
             }
             let g = self.lock();
             if g.closed && g.pending.is_empty() {

@@ -21,6 +21,22 @@ pub struct Durable {
     pub segment: u64,
 }
 
+impl Durable {
+    /// What a writer waiting for `lsn` learns from this: `Some(true)` it is
+    /// durable (also after a later failure, which keeps the last durable
+    /// LSN: that write is fsynced and applied), `Some(false)` it never will
+    /// be, `None` not yet.
+    pub fn outcome(&self, lsn: u64) -> Option<bool> {
+        if self.lsn >= lsn {
+            Some(true)
+        } else if self.failed {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
 /// Told by the publishing thread what the log has made durable, before any writer
 /// waiting for it is woken.
 pub trait DurableHook: Send + Sync + std::fmt::Debug {
@@ -126,8 +142,9 @@ mod tests {
         failed: AtomicU64,
     }
 
+    /// The hook sees what is published: it must be told before it.
     #[derive(Debug)]
-    struct Hook(Arc<Seen>);
+    struct Hook(Arc<Seen>, watch::Receiver<Durable>);
 
     impl DurableHook for Hook {
         fn durable(&self, lsn: u64) {
@@ -135,6 +152,7 @@ mod tests {
                 lsn >= self.0.lsn.load(Ordering::SeqCst),
                 "applied out of log order"
             );
+            assert!(self.1.borrow().lsn < lsn, "published before it was applied");
             self.0.lsn.store(lsn, Ordering::SeqCst);
         }
         fn failed(&self) {
@@ -146,8 +164,8 @@ mod tests {
     fn progress_is_applied_before_it_is_published_and_a_failure_comes_last() {
         let seen = Arc::new(Seen::default());
         let hook = OnceLock::new();
-        let _ = hook.set(Box::new(Hook(Arc::clone(&seen))) as Box<dyn DurableHook>);
         let (tx, mut rx) = watch::channel(Durable::default());
+        let _ = hook.set(Box::new(Hook(Arc::clone(&seen), tx.subscribe())) as Box<dyn DurableHook>);
         let publisher = Publisher::default();
         std::thread::scope(|s| {
             s.spawn(|| publisher.run(&hook, &tx));
@@ -172,6 +190,24 @@ mod tests {
                 segment: 1
             }
         );
+    }
+
+    #[test]
+    fn a_write_made_durable_before_a_failure_stays_acknowledged() {
+        let failed = Durable {
+            lsn: 1000,
+            failed: true,
+            segment: 1,
+        };
+        assert_eq!(failed.outcome(1000), Some(true));
+        assert_eq!(failed.outcome(999), Some(true));
+        assert_eq!(failed.outcome(1001), Some(false));
+        let running = Durable {
+            failed: false,
+            ..failed
+        };
+        assert_eq!(running.outcome(1000), Some(true));
+        assert_eq!(running.outcome(1001), None);
     }
 
     #[test]
