@@ -120,7 +120,10 @@ async fn write(
     let (lsn, problems, retry) = blocking(move || {
         let ctx = &writer;
         let decoded = prom::decode_write(&read.bytes, limit, &ctx.limits)?;
-        drop(read);
+        // The compressed bytes go; the charge (grown above for the decoded
+        // samples) stays until the samples are written.
+        let crate::server::http::body::ReadBody { bytes, _guard } = read;
+        drop(bytes);
         let skipped = &ctx.metrics.prom_skipped;
         for (reason, n) in [
             ("stale_marker", decoded.stale_markers),
