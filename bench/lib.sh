@@ -1,5 +1,5 @@
 # Shell functions shared by the benchmark drivers (bench/peers/side-by-side.sh,
-# bench/ab.sh). Source it from the repository root with `out`, `r` (the run
+# bench/ab.sh, bench/history.sh). Source it from the repository root with `out`, `r` (the run
 # number), `work` (the workload flags) and `B` (hourglass-bench) set.
 
 started=()
@@ -32,15 +32,34 @@ cleanup() {
 # the default configuration (or the file HG_CONFIG names); sets HG_ADDR,
 # HG_PID, HG_DIR.
 start_hourglass() {
-    local bin=${1:-target/release/hourglass} port config=()
-    [ -n "${HG_CONFIG:-}" ] && config=(--config "$HG_CONFIG")
     HG_DIR=$(mktemp -d /tmp/hourglass-sbs.XXXXXX)
+    started+=("$HG_DIR")
+    launch_hourglass "${1:-target/release/hourglass}"
+}
+
+# restart_hourglass [SERVER_BINARY]: stops the server cleanly (SIGTERM; a
+# server still running after 60 s fails the run) and starts it again on the
+# same data directory; sets HG_ADDR and HG_PID.
+restart_hourglass() {
+    kill "$HG_PID"
+    for _ in $(seq 600); do kill -0 "$HG_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$HG_PID" 2>/dev/null; then
+        echo "bench: hourglass $HG_PID did not stop within 60 s" >&2
+        exit 1
+    fi
+    launch_hourglass "${1:-target/release/hourglass}"
+}
+
+# launch_hourglass SERVER_BINARY: serves $HG_DIR/data on a free port and
+# waits until it answers (or fails the run with its log).
+launch_hourglass() {
+    local bin=$1 port config=()
+    [ -n "${HG_CONFIG:-}" ] && config=(--config "$HG_CONFIG")
     port=$(free_port)
-    "$bin" serve "${config[@]}" --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >"$HG_DIR/log" 2>&1 &
+    "$bin" serve "${config[@]}" --data-dir "$HG_DIR/data" --bind 127.0.0.1 --port "$port" >>"$HG_DIR/log" 2>&1 &
     HG_PID=$!
     echo "$HG_PID" >"$HG_DIR/pid"
     HG_ADDR=127.0.0.1:$port
-    started+=("$HG_DIR")
     for _ in $(seq 300); do
         curl -sf "http://$HG_ADDR/api/version" >/dev/null && return 0
         sleep 0.1
