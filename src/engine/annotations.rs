@@ -297,7 +297,7 @@ impl Engine {
                         if tags.is_some() {
                             let mut tsuid = parts.metric.to_vec();
                             tsuid.extend_from_slice(parts.tags);
-                            note.tsuid = super::index::hex_upper(&tsuid);
+                            note.tsuid = crate::codec::hex::encode(&tsuid);
                         }
                         out.push((row.to_vec(), c.column, note));
                     }

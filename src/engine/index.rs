@@ -383,7 +383,7 @@ impl Engine {
         let name = |kind: UidKind, b: &[u8]| -> Result<String, UidError> {
             Ok(match self.uids.name_of(kind, uid_from_bytes(b))? {
                 Some(n) => n.to_string(),
-                None => hex_upper(b),
+                None => crate::codec::hex::encode(b),
             })
         };
         let metric = name(UidKind::Metric, m)?;
@@ -408,8 +408,6 @@ impl Engine {
             .any(|c| c.column == col))
     }
 }
-
-pub(crate) use crate::codec::hex::encode as hex_upper;
 
 #[cfg(test)]
 mod tests {

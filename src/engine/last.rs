@@ -183,7 +183,7 @@ impl Engine {
                 scratch.clear();
                 crate::codec::row::decode_row(&cells, &mut scratch).map_err(|e| {
                     LastError::Corrupt {
-                        series: super::index::hex_upper(series_key),
+                        series: crate::codec::hex::encode(series_key),
                         reason: e.to_string(),
                     }
                 })?;

@@ -350,7 +350,7 @@ fn collect_notes(
         if let Some(p) = layout.parse_row_key(row) {
             let mut tsuid = p.metric.to_vec();
             tsuid.extend_from_slice(p.tags);
-            note.tsuid = super::index::hex_upper(&tsuid);
+            note.tsuid = crate::codec::hex::encode(&tsuid);
         }
         out.push(note);
     }

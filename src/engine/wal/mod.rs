@@ -176,15 +176,11 @@ pub fn check(
         let mut defs = record::Defs::default();
         let read = read_segment(&path, &mut defs, &mut |_| points += 1);
         let last = i + 1 == segments.len();
-        match read {
-            Ok(r) if r.damage(last).is_some() => {
-                if let Some((offset, reason)) = r.damage(last) {
-                    report.push(Error, &path, Some(offset), reason);
-                }
-            }
-            Ok(r) if r.torn_bytes > 0 => report.torn_tail(&path, r.valid_len, r.torn_bytes),
+        match read.as_ref().map(|r| (r, r.damage(last))) {
+            Ok((_, Some((offset, reason)))) => report.push(Error, &path, Some(offset), reason),
+            Ok((r, None)) if r.torn_bytes > 0 => report.torn_tail(&path, r.valid_len, r.torn_bytes),
             Ok(_) => {}
-            Err(e) => report.log_error(&path, &e),
+            Err(e) => report.log_error(&path, e),
         }
         let uid = crate::codec::rowkey::uid_from_bytes;
         for key in defs.values().map(|d| &d.key) {

@@ -7,11 +7,10 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hourglass_query::QueryBudget;
 
-use super::body::{self, ReadBody};
 use super::error::ApiError;
 use crate::server::Ctx;
 use crate::server::limits::Refused;
@@ -50,17 +49,6 @@ pub fn has_flag(params: &Params, name: &str) -> bool {
     params
         .iter()
         .any(|(k, v)| k == name && !v.eq_ignore_ascii_case("false"))
-}
-
-/// Reads a request body within the server's bounds; the body's in-flight
-/// memory stays accounted until the result is dropped.
-pub async fn read_body(
-    ctx: &Arc<Ctx>,
-    headers: &HeaderMap,
-    ext: &axum::http::Extensions,
-    body: Body,
-) -> Result<ReadBody, ApiError> {
-    body::read(ctx, headers, peer_ip(ext), body).await
 }
 
 /// Runs blocking read work `f` as a query: admitted by the query gate

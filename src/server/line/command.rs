@@ -75,7 +75,14 @@ async fn answer(ctx: &Arc<Ctx>, session: &mut Session, command: Command<'_>) -> 
     let text = match command {
         Command::Version => crate::server::version_lines(),
         Command::Help => "available commands: put stats dropcaches version help exit ".into(),
-        Command::Stats => stats_lines(ctx),
+        Command::Stats => {
+            // A remote store's statistics may need I/O: off the reactor, as
+            // /api/stats does.
+            let ctx = Arc::clone(ctx);
+            tokio::task::spawn_blocking(move || stats_lines(&ctx))
+                .await
+                .unwrap_or_else(|e| format!("stats failed: {e}\n"))
+        }
         Command::DropCaches => {
             ctx.engine.drop_caches();
             ctx.http_series.clear();
