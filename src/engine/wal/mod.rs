@@ -200,6 +200,21 @@ pub fn check(
     uids
 }
 
+/// Run when a log thread ends: the sync thread closes the publisher (what
+/// it handed over is still published), and a thread that panicked poisons
+/// the log (see [`Wal::thread_panicked`]).
+struct OnExit(Arc<Wal>, &'static str);
+
+impl Drop for OnExit {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.thread_panicked(self.1);
+        } else if self.1 == "sync" {
+            self.0.publisher.close();
+        }
+    }
+}
+
 /// How the log is written.
 #[derive(Debug, Clone)]
 pub struct WalOptions {
@@ -376,6 +391,7 @@ impl Wal {
         let publish = std::thread::Builder::new()
             .name("hourglass-wal-publish".into())
             .spawn(move || {
+                let _on_exit = OnExit(Arc::clone(&publishing), "publishing");
                 publishing
                     .publisher
                     .run(&publishing.hook, &publishing.durable_tx)
@@ -385,8 +401,8 @@ impl Wal {
         let sync = std::thread::Builder::new()
             .name("hourglass-wal".into())
             .spawn(move || {
+                let _on_exit = OnExit(Arc::clone(&syncing), "sync");
                 Arc::clone(&syncing).sync_loop(writer);
-                syncing.publisher.close();
             });
         let sync = match sync {
             Ok(handle) => handle,
@@ -400,6 +416,26 @@ impl Wal {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = vec![sync, publish];
         Ok(wal)
+    }
+
+    /// A log thread ended by a panic: the log is poisoned and waiting
+    /// writers are told, rather than left waiting (and a close joining the
+    /// threads hanging).
+    fn thread_panicked(&self, thread: &str) {
+        let why = format!("the write-ahead log's {thread} thread panicked");
+        self.lock().poisoned.get_or_insert(why);
+        if thread == "sync" {
+            // The publishing thread publishes what it was handed, then
+            // the failure.
+            self.publisher.failed();
+        } else {
+            // Nobody publishes any more: the failure goes out from here.
+            let last = *self.durable_tx.borrow();
+            self.durable_tx.send_replace(Durable {
+                failed: true,
+                ..last
+            });
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -767,6 +803,35 @@ mod tests {
         wal.close();
         let (_wal, got) = collect(dir.path());
         assert_eq!(got, vec![(b"key-b".to_vec(), 7, StoredValue::Float(1.5))]);
+    }
+
+    /// A hook that panics, as a bug in applying a batch would.
+    #[derive(Debug)]
+    struct PanickingHook;
+
+    impl DurableHook for PanickingHook {
+        fn durable(&self, _lsn: u64) {
+            panic!("applying failed (test)");
+        }
+        fn failed(&self) {}
+    }
+
+    #[test]
+    fn a_log_thread_that_panics_poisons_the_log_instead_of_hanging_its_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = collect(dir.path());
+        wal.set_hook(Box::new(PanickingHook));
+        let mut f = FrameBuilder::new();
+        f.series(0, b"key-a");
+        f.point(0, 1, StoredValue::Int(1));
+        let lsn = wal.append(f).unwrap();
+        match wal.wait_durable_blocking(lsn, 0) {
+            Err(WalError::Poisoned(why)) => assert!(why.contains("publishing thread"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(wal.poisoned().is_some());
+        // Closing joins the threads: it returns.
+        wal.close();
     }
 
     #[test]
