@@ -70,6 +70,7 @@ mod decimal;
 mod encode;
 mod error;
 mod plan;
+mod rollup;
 mod stream;
 mod summary;
 mod varint;
@@ -85,4 +86,5 @@ pub use cell::{
 };
 pub use chunk::Chunk;
 pub use error::{CODEC_ID_V1, CODEC_ID_V2, MAX_POINTS, NativeError};
+pub use rollup::{TIER_VALUE_V1, TierValue};
 pub use summary::CellSummary;

@@ -134,7 +134,7 @@ const NEAR_MAX_E: u8 = 6;
 /// near decimal (`0x40 | e`, `m`, and the distance of its bits from
 /// `m / 10^e`'s: a sum of two-decimal values is a few ulps off one), or
 /// its raw bits.
-fn put_val(out: &mut Vec<u8>, v: f64) {
+pub(super) fn put_val(out: &mut Vec<u8>, v: f64) {
     let mut best: Option<(usize, [u64; 2], u8)> = None;
     let mut consider = |tag: u8, codes: [u64; 2], n: usize| {
         let len = 1 + (0..n).map(|i| uvarint_len(codes[i])).sum::<usize>();
@@ -171,7 +171,7 @@ fn put_val(out: &mut Vec<u8>, v: f64) {
     }
 }
 
-fn read_val(r: &mut Reader<'_>) -> Result<f64, NativeError> {
+pub(super) fn read_val(r: &mut Reader<'_>) -> Result<f64, NativeError> {
     match r.u8("summary value")? {
         VAL_RAW => Ok(f64::from_bits(r.u64_le("summary value")?)),
         e if e <= MAX_E => Ok(dec_f64(r.ivarint("summary value")?, e)),
