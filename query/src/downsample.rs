@@ -27,7 +27,7 @@ use crate::calendar::JavaCalendar;
 use crate::error::QueryError;
 use crate::filter::java_split;
 use crate::num::Num;
-use crate::partial::{HOUR_MS, HourFold, Partial, decomposes};
+use crate::partial::{HOUR_MS, HourFold, Partial, decomposes, merges_exactly};
 use crate::time::parse_duration;
 
 /// Buckets of at most this many values are aggregated without charging the
@@ -463,12 +463,27 @@ impl BucketSink {
     /// the window (at or after the first whole bucket, before the scan end)
     /// after everything pushed so far.
     pub fn takes_hour(&self, hour_ms: i64) -> bool {
-        self.interval % HOUR_MS == 0
+        self.takes_span(hour_ms, HOUR_MS)
+    }
+
+    /// True if the `len_ms` (a whole number of hours) starting at
+    /// `start_ms` may come as one partial ([`BucketSink::push_span`]): as
+    /// [`BucketSink::takes_hour`], with the span inside one bucket (the
+    /// interval a multiple of the span, both epoch-aligned). A span longer
+    /// than an hour is the merge of its hours' partials, which a sum folds
+    /// as `(h₀ + … + h₂₃)` where the bucket folds `((… + h₂₃) + h₂₄)`: for
+    /// the sums (`sum`, `zimsum`, `pfsum`, `avg`) it is taken only as a
+    /// whole bucket, so the answer is the raw one to the bit.
+    pub fn takes_span(&self, start_ms: i64, len_ms: i64) -> bool {
+        len_ms > 0
+            && len_ms % HOUR_MS == 0
+            && self.interval % len_ms == 0
             && matches!(self.held, Held::Fold(_))
-            && hour_ms.rem_euclid(HOUR_MS) == 0
-            && hour_ms >= self.seek
-            && hour_ms.saturating_add(HOUR_MS) <= self.end
-            && self.last.is_none_or(|l| l < hour_ms)
+            && (len_ms == HOUR_MS || len_ms == self.interval || merges_exactly(self.agg))
+            && start_ms.rem_euclid(len_ms) == 0
+            && start_ms >= self.seek
+            && start_ms.saturating_add(len_ms) <= self.end
+            && self.last.is_none_or(|l| l < start_ms)
     }
 
     /// Adds the partial of every value of the hour starting at `hour_ms`,
@@ -480,22 +495,35 @@ impl BucketSink {
         partial: &Partial,
         budget: &QueryBudget,
     ) -> Result<(), QueryError> {
-        if !self.takes_hour(hour_ms) {
+        self.push_span(hour_ms, HOUR_MS, partial, budget)
+    }
+
+    /// Adds the partial of every value in `[start_ms, start_ms + len_ms)`,
+    /// in time order with [`BucketSink::push`]; an error unless
+    /// [`BucketSink::takes_span`].
+    pub fn push_span(
+        &mut self,
+        start_ms: i64,
+        len_ms: i64,
+        partial: &Partial,
+        budget: &QueryBudget,
+    ) -> Result<(), QueryError> {
+        if !self.takes_span(start_ms, len_ms) {
             return Err(QueryError::Execution(
-                "internal error: an hour's partial that its bucket cannot take".into(),
+                "internal error: a span's partial that its bucket cannot take".into(),
             ));
         }
         if partial.is_empty() {
             return Ok(());
         }
-        if !(hour_ms < self.bucket_end && hour_ms >= self.bucket_start) {
-            self.open(hour_ms, budget)?;
+        if !(start_ms < self.bucket_end && start_ms >= self.bucket_start) {
+            self.open(start_ms, budget)?;
         }
         if let Held::Fold(f) = &mut self.held {
             f.push_hour(partial);
         }
-        // The hour's points are all before its end.
-        self.last = Some(hour_ms + HOUR_MS - 1);
+        // The span's points are all before its end.
+        self.last = Some(start_ms + len_ms - 1);
         Ok(())
     }
 

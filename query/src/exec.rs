@@ -90,6 +90,9 @@ pub struct FetchRequest<'a> {
     /// A downsample the source may apply while it reads, series by series
     /// ([`Series::downsampled`]); a source may ignore it.
     pub downsample: Option<crate::downsample::Pushdown>,
+    /// Whether the source may answer the pushdown's buckets from rollup
+    /// tiers (values it keeps per interval and series).
+    pub rollup_usage: crate::rollup::RollupUsage,
     /// The query's budget: call [`QueryBudget::take_points`] for the points
     /// read and stop scanning when it returns false; check
     /// [`QueryBudget::check`] now and then in long scans.
@@ -279,6 +282,7 @@ fn run_sub_query(
             .downsample
             .as_ref()
             .and_then(crate::downsample::Pushdown::of),
+        rollup_usage: sub.rollup_usage,
         budget,
     };
     let taken_before = budget.points_taken();

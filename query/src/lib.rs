@@ -22,6 +22,7 @@
 //! * [`calendar`] — time-zone lookup (bundled tz database) and Java `Calendar` arithmetic.
 //! * `civil` — proleptic-Gregorian day arithmetic in UTC.
 //! * [`filter`] — the seven tag-value filter types and legacy `tags` conversion.
+//! * [`rollup`] — the `rollupUsage` option (may a source answer from rollup tiers).
 //! * [`partial`] — per-hour partial aggregates of a downsample bucket (whole hours may come summarised).
 //! * [`aggregate`] — the 35 aggregators, integer and double modes.
 //! * [`budget`] — the per-query budget (points, held values, deadline, cancellation).
@@ -85,6 +86,7 @@ pub mod partial;
 pub mod rate;
 pub mod render;
 pub mod request;
+pub mod rollup;
 pub mod time;
 
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};

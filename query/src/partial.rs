@@ -150,6 +150,14 @@ pub fn decomposes(agg: Aggregator) -> bool {
     Partial::EMPTY.value(agg).is_some()
 }
 
+/// True if `agg`'s value of merged partials is the same whichever way
+/// the merges are grouped: counts, extremes and first/last values, not
+/// the sums (floating-point addition does not associate).
+pub fn merges_exactly(agg: Aggregator) -> bool {
+    use Aggregator::*;
+    matches!(agg, Count | Min | Max | Mimmin | Mimmax | First | Last)
+}
+
 /// A bucket's values folded per hour row and merged (the module's rule).
 #[derive(Debug, Clone, Copy)]
 pub struct HourFold {
@@ -184,8 +192,8 @@ impl HourFold {
         self.hour.push(v);
     }
 
-    /// Adds a whole hour's partial (after every value of earlier hours and
-    /// none of its own hour).
+    /// Adds a whole hour's partial, or a span of whole hours' merged in
+    /// order (after every value of earlier hours and none of its own).
     pub fn push_hour(&mut self, hour_partial: &Partial) {
         self.done.merge(&self.hour);
         self.hour = Partial::EMPTY;

@@ -19,7 +19,8 @@
 //! metric" rule at execution (it needs the metric UID width).
 //!
 //! Not supported (clear 400s instead of silently wrong data): histogram /
-//! percentile queries. Rollup/pre-aggregate options are ignored.
+//! percentile queries. Pre-aggregate options are ignored; `rollupUsage` (and
+//! the `rollup_*` modifier) is kept for the source.
 
 use serde_json::{Map, Value};
 
@@ -86,6 +87,8 @@ pub struct SubQuery {
     pub filters: Vec<TagFilter>,
     /// Series must carry exactly the filtered tag keys.
     pub explicit_tags: bool,
+    /// Whether rollup tiers may answer (`rollupUsage`, `rollup_*`).
+    pub rollup_usage: crate::rollup::RollupUsage,
 }
 
 /// A query before validation: strings as the client sent them.
@@ -118,6 +121,7 @@ struct RawSubQuery {
     filters: Vec<TagFilter>,
     explicit_tags: bool,
     histogram: bool,
+    rollup_usage: crate::rollup::RollupUsage,
 }
 
 // ------------------------------------------------------------------ JSON --
@@ -167,6 +171,9 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
         downsample: opt_string(obj, "downsample")?,
         rate: opt_bool(obj, "rate")?,
         explicit_tags: opt_bool(obj, "explicitTags")?,
+        rollup_usage: opt_string(obj, "rollupUsage")?
+            .map(|u| crate::rollup::RollupUsage::parse(&u))
+            .unwrap_or_default(),
         ..RawSubQuery::default()
     };
     for tsuid in opt_array(obj, "tsuids")? {
@@ -396,8 +403,10 @@ fn apply_modifier(sub: &mut RawSubQuery, part: &str, metric_query: bool) -> Resu
         sub.histogram = true;
     } else if metric_query && lower.starts_with("explicit_tags") {
         sub.explicit_tags = true;
+    } else if metric_query && lower.starts_with("rollup_") {
+        sub.rollup_usage = crate::rollup::RollupUsage::parse(part);
     }
-    // `pre-agg` and `rollup_*` need rollup tables we don't have: ignored.
+    // `pre-agg` needs pre-aggregate tables hourglass does not keep: ignored.
     Ok(())
 }
 
@@ -635,6 +644,7 @@ fn validate_sub(
         rate: raw.rate.then(|| raw.rate_options.unwrap_or_default()),
         filters,
         explicit_tags: raw.explicit_tags,
+        rollup_usage: raw.rollup_usage,
     })
 }
 
@@ -758,9 +768,12 @@ mod tests {
         // `all` must be written with a leading digit
         assert!(get_ok("sum:0all-sum:m").downsample.is_some());
         assert!(get_ok("sum:all-sum:m").downsample.is_none());
-        // unknown modifiers and rollup options are ignored
+        // unknown modifiers and pre-agg are ignored; rollup_* is kept
         let s = get_ok("sum:whatever:pre-agg:rollup_raw:m");
         assert!(s.downsample.is_none() && s.rate.is_none());
+        assert_eq!(s.rollup_usage, crate::rollup::RollupUsage::Raw);
+        let s = get_ok("sum:1d-max:m");
+        assert_eq!(s.rollup_usage, crate::rollup::RollupUsage::NoFallback);
     }
 
     #[test]

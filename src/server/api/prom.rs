@@ -430,6 +430,7 @@ fn run_query(
             metric,
             filters: &filters,
             explicit_tags: false,
+            rollup_usage: hourglass_query::rollup::RollupUsage::Raw,
             tsuids: None,
             scan_start_ms: start,
             scan_end_ms: end.saturating_add(1),
