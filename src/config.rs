@@ -34,6 +34,7 @@ pub struct Config {
     pub head: HeadConfig,
     pub query: QueryConfig,
     pub retention: RetentionConfig,
+    pub rollup: RollupConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -88,6 +89,109 @@ impl Default for RetentionConfig {
         Self {
             ttl: "0".into(),
             metrics: Default::default(),
+        }
+    }
+}
+
+/// `[rollup]`: the rollup tiers hourglass computes from the hours it
+/// flushes (`docs/rollups.md`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RollupConfig {
+    pub enabled: bool,
+    /// Finest first: `1h`, then intervals that are multiples of the one
+    /// before (whole hours dividing a day, or whole days).
+    pub tiers: Vec<RollupTierConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RollupTierConfig {
+    pub interval: String,
+    /// How long the tier's values are kept (`0` = forever), as
+    /// `retention.ttl`.
+    #[serde(default = "forever")]
+    pub ttl: String,
+}
+
+fn forever() -> String {
+    "0".into()
+}
+
+/// Most tiers a configuration may ask for.
+pub const MAX_ROLLUP_TIERS: usize = 8;
+
+impl RollupConfig {
+    /// The tiers as (interval, TTL) in seconds (`None` = forever), finest
+    /// first, checked: the first is `1h`, each next a multiple of the one
+    /// before that divides a day or is whole days. None when rollups are
+    /// off.
+    pub fn tiers(&self) -> Result<Vec<(u32, Option<u64>)>, ConfigError> {
+        const HOUR: u32 = 3600;
+        const DAY: u32 = 86_400;
+        if !self.enabled {
+            return Ok(Vec::new());
+        }
+        let bad = |m: String| ConfigError::Invalid(format!("rollup.tiers: {m}"));
+        if self.tiers.len() > MAX_ROLLUP_TIERS {
+            return Err(bad(format!(
+                "at most {MAX_ROLLUP_TIERS} tiers, got {}",
+                self.tiers.len()
+            )));
+        }
+        let mut out: Vec<(u32, Option<u64>)> = Vec::new();
+        for t in &self.tiers {
+            let interval = parse_ttl(&t.interval)
+                .map_err(|e| bad(format!("interval: {e}")))?
+                .ok_or_else(|| bad("interval \"0\" is not an interval".into()))?;
+            let ttl = parse_ttl(&t.ttl).map_err(|e| bad(format!("ttl of {}: {e}", t.interval)))?;
+            let interval = u32::try_from(interval)
+                .ok()
+                .filter(|i| *i <= 366 * DAY)
+                .ok_or_else(|| bad(format!("interval {} is longer than a year", t.interval)))?;
+            match out.last() {
+                None if interval != HOUR => {
+                    return Err(bad(format!(
+                        "the first tier must be \"1h\" (the others are built from it), got {:?}",
+                        t.interval
+                    )));
+                }
+                Some((prev, _)) if interval <= *prev || !interval.is_multiple_of(*prev) => {
+                    return Err(bad(format!(
+                        "interval {} is not a multiple of the tier before it ({prev}s)",
+                        t.interval
+                    )));
+                }
+                _ => {}
+            }
+            if (interval < DAY && !DAY.is_multiple_of(interval))
+                || (interval > DAY && !interval.is_multiple_of(DAY))
+            {
+                return Err(bad(format!(
+                    "interval {} must divide a day or be whole days",
+                    t.interval
+                )));
+            }
+            out.push((interval, ttl));
+        }
+        Ok(out)
+    }
+}
+
+impl Default for RollupConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            tiers: vec![
+                RollupTierConfig {
+                    interval: "1h".into(),
+                    ttl: "0".into(),
+                },
+                RollupTierConfig {
+                    interval: "1d".into(),
+                    ttl: "0".into(),
+                },
+            ],
         }
     }
 }
@@ -542,6 +646,7 @@ impl Config {
         }
         parse_ttl(&self.retention.ttl)
             .map_err(|e| ConfigError::Invalid(format!("retention.ttl: {e}")))?;
+        self.rollup.tiers()?;
         for (metric, ttl) in &self.retention.metrics {
             parse_ttl(ttl)
                 .map_err(|e| ConfigError::Invalid(format!("retention.metrics.{metric:?}: {e}")))?;

@@ -1,7 +1,9 @@
 //! Failpoints for fault-injection tests: named places in the I/O paths
-//! (`wal_fsync`, `table_fsync`, `store_log_fsync`, `manifest_write`) that
+//! (`wal_fsync`, `table_fsync`, `store_log_fsync`, `manifest_write`,
+//! `delete_store`) that
 //! can be told to fail, so tests can show what the engine does when a disk
-//! refuses a write or an fsync.
+//! refuses a write or an fsync, and places where the process can be made
+//! to die (`rollup_before`, `rollup_between`: [`crash`]).
 //!
 //! Configured by the environment variable `HOURGLASS_FAILPOINTS`, read once:
 //! `name=N[,name=N…]` lets the first `N` calls of `name` succeed and fails
@@ -73,6 +75,18 @@ pub fn check(name: &str) -> std::io::Result<()> {
         Err(std::io::Error::other(format!(
             "injected failure at failpoint {name} (HOURGLASS_FAILPOINTS)"
         )))
+    }
+}
+
+/// Ends the process at once, as `kill -9` would, if the failpoint `name`
+/// is armed and has used up its successes, after running `before` (to make
+/// some writes durable first): for crash tests that must stop the server
+/// between two writes no signal could be timed to fall between.
+pub fn crash(name: &str, before: impl FnOnce()) {
+    if check(name).is_err() {
+        before();
+        eprintln!("failpoint {name}: aborting the process (HOURGLASS_FAILPOINTS)");
+        std::process::abort();
     }
 }
 

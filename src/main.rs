@@ -4,6 +4,7 @@
 //!   [--bigtable-table-prefix X]`
 //! * `hourglass fsck [--config FILE] [--data-dir DIR] [--repair]`
 //! * `hourglass compact [--config FILE] [--data-dir DIR]`
+//! * `hourglass rollup rebuild [--config FILE] [--data-dir DIR] [--from TIME]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -114,6 +115,26 @@ enum Command {
         #[command(flatten)]
         at: Location,
     },
+    /// Rollup tiers of a stopped server's data directory.
+    Rollup {
+        #[command(subcommand)]
+        action: RollupAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum RollupAction {
+    /// Compute the tiers of every stored hour (data written before the
+    /// tiers were configured) and let queries read them.
+    Rebuild {
+        #[command(flatten)]
+        at: Location,
+        /// Only hours from this time on (as a query's `start`: seconds
+        /// since the epoch, `YYYY/MM/DD-HH:MM:SS` UTC, `30d-ago`); default:
+        /// all.
+        #[arg(long)]
+        from: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -128,6 +149,9 @@ fn main() -> ExitCode {
         Command::Serve { at, port, bind } => serve(at, port, bind),
         Command::Fsck { at, repair } => fsck(at, repair),
         Command::Compact { at } => compact(at),
+        Command::Rollup {
+            action: RollupAction::Rebuild { at, from },
+        } => rollup_rebuild(at, from),
     };
     match result {
         Ok(code) => code,
@@ -176,6 +200,32 @@ fn compact(at: Location) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn rollup_rebuild(
+    at: Location,
+    from: Option<String>,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let cfg = at.load()?;
+    let from = match from.as_deref() {
+        None => 0,
+        Some(t) => parse_from(t)?,
+    };
+    let hours = hourglass::tools::rollup::rebuild(&cfg, from)?;
+    println!("rollup rebuild: {hours} stored hour(s) rolled up; tiers complete from {from}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--from`: a time as `/api/query` reads `start` (seconds or
+/// milliseconds since the epoch, `YYYY/MM/DD-HH:MM:SS`, `30d-ago`), UTC.
+fn parse_from(t: &str) -> Result<u32, Box<dyn std::error::Error>> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let ms =
+        hourglass_query::time::parse_time(t, now_ms).map_err(|e| format!("--from {t:?}: {e}"))?;
+    u32::try_from(ms.div_euclid(1000))
+        .map_err(|_| format!("--from {t:?}: before 1970 or after 2106").into())
 }
 
 fn serve(

@@ -29,6 +29,8 @@ pub struct Metrics {
     pub deletes: IntCounter,
     pub flushes: IntCounter,
     pub flushed_rows: IntCounter,
+    pub rollup_values: IntCounter,
+    pub rollup_reads: IntCounter,
     pub query_seconds: Histogram,
 }
 
@@ -151,6 +153,16 @@ impl Metrics {
                 &r,
                 "hourglass_flushed_rows_total",
                 "Hour rows written to storage",
+            ),
+            rollup_values: counter(
+                &r,
+                "hourglass_rollup_hours_total",
+                "Stored hours whose rollup tier values were computed",
+            ),
+            rollup_reads: counter(
+                &r,
+                "hourglass_rollup_values_read_total",
+                "Rollup tier values read by queries",
             ),
             query_seconds,
             registry: r,

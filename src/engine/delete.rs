@@ -7,7 +7,9 @@
 //! 2. The head drops the points.
 //! 3. Each stored row of those series in the range gets a tombstone cell
 //!    (`codec::row`), which hides the points of older cells and is resolved
-//!    by the next compaction of the window.
+//!    by the next compaction of the window; the rollup tiers of those hours
+//!    are computed again. A restart redoes this step for the deletes the
+//!    WAL replays.
 //!
 //! The flush lock is held throughout, so no flush can write points the
 //! delete has already removed from the head.
@@ -69,6 +71,28 @@ impl Engine {
                 head.delete(key, start_ms, end_ms);
             }
         }
+        // Crash tests: the delete logged, the store not yet changed.
+        crate::failpoint::check("delete_store").map_err(|source| {
+            crate::storage::StorageError::Io {
+                path: std::path::PathBuf::from("<delete>"),
+                source,
+            }
+        })?;
+        self.delete_stored(series_keys, start_ms, end_ms)
+    }
+
+    /// The store's part of a delete: a tombstone on each stored row of the
+    /// series in the range (on a shared store, the rows rewritten), and the
+    /// rollup tiers of those hours recomputed. Idempotent: a restart runs
+    /// it again for every delete the WAL replays, so a crash between the
+    /// WAL record and the end of this leaves neither points nor tier values
+    /// that the delete removed.
+    pub(super) fn delete_stored(
+        &self,
+        series_keys: &[Vec<u8>],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<usize, EngineError> {
         // Stored rows of these series in the range: one scan per (salt,
         // metric) prefix over the hours, keeping the rows of the series.
         let layout = self.layout;
@@ -131,6 +155,16 @@ impl Engine {
                 })
                 .collect())
         })?;
+        let series: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|(key, _)| layout.series_of_row(key))
+            .collect();
+        let hours: Vec<(&[u8], u32)> = series
+            .iter()
+            .zip(&rows)
+            .map(|(s, (_, base))| (s.as_slice(), *base))
+            .collect();
+        self.roll_up(&hours)?;
         self.metrics.deletes.inc();
         Ok(n)
     }

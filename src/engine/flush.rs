@@ -5,7 +5,9 @@
 //! point for an hour already in the store becomes a second cell of that
 //! row, and compaction merges the two. While the write runs the hours stay
 //! readable as "frozen" rows; on failure they go back into the head, under
-//! anything that arrived meanwhile. Once stored, each series' newest hour
+//! anything that arrived meanwhile. The rollup tiers of the written hours
+//! are computed before the rows leave the head (`engine::rollup`). Once
+//! stored, each series' newest hour
 //! is recorded in the series index (`record_newest`), where
 //! `/api/query/last` finds it after a restart.
 
@@ -41,7 +43,11 @@ impl Engine {
         if frozen.is_empty() {
             return Ok(0);
         }
-        let result = self.write_frozen(&frozen);
+        // The tiers are computed before the hours leave the head: a query
+        // reads a tier only for hours the head no longer holds.
+        let result = self
+            .write_frozen(&frozen)
+            .and_then(|rows| self.roll_up_frozen(&frozen).map(|()| rows));
         let mut head = self.head();
         match &result {
             Ok(_) => head.unfreeze(&frozen),
@@ -104,6 +110,22 @@ impl Engine {
             Some(e) => Err(e),
             None => Ok(count),
         }
+    }
+
+    /// Computes the rollup tiers of the hours a flush wrote (embedded
+    /// store only). On failure the hours go back into the head and the
+    /// next flush writes them again, tiers included.
+    fn roll_up_frozen(&self, frozen: &Frozen) -> Result<(), EngineError> {
+        if self.tiers.is_empty() || self.log.is_none() {
+            return Ok(());
+        }
+        let hours: Vec<(&[u8], u32)> = frozen
+            .rows
+            .values()
+            .flatten()
+            .map(|(key, hour)| (&key[..], hour.base))
+            .collect();
+        self.roll_up(&hours)
     }
 
     /// Records in the series index the newest hour this flush stored for

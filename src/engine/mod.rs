@@ -24,6 +24,8 @@
 //!   reads of hour rows.
 //! * [`delete`] — point deletes (WAL record, head, store tombstones).
 //! * [`retention`] — TTLs per metric.
+//! * [`rollup`] — rollup tiers: computed as hours are flushed, read by
+//!   downsampled queries in place of the points.
 //! * [`row_compactor`] — how the store's compaction merges a row's cells.
 //! * [`clock`] — wall-clock time, replaceable in tests.
 //!
@@ -52,6 +54,7 @@ mod open;
 mod pending;
 mod read;
 pub mod retention;
+pub mod rollup;
 mod row_compactor;
 mod shared;
 pub mod wal;
@@ -150,6 +153,8 @@ pub struct Engine {
     series_cache: Cache<Box<str>, (u32, u32)>,
     flush_lock: Mutex<()>,
     retention: Arc<Retention>,
+    /// Rollup tiers (none on a shared store or when `[rollup]` is off).
+    tiers: rollup::Tiers,
     clock: Arc<dyn Clock>,
     settings: Settings,
     wake: (Mutex<bool>, Condvar),

@@ -27,6 +27,9 @@ use crate::metrics::Metrics;
 use crate::storage::Store;
 use crate::uid::{UidError, Uids};
 
+/// A delete the WAL replayed: series keys, start and end (ms).
+type ReplayedDelete = (Vec<Vec<u8>>, i64, i64);
+
 /// Points applied per sorted batch during WAL replay (24 bytes each).
 const REPLAY_BATCH: usize = 1 << 18;
 
@@ -73,9 +76,17 @@ impl Engine {
             Arc::clone(&uids),
         )));
         let mut head = Head::default();
+        // Deletes the WAL replays, redone on the store once the engine is up.
+        let mut deletes: Vec<ReplayedDelete> = Vec::new();
         let log = match lock_file {
             Some(lock_file) if !store.shared() => Some(Self::open_local(
-                cfg, &data_dir, &store, &layout, &mut head, lock_file,
+                cfg,
+                &data_dir,
+                &store,
+                &layout,
+                &mut head,
+                lock_file,
+                &mut deletes,
             )?),
             _ => {
                 // Every acknowledged point is in the shared store already;
@@ -105,6 +116,14 @@ impl Engine {
             })?;
         metrics.head_points.set(head.points as i64);
         metrics.head_series.set(head.series_count() as i64);
+        // Rollup tiers are the embedded store's: a shared store's rows are
+        // written by every node, which no single flush sees.
+        let tiers = if log.is_some() {
+            super::rollup::Tiers::from_config(&cfg.rollup)?
+        } else {
+            super::rollup::Tiers::default()
+        };
+        let fresh = log.is_some() && store.stats().data_files == 0;
         let engine = Arc::new(Self {
             layout,
             data_dir,
@@ -115,6 +134,7 @@ impl Engine {
             series_cache: Cache::new(cfg.head.max_series.clamp(1024, 1 << 24)),
             flush_lock: Mutex::new(()),
             retention,
+            tiers,
             clock,
             settings: Settings {
                 flush_grace_secs: cfg.head.flush_grace_secs as i64,
@@ -134,6 +154,10 @@ impl Engine {
                 .set_hook(Box::new(super::write::ApplyDurable(Arc::downgrade(
                     &engine,
                 ))));
+            engine.load_tier_state(fresh)?;
+            for (keys, start_ms, end_ms) in deletes {
+                engine.delete_stored(&keys, start_ms, end_ms)?;
+            }
         }
         Ok(engine)
     }
@@ -148,6 +172,7 @@ impl Engine {
         layout: &KeyLayout,
         head: &mut Head,
         lock_file: File,
+        deletes: &mut Vec<ReplayedDelete>,
     ) -> Result<LocalLog, EngineError> {
         let layout = *layout;
         let repair = cfg.storage.repair;
@@ -218,6 +243,7 @@ impl Engine {
                 } => {
                     apply(head, &mut batch);
                     head.delete(series_key, start_ms, end_ms);
+                    deletes.push((vec![series_key.to_vec()], start_ms, end_ms));
                 }
             },
         )?;

@@ -54,6 +54,7 @@ fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
         metric,
         filters: &[],
         explicit_tags: false,
+        rollup_usage: hourglass_query::rollup::RollupUsage::Raw,
         scan_start_ms: start_ms,
         scan_end_ms: end_ms,
         downsample: None,
@@ -524,10 +525,19 @@ mod model {
             let got = read_metric(e, METRICS[m], 0, 4_000_000_000_000);
             let want = visible(oracle, m, now - ttl_ms[m]);
             prop_assert_eq!(got, want, "metric {}", METRICS[m]);
-            // Downsampling applied while the engine decodes (and whole
-            // hours taken from cell summaries) gives what the query
-            // computes from the raw points.
+            // Downsampling applied while the engine decodes (whole hours
+            // taken from cell summaries, whole intervals from the rollup
+            // tiers) gives what the query computes from the raw points,
+            // over the window the raw points are kept for: the scan window
+            // (which reaches back to the first bucket's start) begins after
+            // the retention horizon (the tiers outlive the points:
+            // `rollups_outlive_the_raw_points`).
+            let horizon_s = ((now - ttl_ms[m]) / 1000).max(0);
             for ds in [
+                "2d-max",
+                "1d-avg",
+                "2d-count",
+                "1d-last",
                 "1h-max",
                 "3h-min",
                 "10m-avg",
@@ -544,7 +554,18 @@ mod model {
             ] {
                 let q = hourglass_query::parse_query_string(
                     &[
-                        ("start".to_string(), "0".to_string()),
+                        (
+                            "start".to_string(),
+                            {
+                                let interval = hourglass_query::time::parse_duration(
+                                    ds.split('-').next().unwrap_or_default(),
+                                )
+                                .unwrap()
+                                    / 1000;
+                                (horizon_s.div_euclid(interval) + 1) * interval + 1
+                            }
+                            .to_string(),
+                        ),
                         (
                             "m".to_string(),
                             format!("sum:{ds}:{}{{host=*}}", METRICS[m]),
@@ -823,4 +844,208 @@ fn series_index_survives_crashes_around_checkpoints() {
     let e = open(&c, &clock);
     assert_eq!(lookup_hosts(&e, "e.m"), ["a", "b"]);
     assert_eq!(lookup_hosts(&e, "e.n"), ["a", "b"]);
+}
+
+/// Ten days of two-decimal gauges (a NaN and a -0.0 among them) for two
+/// hosts, in table files after a restart, with a late point and a deleted
+/// range: every decomposing aggregator over whole hours, days and weeks
+/// answers from the rollup tiers as from the raw points, to the bit, while
+/// reading a value per tier interval; `rollupUsage=ROLLUP_RAW` reads the
+/// stored hours instead.
+#[test]
+fn rollup_tiers_answer_as_the_points_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 12 * 86_400_000);
+    let c = config(dir.path());
+    let e = open(&c, &clock);
+    let day = 86_400u64;
+    let start_s = (T0_MS as u64 / 1000 / day) * day;
+    let mut x = 11u64;
+    let mut pts = Vec::new();
+    for host in ["a", "b"] {
+        let mut v = 5000i64;
+        for i in 0..10 * 1440u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v += (x % 201) as i64 - 100;
+            let value = match i {
+                100 => Value::Double(f64::NAN),
+                2000 => Value::Double(-0.0),
+                _ => Value::Double(v as f64 / 100.0),
+            };
+            pts.push(Point {
+                metric: Cow::Borrowed("r.m"),
+                timestamp: Timestamp(start_s + i * 60),
+                value,
+                tags: vec![(Cow::Borrowed("host"), Cow::Borrowed(host))],
+            });
+        }
+    }
+    for chunk in pts.chunks(5000) {
+        write(&e, chunk);
+    }
+    e.flush_closed().unwrap();
+    // A late point (a second cell in its row, so the hour's and the day's
+    // values are computed again) and a deleted range (a tombstone).
+    write(
+        &e,
+        &[point("r.m", start_s + 3 * day + 7 * 3600 + 5, 1, "a")],
+    );
+    e.flush_closed().unwrap();
+    let key = series_key(&e, "r.m", "b");
+    let del = ((start_s + 5 * day + 30 * 3600) * 1000) as i64;
+    e.delete_points(&[key], del, del + 600_000).unwrap();
+    e.shutdown().unwrap();
+    drop(e);
+    let e = open(&c, &clock);
+    let query = |ds: &str, src: &dyn SeriesSource, start: u64, end: u64| {
+        let q = hourglass_query::parse_query_string(
+            &[
+                ("start".to_string(), start.to_string()),
+                ("end".to_string(), end.to_string()),
+                ("m".to_string(), format!("sum:{ds}:r.m{{host=*}}")),
+            ],
+            clock.now_ms(),
+        )
+        .unwrap();
+        let budget = hourglass_query::QueryBudget::unlimited();
+        let r = hourglass_query::exec::execute_with_budget(&q, src, &budget).unwrap();
+        let json = String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap();
+        (json, budget.points_taken())
+    };
+    // Edges that are not whole days: hours and raw points answer there.
+    let (from, to) = (start_s + 1800, start_s + 10 * day - 7200);
+    for agg in [
+        "sum", "zimsum", "pfsum", "avg", "count", "min", "max", "mimmin", "mimmax", "first", "last",
+    ] {
+        for interval in ["1h", "1d", "2d", "7d"] {
+            let ds = format!("{interval}-{agg}");
+            let tiers_before = e.metrics().rollup_reads.get();
+            let (tiers, read) = query(&ds, e.as_ref(), from, to);
+            let (raw, read_raw) = query(&ds, &model::RawOnly(&e), from, to);
+            assert_eq!(tiers, raw, "{ds}");
+            assert!(tiers.len() > 100, "{ds}: {tiers}");
+            assert!(
+                e.metrics().rollup_reads.get() > tiers_before,
+                "{ds}: no tier value read"
+            );
+            let (stored_hours, read_hours) =
+                query(&format!("rollup_raw:{ds}"), e.as_ref(), from, to);
+            assert_eq!(stored_hours, raw, "{ds} with ROLLUP_RAW");
+            assert!(read * 10 < read_raw, "{ds}: {read} read, {read_raw} raw");
+            if interval != "1h"
+                && !(interval != "1d" && ["sum", "zimsum", "pfsum", "avg"].contains(&agg))
+            {
+                // Whole days: a value a day, not one an hour.
+                assert!(
+                    read * 4 < read_hours,
+                    "{ds}: {read} read, {read_hours} from hours"
+                );
+            }
+        }
+    }
+    e.shutdown().unwrap();
+}
+
+/// The tiers keep their values after the raw points expire: a query over
+/// the expired days answers from the tiers what it answered from the points
+/// while they were kept.
+#[test]
+fn rollups_outlive_the_raw_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let day = 86_400_000i64;
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.retention.ttl = "3d".into();
+    let e = open(&c, &clock);
+    let start_s = (T0_MS / 1000 / 86_400) * 86_400 - 2 * 86_400;
+    let pts: Vec<Point<'static>> = (0..2 * 1440u64)
+        .map(|i| point("o.m", start_s as u64 + i * 60, (i % 97) as i64, "a"))
+        .collect();
+    write(&e, &pts);
+    e.flush_closed().unwrap();
+    let query = |src: &dyn SeriesSource| {
+        let q = hourglass_query::parse_query_string(
+            &[
+                ("start".to_string(), start_s.to_string()),
+                ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
+                ("m".to_string(), "sum:1d-max:o.m".to_string()),
+            ],
+            clock.now_ms(),
+        )
+        .unwrap();
+        let r = hourglass_query::exec::execute(&q, src).unwrap();
+        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+    };
+    let kept = query(&model::RawOnly(&e));
+    assert!(kept.contains("\"dps\":{\""), "{kept}");
+    assert_eq!(query(e.as_ref()), kept);
+    // Ten days on, the points are past their TTL and compaction drops them.
+    clock.advance(10 * day);
+    e.compact(true).unwrap();
+    assert!(!query(&model::RawOnly(&e)).contains("\"dps\":{\""));
+    assert_eq!(
+        query(e.as_ref()),
+        kept,
+        "the tiers answer for the expired days"
+    );
+    e.shutdown().unwrap();
+}
+
+/// A data directory written without tiers gets them from the next interval
+/// on; until `rebuild_rollups`, queries over older data read the points
+/// (with the same answers), and after it the tiers.
+#[test]
+fn tiers_start_after_an_upgrade_and_a_rebuild_fills_the_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 5 * 86_400_000);
+    let mut c = config(dir.path());
+    c.rollup.enabled = false;
+    let start_s = (T0_MS / 1000 / 86_400) * 86_400;
+    let pts: Vec<Point<'static>> = (0..4 * 1440u64)
+        .map(|i| point("u.m", start_s as u64 + i * 60, (i % 89) as i64, "a"))
+        .collect();
+    {
+        let e = open(&c, &clock);
+        write(&e, &pts);
+        e.flush_closed().unwrap();
+        e.shutdown().unwrap();
+    }
+    c.rollup.enabled = true;
+    let e = open(&c, &clock);
+    let query = |src: &dyn SeriesSource| {
+        let q = hourglass_query::parse_query_string(
+            &[
+                ("start".to_string(), start_s.to_string()),
+                ("end".to_string(), (start_s + 4 * 86_400 - 1).to_string()),
+                ("m".to_string(), "sum:1d-min:u.m".to_string()),
+            ],
+            clock.now_ms(),
+        )
+        .unwrap();
+        let r = hourglass_query::exec::execute(&q, src).unwrap();
+        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+    };
+    let raw = query(&model::RawOnly(&e));
+    assert!(raw.contains("\"dps\":{\""), "{raw}");
+    assert_eq!(query(e.as_ref()), raw);
+    assert_eq!(
+        e.metrics().rollup_reads.get(),
+        0,
+        "no tier covers the old days"
+    );
+    assert_eq!(e.rebuild_rollups(0).unwrap(), 4 * 24);
+    assert_eq!(query(e.as_ref()), raw);
+    assert!(
+        e.metrics().rollup_reads.get() > 0,
+        "the rebuilt tiers answer"
+    );
+    e.shutdown().unwrap();
+    drop(e);
+    // The state is kept: after a restart the tiers still answer.
+    let e = open(&c, &clock);
+    assert_eq!(query(e.as_ref()), raw);
+    assert!(e.metrics().rollup_reads.get() > 0);
+    e.shutdown().unwrap();
 }

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The tables hourglass uses (OpenTSDB's `tsdb`, `tsdb-uid` and
-/// `tsdb-meta`).
+/// `tsdb-meta`, and its own rollup tiers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Table {
@@ -39,6 +39,9 @@ pub enum Table {
     Uid = 1,
     /// The series index: one row per TSUID (`engine::index`).
     Meta = 2,
+    /// Rollup tiers: per series and tier interval, the interval's
+    /// aggregates (`engine::rollup`, `docs/format/rollup-tier.md`).
+    Rollup = 3,
 }
 
 impl Table {
@@ -47,6 +50,7 @@ impl Table {
             0 => Some(Table::Data),
             1 => Some(Table::Uid),
             2 => Some(Table::Meta),
+            3 => Some(Table::Rollup),
             _ => None,
         }
     }

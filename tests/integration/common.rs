@@ -218,6 +218,32 @@ impl Server {
         Ok(())
     }
 
+    /// Waits up to `within` for the process to end by itself (a
+    /// failpoint's abort); true if it did.
+    #[allow(dead_code)]
+    pub fn wait_exit(&mut self, within: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            match self.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(_))) | None => {
+                    self.child = None;
+                    return true;
+                }
+                _ => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        false
+    }
+
+    /// The environment of later restarts.
+    #[allow(dead_code)]
+    pub fn set_env(&mut self, env: &[(&str, &str)]) {
+        self.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)

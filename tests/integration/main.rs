@@ -15,5 +15,6 @@ mod http_api;
 mod protocols;
 mod query;
 mod robustness;
+mod rollup;
 mod telnet;
 mod timestamps;

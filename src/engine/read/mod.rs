@@ -6,6 +6,11 @@
 //! flushed and the head on top (newest point of an instant wins; on a
 //! shared store the store alone answers: it holds every node's points). Points
 //! older than the metric's retention horizon are never returned.
+//!
+//! With a downsample pushdown the window is cut into segments
+//! (`rollup::plan`): raw rows here, rollup tier values in `tier`.
+
+mod tier;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -15,6 +20,7 @@ use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
 use super::Engine;
+use super::rollup;
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
 use crate::hashing::BytesMap;
@@ -154,10 +160,13 @@ struct Scan<'a> {
     end_ms: i64,
     /// Nothing older than this is returned (retention).
     horizon_ms: i64,
-    /// A downsample to apply while decoding, for series with no points in
-    /// memory (those in `raw` keep their points for the merge).
+    /// A downsample to apply while decoding. A series with points in
+    /// memory (`raw`) has its rows before `memory_from_ms` downsampled
+    /// while read, and keeps the later ones as points for the merge.
     pushdown: Option<Pushdown>,
     raw: &'a HashMap<Vec<u8>, MemSeries>,
+    /// The first hour (ms) any series of `raw` holds in memory.
+    memory_from_ms: i64,
     pf: &'a Prefilter,
     budget: &'a QueryBudget,
 }
@@ -302,6 +311,15 @@ fn feed_row(
     }
 }
 
+/// An hour base in ms; `u32::MAX` (none) is `i64::MAX`.
+fn first_ms(base: u32) -> i64 {
+    if base == u32::MAX {
+        i64::MAX
+    } else {
+        i64::from(base) * 1000
+    }
+}
+
 /// Points a scan range reads between two charges to the query budget.
 const TAKE_BATCH: usize = 4096;
 /// Rows a scan range reads between two charges (and deadline checks).
@@ -356,6 +374,35 @@ fn collect_notes(
     }
 }
 
+/// What one salt bucket's scans found: the series, a decode buffer, the
+/// current series key, and the points and rows read but not yet charged.
+type Slot = (FoundMap, Vec<DecodedPoint>, Vec<u8>, (usize, usize));
+
+/// Sets `key` to the series key of `row` (whose tag section is `tags`),
+/// without allocating for a series seen before, and makes the series'
+/// entry on first sight: with a sink when the fetch has a pushdown, else
+/// prepared for points by `fresh`.
+fn enter_series(
+    local: &mut FoundMap,
+    key: &mut Vec<u8>,
+    layout: &KeyLayout,
+    row: &[u8],
+    tags: &[u8],
+    scan: &Scan<'_>,
+    fresh: impl FnOnce(&mut Found),
+) {
+    key.clear();
+    key.extend_from_slice(&row[..layout.prefix_width()]);
+    key.extend_from_slice(tags);
+    if !local.contains_key(key.as_slice()) {
+        let f = local.entry(key.clone()).or_default();
+        match scan.pushdown {
+            Some(p) => f.sink = Some(BucketSink::new(p, scan.start_ms, scan.end_ms)),
+            None => fresh(f),
+        }
+    }
+}
+
 impl Engine {
     fn prefilter(&self, req: &FetchRequest<'_>) -> Result<Prefilter, SourceError> {
         let uids = self.uids();
@@ -403,20 +450,49 @@ impl Engine {
         Ok(pf)
     }
 
-    /// Points (and annotations) per series key from the store: one range
-    /// per salt bucket, which the store scans in parallel; tag filters are
-    /// checked on row keys before any cell is read.
-    fn scan_store(&self, scan: &Scan<'_>) -> Result<FoundMap, SourceError> {
-        let layout = *self.layout();
+    /// The found series of one slot per salt bucket, shared by the scans
+    /// of a fetch's segments (a series always falls in the same bucket).
+    fn new_slots(&self) -> Vec<Mutex<Slot>> {
+        let layout = self.layout();
         let buckets = if layout.salt_width == 0 {
             1
         } else {
             layout.salt_buckets as usize
         };
-        let ranges: Vec<KeyRange> = (0..buckets as u32)
+        (0..buckets).map(|_| Mutex::default()).collect()
+    }
+
+    /// Everything the scans found, the budget charged for the rest.
+    fn collect_slots(slots: Vec<Mutex<Slot>>, scan: &Scan<'_>) -> FoundMap {
+        let mut all = FoundMap::default();
+        for slot in slots {
+            let (m, _, _, (uncharged, _)) = slot
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // The rest is charged too: the query layer then reports a
+            // limit that this last batch crossed.
+            scan.take(uncharged);
+            all.extend(m);
+        }
+        all
+    }
+
+    /// Points (and annotations) per series key from the store's rows with
+    /// base hours in `[lo, hi)`: one range per salt bucket, which the store
+    /// scans in parallel; tag filters are checked on row keys before any
+    /// cell is read.
+    fn scan_store(
+        &self,
+        scan: &Scan<'_>,
+        lo: u32,
+        hi: u32,
+        slots: &[Mutex<Slot>],
+    ) -> Result<(), SourceError> {
+        let layout = *self.layout();
+        let ranges: Vec<KeyRange> = (0..slots.len() as u32)
             .map(|b| KeyRange {
-                start: layout.scan_key(b, scan.metric, scan.lo),
-                end: layout.scan_key(b, scan.metric, scan.hi),
+                start: layout.scan_key(b, scan.metric, lo),
+                end: layout.scan_key(b, scan.metric, hi),
             })
             .collect();
         let filter = |row: &[u8]| {
@@ -431,8 +507,6 @@ impl Engine {
         // TAKE_BATCH points or TAKE_ROWS rows of a range, not once per row,
         // which mattered once a row can be one summary value; rows without
         // points still bring the deadline and cancellation checks round.
-        type Slot = (FoundMap, Vec<DecodedPoint>, Vec<u8>, (usize, usize));
-        let slots: Vec<Mutex<Slot>> = (0..buckets).map(|_| Mutex::default()).collect();
         self.store
             .scan_ranges(Table::Data, &ranges, &filter, &|i, row, cells| {
                 let Some(parts) = layout.parse_row_key(row) else {
@@ -442,30 +516,20 @@ impl Engine {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let (local, pts, key, (uncharged, rows)) = &mut *slot;
-                // The series key without allocating for a series seen before.
-                key.clear();
-                key.extend_from_slice(&row[..layout.prefix_width()]);
-                key.extend_from_slice(parts.tags);
-                let found = match local.get_mut(key.as_slice()) {
-                    Some(f) => f,
-                    None => {
-                        let f = local.entry(key.clone()).or_default();
-                        match scan.pushdown {
-                            Some(p) if !scan.raw.contains_key(key.as_slice()) => {
-                                f.sink = Some(BucketSink::new(p, scan.start_ms, scan.end_ms));
-                            }
-                            _ => {
-                                // Room for every hour of the scan at this
-                                // row's size, so the series' points are not
-                                // moved as it grows.
-                                let hours = ((scan.hi - scan.lo) / 3600) as usize;
-                                let per_row = row_point_estimate(&cells);
-                                f.points
-                                    .reserve(hours.saturating_mul(per_row).min(MAX_PRESIZE));
-                            }
-                        }
-                        f
-                    }
+                enter_series(local, key, &layout, row, parts.tags, scan, |f| {
+                    // Room for every hour of the scan at this row's size, so
+                    // the series' points are not moved as it grows.
+                    let hours = ((hi - lo) / 3600) as usize;
+                    let per_row = row_point_estimate(&cells);
+                    f.points
+                        .reserve(hours.saturating_mul(per_row).min(MAX_PRESIZE));
+                });
+                // Rows before the memory cut go to the sink; a series with
+                // points in memory keeps the later ones for the merge.
+                let to_sink = i64::from(parts.base_time) * 1000 < scan.memory_from_ms
+                    || !scan.raw.contains_key(key.as_slice());
+                let Some(found) = local.get_mut(key.as_slice()) else {
+                    return Ok(true);
                 };
                 let corrupt = |e: crate::codec::row::RowError| {
                     // Never skip damage silently: fail the query.
@@ -476,13 +540,12 @@ impl Engine {
                     }
                 };
                 let n = match found.sink.as_mut() {
-                    Some(sink) => {
-                        feed_row(&cells, parts.base_time, scan, sink, pts).map_err(|e| match e {
+                    Some(sink) if to_sink => feed_row(&cells, parts.base_time, scan, sink, pts)
+                        .map_err(|e| match e {
                             Fed::Row(e) => corrupt(e),
                             Fed::Query(q) => crate::storage::StorageError::Damaged(q.to_string()),
-                        })?
-                    }
-                    None => {
+                        })?,
+                    _ => {
                         let before = found.points.len();
                         decode_row_into(&cells, parts.base_time, &mut found.points, pts)
                             .map_err(corrupt)?;
@@ -498,29 +561,23 @@ impl Engine {
                 *rows = 0;
                 Ok(scan.take(std::mem::take(uncharged)))
             })
-            .map_err(|e| storage_source_err(&e))?;
-        let mut all = FoundMap::default();
-        for slot in slots {
-            let (m, _, _, (uncharged, _)) = slot
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // The rest is charged too: the query layer then reports a
-            // limit that this last batch crossed.
-            scan.take(uncharged);
-            all.extend(m);
-        }
-        Ok(all)
+            .map_err(|e| storage_source_err(&e))
     }
 
     /// Points per series key held in memory (rows being flushed, then the
     /// head), in that order so newer points come later. Head hours wholly
     /// inside the window are kept as summaries when the pushdown allows it
     /// ([`HourPick`]) and the series has no rows being flushed.
-    fn scan_memory(&self, scan: &Scan<'_>) -> Result<HashMap<Vec<u8>, MemSeries>, SourceError> {
+    fn scan_memory(
+        &self,
+        scan: &Scan<'_>,
+    ) -> Result<(HashMap<Vec<u8>, MemSeries>, i64), SourceError> {
         let layout = *self.layout();
         let p = layout.prefix_width();
         let head = self.head();
         let mut out: HashMap<Vec<u8>, MemSeries> = HashMap::new();
+        // The first hour held in memory for a series of the scan.
+        let mut first = u32::MAX;
         let in_range = |base: u32| base >= scan.lo && base < scan.hi;
         for frozen in &head.frozen {
             for (key, hour) in frozen.rows.get(&scan.metric).into_iter().flatten() {
@@ -531,8 +588,9 @@ impl Engine {
                 }
                 let pts = hour.points();
                 if !scan.take(pts.len()) {
-                    return Ok(out);
+                    return Ok((out, first_ms(first)));
                 }
+                first = first.min(hour.base);
                 push_row(
                     &mut out.entry(key.to_vec()).or_default().points,
                     hour.base,
@@ -560,6 +618,7 @@ impl Engine {
             let had_frozen = out.contains_key(&e.key[..]);
             let entry = out.entry(e.key.to_vec()).or_default();
             for hour in e.hours.iter().filter(|h| in_range(h.base)) {
+                first = first.min(hour.base);
                 let base_ms = i64::from(hour.base) * 1000;
                 let summary = match (pick, hour.value_range()) {
                     (Some(pick), Some((min, max)))
@@ -573,7 +632,7 @@ impl Engine {
                 };
                 if let Some(value) = summary {
                     if !scan.take(hour.chunk.len()) {
-                        return Ok(out);
+                        return Ok((out, first_ms(first)));
                     }
                     entry.hours.push(SummaryHour {
                         base: hour.base,
@@ -584,12 +643,12 @@ impl Engine {
                 }
                 let pts = hour.points();
                 if !scan.take(pts.len()) {
-                    return Ok(out);
+                    return Ok((out, first_ms(first)));
                 }
                 push_row(&mut entry.points, hour.base, &pts);
             }
         }
-        Ok(out)
+        Ok((out, first_ms(first)))
     }
 
     fn resolve_tags(&self, series_key: &[u8]) -> Result<Vec<SeriesTag>, SourceError> {
@@ -709,70 +768,75 @@ impl SeriesSource for Engine {
             horizon_ms: horizon,
             pushdown: req.downsample,
             raw: &no_memory,
+            memory_from_ms: i64::MAX,
             pf: &pf,
             budget: req.budget,
         };
         // On a shared store every acknowledged point (every node's) is in
         // the store already: the head would only add copies.
-        let mut memory = if self.log.is_some() {
+        let (mut memory, memory_from_ms) = if self.log.is_some() {
             self.scan_memory(&scan)?
         } else {
-            HashMap::new()
+            (HashMap::new(), i64::MAX)
         };
-        // Series with points in memory keep raw points: theirs and the
-        // store's are merged below, then downsampled by the query.
+        // Series with points in memory keep their raw points from the first
+        // hour in memory on: theirs and the store's are merged below.
         scan.raw = &memory;
-        let stored = self.scan_store(&scan)?;
+        scan.memory_from_ms = memory_from_ms;
+        let segments = match req.downsample {
+            Some(p) if req.rollup_usage.uses_tiers() && !self.tiers.is_empty() => {
+                rollup::plan::plan(
+                    &self.tiers,
+                    &rollup::plan::Query {
+                        interval_ms: p.interval_ms,
+                        aggregator: p.aggregator,
+                        lo_ms: i64::from(lo) * 1000,
+                        hi_ms: i64::from(hi) * 1000,
+                        memory_from_ms,
+                        now_secs: self.now_secs(),
+                    },
+                )
+            }
+            _ => Vec::new(),
+        };
+        let slots = self.new_slots();
+        if segments.is_empty() {
+            self.scan_store(&scan, lo, hi, &slots)?;
+        }
+        for seg in &segments {
+            let secs = |ms: i64| u32::try_from(ms.div_euclid(1000)).unwrap_or(u32::MAX);
+            match seg.source {
+                rollup::plan::Source::Raw => {
+                    self.scan_store(&scan, secs(seg.lo_ms), secs(seg.hi_ms), &slots)?;
+                }
+                rollup::plan::Source::Tier(i) => {
+                    let Some(tier) = self.tiers.tiers.get(i) else {
+                        continue;
+                    };
+                    self.scan_tier(&scan, tier, seg.lo_ms, seg.hi_ms, &slots)?;
+                }
+            }
+        }
+        let stored = Self::collect_slots(slots, &scan);
         let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
-        let mut finish = |key: Vec<u8>, mut pts: Points, notes| -> Result<(), SourceError> {
-            if pts.windows(2).all(|w| w[0].0 < w[1].0) {
-                // The usual case (rows arrive in hour order, one source):
-                // trim the ends by binary search.
-                let hi = pts.partition_point(|p| p.0 < req.scan_end_ms);
-                pts.truncate(hi);
-                let lo = pts.partition_point(|p| p.0 < horizon);
-                if lo > 0 {
-                    pts.drain(..lo);
-                }
-            } else {
-                // The head overlaps the store: a stable sort keeps the later
-                // (newer) source last for equal instants; keep the window
-                // and the newest point per instant, in place.
-                pts.sort_by_key(|p| p.0);
-                let mut n = 0usize;
-                for i in 0..pts.len() {
-                    let (ts, v) = pts[i];
-                    if ts < horizon || ts >= req.scan_end_ms {
-                        continue;
-                    }
-                    if n > 0 && pts[n - 1].0 == ts {
-                        pts[n - 1].1 = v;
-                    } else {
-                        pts[n] = (ts, v);
-                        n += 1;
-                    }
-                }
-                pts.truncate(n);
-            }
-            if pts.is_empty() {
-                return Ok(());
-            }
-            out.push(Series {
-                tsuid: key[prefix..].to_vec(),
-                tags: self.resolve_tags(&key)?,
-                points: pts,
-                annotations: notes,
-                downsampled: false,
-            });
-            Ok(())
-        };
+        let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
         let mut bucketed = Vec::new();
         for (key, found) in stored {
-            if let Some(sink) = found.sink {
-                let buckets = sink
-                    .finish(req.budget)
-                    .map_err(|e| SourceError::Storage(e.to_string()))?;
+            let mut pts = found.points;
+            if let Some(mem) = memory.remove(&key) {
+                pts.extend(mem.points);
+                // The store holds this series too: its summarised hours
+                // are merged as points.
+                decode_summarised(&mem.hours, &mut pts)?;
+            }
+            if let Some(mut sink) = found.sink {
+                // Everything before the memory cut went into the sink; what
+                // follows it (the store's rows and memory) comes in order.
+                for (ts, v) in settle(pts, horizon, req.scan_end_ms) {
+                    sink.push(ts, v.as_f64(), req.budget).map_err(sink_err)?;
+                }
+                let buckets = sink.finish(req.budget).map_err(sink_err)?;
                 if !buckets.is_empty() {
                     bucketed.push(Series {
                         tsuid: key[prefix..].to_vec(),
@@ -784,18 +848,29 @@ impl SeriesSource for Engine {
                 }
                 continue;
             }
-            let mut pts = found.points;
-            if let Some(mem) = memory.remove(&key) {
-                pts.extend(mem.points);
-                // The store holds this series too: its summarised hours
-                // are merged as points.
-                decode_summarised(&mem.hours, &mut pts)?;
+            let pts = settle(pts, horizon, req.scan_end_ms);
+            if !pts.is_empty() {
+                out.push(Series {
+                    tsuid: key[prefix..].to_vec(),
+                    tags: self.resolve_tags(&key)?,
+                    points: pts,
+                    annotations: found.notes,
+                    downsampled: false,
+                });
             }
-            finish(key, pts, found.notes)?;
         }
         for (key, mem) in memory {
             if mem.hours.is_empty() {
-                finish(key, mem.points, Vec::new())?;
+                let pts = settle(mem.points, horizon, req.scan_end_ms);
+                if !pts.is_empty() {
+                    out.push(Series {
+                        tsuid: key[prefix..].to_vec(),
+                        tags: self.resolve_tags(&key)?,
+                        points: pts,
+                        annotations: Vec::new(),
+                        downsampled: false,
+                    });
+                }
                 continue;
             }
             // Only in memory, with summarised hours: the pushdown's buckets
@@ -807,7 +882,6 @@ impl SeriesSource for Engine {
             };
             let mut sink = BucketSink::new(p, req.scan_start_ms, req.scan_end_ms);
             let mut hours = mem.hours.iter().peekable();
-            let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
             for &(ts, v) in &mem.points {
                 while let Some(h) = hours.next_if(|h| i64::from(h.base) * 1000 < ts) {
                     sink.push(i64::from(h.base) * 1000, h.value, req.budget)
@@ -835,4 +909,40 @@ impl SeriesSource for Engine {
         out.extend(bucketed);
         Ok(out)
     }
+}
+
+/// A series' points as the query wants them: in time order, inside
+/// `[horizon, end)`, the newest point of an instant (the later in `pts`:
+/// memory after the store) kept.
+fn settle(mut pts: Points, horizon: i64, end: i64) -> Points {
+    if pts.windows(2).all(|w| w[0].0 < w[1].0) {
+        // The usual case (rows arrive in hour order, one source): trim the
+        // ends by binary search.
+        let hi = pts.partition_point(|p| p.0 < end);
+        pts.truncate(hi);
+        let lo = pts.partition_point(|p| p.0 < horizon);
+        if lo > 0 {
+            pts.drain(..lo);
+        }
+        return pts;
+    }
+    // The head overlaps the store: a stable sort keeps the later (newer)
+    // source last for equal instants; keep the window and the newest point
+    // per instant, in place.
+    pts.sort_by_key(|p| p.0);
+    let mut n = 0usize;
+    for i in 0..pts.len() {
+        let (ts, v) = pts[i];
+        if ts < horizon || ts >= end {
+            continue;
+        }
+        if n > 0 && pts[n - 1].0 == ts {
+            pts[n - 1].1 = v;
+        } else {
+            pts[n] = (ts, v);
+            n += 1;
+        }
+    }
+    pts.truncate(n);
+    pts
 }

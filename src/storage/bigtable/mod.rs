@@ -58,7 +58,7 @@ pub struct BigtableStore {
     rt: tokio::runtime::Runtime,
     client: BigTable,
     /// Full table names, in [`Table`] order.
-    names: [String; 3],
+    names: [String; 4],
     app_profile: String,
     timeout: Duration,
     max_mutations: usize,
@@ -162,7 +162,7 @@ impl BigtableStore {
             Ok(r) => r?,
             Err(e) => return Err(client_error("connecting to Bigtable", e, false)),
         };
-        let names = schema::TABLES.map(|t| {
+        let names = schema::ALL_TABLES.map(|t| {
             format!(
                 "projects/{}/instances/{}/tables/{}",
                 cfg.project,
@@ -571,11 +571,11 @@ impl Store for BigtableStore {
     }
 
     fn write(&self, batch: Vec<Mutation>, _durability: Durability) -> Result<()> {
-        let mut by_table: [Vec<Mutation>; 3] = Default::default();
+        let mut by_table: [Vec<Mutation>; 4] = Default::default();
         for m in batch {
             by_table[m.table() as usize].push(m);
         }
-        for (t, muts) in schema::TABLES.into_iter().zip(by_table) {
+        for (t, muts) in schema::ALL_TABLES.into_iter().zip(by_table) {
             if !muts.is_empty() {
                 self.mutate(t, muts)?;
             }

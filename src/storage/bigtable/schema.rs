@@ -25,8 +25,13 @@ use bigtable_rs::google::bigtable::v2::{
 use crate::codec::KeyLayout;
 use crate::storage::{Cell, KeyRange, Mutation, StorageError, Table, family};
 
-/// The three tables, in [`Table`] order.
+/// The tables created, in [`Table`] order. Rollup tiers are kept by the
+/// embedded store only (`docs/rollups.md`): their table is named but not
+/// created.
 pub const TABLES: [Table; 3] = [Table::Data, Table::Uid, Table::Meta];
+
+/// Every table, in [`Table`] order.
+pub const ALL_TABLES: [Table; 4] = [Table::Data, Table::Uid, Table::Meta, Table::Rollup];
 
 /// Bigtable table id of a table (OpenTSDB's names after the prefix).
 pub fn table_id(prefix: &str, table: Table) -> String {
@@ -34,6 +39,7 @@ pub fn table_id(prefix: &str, table: Table) -> String {
         Table::Data => "tsdb",
         Table::Uid => "tsdb-uid",
         Table::Meta => "tsdb-meta",
+        Table::Rollup => "hourglass-rollup",
     };
     format!("{prefix}{base}")
 }
@@ -44,6 +50,7 @@ pub fn families(table: Table) -> &'static [&'static str] {
         Table::Data => &["t"],
         Table::Uid => &["id", "name"],
         Table::Meta => &["name"],
+        Table::Rollup => &["t"],
     }
 }
 
@@ -85,7 +92,7 @@ pub fn cell_timestamp(layout: &KeyLayout, table: Table, row: &[u8]) -> i64 {
         Table::Data => layout
             .parse_row_key(row)
             .map_or(0, |p| i64::from(p.base_time) * 1_000_000),
-        Table::Uid | Table::Meta => 0,
+        Table::Uid | Table::Meta | Table::Rollup => 0,
     }
 }
 

@@ -1,0 +1,356 @@
+//! Computing tier values. The base (1 h) tier's value of an hour is read
+//! from the stored row as a query would read it (one native cell's
+//! summary, or the row's cells merged and folded); a coarser tier's value
+//! of an interval merges the base tier's values inside it in time order.
+//! Both are written buffered: `Engine::checkpoint` syncs the store before
+//! it lets the WAL segments go, so until a tier value is durable the points
+//! it stands for are in the WAL, and a restart flushes them again (which
+//! computes the value again).
+
+use std::collections::BTreeSet;
+
+use hourglass_query::partial::Partial;
+
+use super::{STATE_ROW, Tier};
+use crate::codec::native::{self, TierValue};
+use crate::codec::row::{self, CellKind};
+use crate::codec::{DecodedPoint, KeyLayout};
+use crate::engine::{Engine, EngineError};
+use crate::storage::{Cell, Durability, Mutation, StorageError, Table};
+
+/// The value of a stored hour row, as the read path would fold its points;
+/// `None` for a row without points.
+pub fn hour_value(
+    cells: &[Cell],
+    scratch: &mut Vec<DecodedPoint>,
+) -> Result<Option<TierValue>, row::RowError> {
+    if let [c] = cells
+        && let CellKind::Native { cell, .. } = row::classify(&c.column, &c.value)
+        && let Ok(Some(summary)) = native::cell_summary(cell)
+    {
+        let points = native::cell_point_count(cell).map_err(row::RowError::from)?;
+        return Ok(Some(TierValue {
+            points: points as u64,
+            partial: summary.partial(),
+        }));
+    }
+    scratch.clear();
+    row::decode_row(cells, scratch)?;
+    let mut partial = Partial::EMPTY;
+    for p in scratch.iter() {
+        partial.push(p.value.as_f64());
+    }
+    Ok((!partial.is_empty()).then_some(TierValue {
+        points: scratch.len() as u64,
+        partial,
+    }))
+}
+
+/// The value of an interval from the base tier's values inside it, in
+/// time order; `None` when it has none.
+fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierValue> {
+    let mut out = TierValue {
+        points: 0,
+        partial: Partial::EMPTY,
+    };
+    for v in values {
+        out.points += v.points;
+        out.partial.merge(&v.partial);
+    }
+    (!out.partial.is_empty()).then_some(out)
+}
+
+/// Hours a rebuild computes between two writes.
+const REBUILD_BATCH: usize = 65_536;
+
+fn put_or_delete(row: Vec<u8>, column: Vec<u8>, value: Option<TierValue>) -> Mutation {
+    match value {
+        Some(v) => {
+            let mut bytes = Vec::with_capacity(24);
+            v.encode(&mut bytes);
+            Mutation::Put {
+                table: Table::Rollup,
+                row,
+                column,
+                value: bytes,
+            }
+        }
+        None => Mutation::Delete {
+            table: Table::Rollup,
+            row,
+            column,
+        },
+    }
+}
+
+fn corrupt(row: &[u8], e: impl std::fmt::Display) -> EngineError {
+    EngineError::Storage(StorageError::Corrupt {
+        path: std::path::PathBuf::from("<rollup>"),
+        offset: None,
+        reason: format!("row {row:02X?}: {e}"),
+    })
+}
+
+impl Engine {
+    /// Recomputes every tier's values for the stored hours `hours` (series
+    /// key, hour base): after a flush wrote them, a delete changed them, or
+    /// for a rebuild. Reads the rows as they are in the store now.
+    pub(in crate::engine) fn roll_up(&self, hours: &[(&[u8], u32)]) -> Result<(), EngineError> {
+        if self.tiers.is_empty() || hours.is_empty() {
+            return Ok(());
+        }
+        let layout = self.layout;
+        let hours: BTreeSet<(&[u8], u32)> = hours.iter().copied().collect();
+        let hours: Vec<(&[u8], u32)> = hours.into_iter().collect();
+        let keys: Vec<Vec<u8>> = hours
+            .iter()
+            .map(|(series, base)| layout.row_key(series, *base))
+            .collect();
+        let rows = self.store.get_rows(Table::Data, &keys)?;
+        let mut scratch = Vec::new();
+        let mut values = Vec::with_capacity(hours.len());
+        for (key, cells) in keys.iter().zip(&rows) {
+            values.push(hour_value(cells, &mut scratch).map_err(|e| corrupt(key, e))?);
+        }
+        self.write_tier_values(&hours, values)
+    }
+
+    /// Writes the base tier's values of `hours` (sorted, distinct), then
+    /// every coarser tier's values of the intervals holding them.
+    fn write_tier_values(
+        &self,
+        hours: &[(&[u8], u32)],
+        values: Vec<Option<TierValue>>,
+    ) -> Result<(), EngineError> {
+        let Some(base_tier) = self.tiers.base() else {
+            return Ok(());
+        };
+        // Crash tests: the hours in table files, no tier value yet.
+        crate::failpoint::crash("rollup_before", || {});
+        let layout = self.layout;
+        let muts = hours
+            .iter()
+            .zip(values)
+            .map(|((series, base), value)| {
+                let (row, column) = base_tier.cell_of(&layout, series, *base);
+                put_or_delete(row, column, value)
+            })
+            .collect();
+        self.store.write(muts, Durability::Buffered)?;
+        for tier in &self.tiers.tiers[1..] {
+            // Crash tests: the base tier's values on disk, this tier's not.
+            crate::failpoint::crash("rollup_between", || {
+                let _ = self.store.sync();
+            });
+            self.roll_up_tier(base_tier, tier, &layout, hours)?;
+        }
+        self.metrics.rollup_values.inc_by(hours.len() as u64);
+        Ok(())
+    }
+
+    /// Computes every tier's values from the stored rows with base hours
+    /// at or after `from` (seconds), and the notes index of their
+    /// annotations; then records the tiers complete from `from`. For data
+    /// written before the tiers were configured; run on a stopped
+    /// server's data directory (`hourglass rollup rebuild`). Returns the
+    /// hours rolled up.
+    pub fn rebuild_rollups(&self, from: u32) -> Result<u64, EngineError> {
+        if self.tiers.is_empty() {
+            return Err(EngineError::Config(crate::config::ConfigError::Invalid(
+                "rollups are off (rollup.enabled = false) or the backend is shared: nothing to rebuild".into(),
+            )));
+        }
+        let layout = self.layout;
+        let mut batch: Vec<(Vec<u8>, u32, Option<TierValue>)> = Vec::new();
+        let mut notes: Vec<Mutation> = Vec::new();
+        let mut scratch = Vec::new();
+        let mut done = 0u64;
+        let flush = |batch: &mut Vec<(Vec<u8>, u32, Option<TierValue>)>,
+                     notes: &mut Vec<Mutation>|
+         -> Result<(), EngineError> {
+            batch.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            let hours: Vec<(&[u8], u32)> = batch.iter().map(|(s, b, _)| (&s[..], *b)).collect();
+            let values = batch.iter().map(|(_, _, v)| *v).collect();
+            self.write_tier_values(&hours, values)?;
+            if !notes.is_empty() {
+                self.store
+                    .write(std::mem::take(notes), Durability::Buffered)?;
+            }
+            batch.clear();
+            Ok(())
+        };
+        let mut failed: Option<EngineError> = None;
+        self.store.scan(Table::Data, &[], &[], &mut |row, cells| {
+            let Some(parts) = layout.parse_row_key(row) else {
+                return Ok(true);
+            };
+            if parts.base_time < from {
+                return Ok(true);
+            }
+            let value = match hour_value(&cells, &mut scratch) {
+                Ok(v) => v,
+                Err(e) => {
+                    failed = Some(corrupt(row, e));
+                    return Ok(false);
+                }
+            };
+            if cells
+                .iter()
+                .any(|c| row::classify(&c.column, &c.value) == CellKind::Annotation)
+            {
+                notes.push(Mutation::Put {
+                    table: Table::Rollup,
+                    row: super::notes_key(row),
+                    column: crate::storage::column(crate::storage::family::DATA, &[]),
+                    value: Vec::new(),
+                });
+            }
+            batch.push((layout.series_of_row(row), parts.base_time, value));
+            done += 1;
+            if batch.len() >= REBUILD_BATCH
+                && let Err(e) = flush(&mut batch, &mut notes)
+            {
+                failed = Some(e);
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        flush(&mut batch, &mut notes)?;
+        self.store.sync()?;
+        self.store_tier_state(from)?;
+        Ok(done)
+    }
+
+    /// A coarser tier's values for the intervals holding `hours`, from the
+    /// base tier's values.
+    fn roll_up_tier(
+        &self,
+        base_tier: &Tier,
+        tier: &Tier,
+        layout: &KeyLayout,
+        hours: &[(&[u8], u32)],
+    ) -> Result<(), EngineError> {
+        let intervals: BTreeSet<(&[u8], u32)> = hours
+            .iter()
+            .map(|(series, base)| (*series, base - base % tier.interval))
+            .collect();
+        // The base tier's rows inside each interval (a day per row).
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut ranges: Vec<std::ops::Range<usize>> = Vec::with_capacity(intervals.len());
+        for (series, start) in &intervals {
+            let first = keys.len();
+            let mut span = base_tier.span_base(*start);
+            while span < start.saturating_add(tier.interval) {
+                keys.push(base_tier.row_key(layout, series, span));
+                match span.checked_add(base_tier.span) {
+                    Some(next) => span = next,
+                    None => break,
+                }
+            }
+            ranges.push(first..keys.len());
+        }
+        let rows = self.store.get_rows(Table::Rollup, &keys)?;
+        let mut muts = Vec::with_capacity(intervals.len());
+        for ((series, start), range) in intervals.iter().zip(ranges) {
+            let end = u64::from(*start) + u64::from(tier.interval);
+            let mut values = Vec::new();
+            for (key, cells) in keys[range.clone()].iter().zip(&rows[range]) {
+                let span_base = layout.parse_row_key(&key[2..]).map_or(0, |p| p.base_time);
+                for c in cells {
+                    let Some(t) = base_tier.interval_start(span_base, &c.column) else {
+                        continue;
+                    };
+                    if t < *start || u64::from(t) >= end {
+                        continue;
+                    }
+                    values.push(TierValue::decode(&c.value).map_err(|e| corrupt(key, e))?);
+                }
+            }
+            let (row, column) = tier.cell_of(layout, series, *start);
+            muts.push(put_or_delete(row, column, merge_values(values.iter())));
+        }
+        self.store.write(muts, Durability::Buffered)?;
+        Ok(())
+    }
+
+    /// Loads each tier's "complete from" hour from the state row; a tier
+    /// the row does not know yet starts now (or at 0 when the store holds
+    /// no data: nothing predates it), and is recorded. A tier no longer
+    /// configured is forgotten: hours flushed without it have no values, so
+    /// configuring it again starts it afresh.
+    pub(in crate::engine) fn load_tier_state(&self, fresh: bool) -> Result<(), EngineError> {
+        let cells = self.store.get_row(Table::Rollup, STATE_ROW)?;
+        let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);
+        let mut muts = Vec::new();
+        for c in &cells {
+            let configured =
+                self.tiers.tiers.iter().any(|t| {
+                    c.column == crate::storage::column(crate::storage::family::DATA, &t.id())
+                });
+            if !configured {
+                muts.push(Mutation::Delete {
+                    table: Table::Rollup,
+                    row: STATE_ROW.to_vec(),
+                    column: c.column.clone(),
+                });
+            }
+        }
+        for tier in &self.tiers.tiers {
+            let column = crate::storage::column(crate::storage::family::DATA, &tier.id());
+            let stored = cells
+                .iter()
+                .find(|c| c.column == column)
+                .and_then(|c| <[u8; 4]>::try_from(&c.value[..]).ok())
+                .map(u32::from_be_bytes);
+            let from = match stored {
+                Some(t) => t,
+                None => {
+                    // Hours flushed from now on get values; the interval
+                    // holding this hour may have older hours without.
+                    let t = if fresh {
+                        0
+                    } else {
+                        let next_hour = now - now % 3600 + 3600;
+                        next_hour
+                            .div_ceil(tier.interval)
+                            .saturating_mul(tier.interval)
+                    };
+                    muts.push(Mutation::Put {
+                        table: Table::Rollup,
+                        row: STATE_ROW.to_vec(),
+                        column,
+                        value: t.to_be_bytes().to_vec(),
+                    });
+                    t
+                }
+            };
+            tier.set_complete_from(from);
+        }
+        if !muts.is_empty() {
+            self.store.write(muts, Durability::Sync)?;
+        }
+        Ok(())
+    }
+
+    /// Records that every tier is complete from `from` (seconds) on, after
+    /// a rebuild of everything before.
+    pub(in crate::engine) fn store_tier_state(&self, from: u32) -> Result<(), EngineError> {
+        let mut muts = Vec::new();
+        for tier in &self.tiers.tiers {
+            let t = from.div_ceil(tier.interval).saturating_mul(tier.interval);
+            let t = t.min(tier.complete_from());
+            muts.push(Mutation::Put {
+                table: Table::Rollup,
+                row: STATE_ROW.to_vec(),
+                column: crate::storage::column(crate::storage::family::DATA, &tier.id()),
+                value: t.to_be_bytes().to_vec(),
+            });
+            tier.set_complete_from(t);
+        }
+        self.store.write(muts, Durability::Sync)?;
+        Ok(())
+    }
+}

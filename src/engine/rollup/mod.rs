@@ -1,0 +1,298 @@
+//! Rollup tiers: for every series and tier interval (1 h and 1 d by
+//! default), the interval's aggregates — point count, valid count, min,
+//! max, sum, first and last value, folded as the query layer folds a
+//! downsample bucket — kept in the rollup table so that a year of history
+//! reads thousands of values instead of hundreds of millions of points.
+//!
+//! * this module — the tiers the configuration asks for ([`Tiers`]) and
+//!   where a tier value lives (row key, column).
+//! * [`build`] — computing tier values: when a flush writes hours to the
+//!   store, when a delete changes stored hours, and on demand
+//!   (`hourglass rollup rebuild`).
+//! * [`plan`] — which tier (or raw points) answers which part of a fetch.
+//!
+//! A tier row is the data row key of its series with the base time of
+//! its span (a day for intervals under a day, 32 intervals otherwise),
+//! prefixed by the tier's interval in hours (two bytes, so a tier's rows
+//! stay where they are whatever other tiers are configured); one column
+//! per interval, its index in the span (two bytes), holding a
+//! [`TierValue`](crate::codec::native::TierValue). Byte diagram:
+//! `docs/format/rollup-tier.md`. The same table holds the tiers' state
+//! row and the notes index ([`NOTES_PREFIX`]).
+//!
+//! The 1 h tier is the base: its value for an hour is computed from the
+//! stored row (one native cell's summary, or the merged cells' points),
+//! and coarser tiers from the base tier's values, merged in time order, so
+//! every tier value equals what the raw path folds to the bit.
+//!
+//! Which hours a tier covers: every hour flushed while the tier was
+//! configured ("complete from", recorded per tier in the state row); a
+//! data directory created with tiers is covered from the start, an older
+//! one from the next interval after the upgrade, until `hourglass rollup
+//! rebuild` fills in the past. Rollups live on the embedded store; on a
+//! shared store (Bigtable) queries read raw points.
+
+pub mod build;
+pub mod plan;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::codec::KeyLayout;
+use crate::config::{ConfigError, RollupConfig};
+use crate::storage::{KeyRange, column, family};
+
+/// Seconds in an hour and a day.
+const HOUR: u32 = 3600;
+const DAY: u32 = 86_400;
+/// Intervals in a row of a tier whose interval is a day or more.
+const LONG_SPAN_INTERVALS: u32 = 32;
+
+/// The row holding each tier's "complete from" hour (a key no tier row
+/// has: tier prefixes are intervals in hours, never 0xFFFF).
+pub(super) const STATE_ROW: &[u8] = &[0xFF, 0xFF];
+
+/// The notes index: one empty cell per data row holding an annotation,
+/// keyed by this prefix and the data row key, so that a query a tier
+/// answers still finds the notes of the rows it did not read.
+pub const NOTES_PREFIX: [u8; 2] = [0xFF, 0xFE];
+
+/// The notes index row of a data row (or a data scan key).
+pub fn notes_key(data_row: &[u8]) -> Vec<u8> {
+    let mut k = NOTES_PREFIX.to_vec();
+    k.extend_from_slice(data_row);
+    k
+}
+
+/// One configured tier.
+#[derive(Debug)]
+pub struct Tier {
+    /// The interval, seconds (a whole number of hours).
+    pub interval: u32,
+    /// A row's span, seconds: a day, or 32 intervals.
+    pub span: u32,
+    /// How long values are kept, seconds (`None` = forever).
+    pub ttl: Option<u64>,
+    /// Every interval starting at or after this (seconds) has its value,
+    /// as far as the store holds points for it.
+    complete_from: AtomicU32,
+}
+
+impl Tier {
+    fn new(interval: u32, ttl: Option<u64>) -> Tier {
+        let span = if interval < DAY {
+            DAY
+        } else {
+            interval.saturating_mul(LONG_SPAN_INTERVALS)
+        };
+        Tier {
+            interval,
+            span,
+            ttl,
+            complete_from: AtomicU32::new(u32::MAX),
+        }
+    }
+
+    /// The tier's row-key prefix: its interval in hours.
+    pub fn id(&self) -> [u8; 2] {
+        u16::try_from(self.interval / HOUR)
+            .unwrap_or(u16::MAX)
+            .to_be_bytes()
+    }
+
+    pub fn interval_ms(&self) -> i64 {
+        i64::from(self.interval) * 1000
+    }
+
+    /// The span base of the row holding the interval that starts at `t`.
+    pub fn span_base(&self, t: u32) -> u32 {
+        t - t % self.span
+    }
+
+    /// The row holding `series_key`'s interval that starts at `t`, and the
+    /// interval's column.
+    pub fn cell_of(&self, layout: &KeyLayout, series_key: &[u8], t: u32) -> (Vec<u8>, Vec<u8>) {
+        let base = self.span_base(t);
+        (
+            self.row_key(layout, series_key, base),
+            self.column((t - base) / self.interval),
+        )
+    }
+
+    pub fn row_key(&self, layout: &KeyLayout, series_key: &[u8], span_base: u32) -> Vec<u8> {
+        let mut key = self.id().to_vec();
+        key.extend_from_slice(&layout.row_key(series_key, span_base));
+        key
+    }
+
+    fn column(&self, index: u32) -> Vec<u8> {
+        column(
+            family::DATA,
+            &u16::try_from(index).unwrap_or(u16::MAX).to_be_bytes(),
+        )
+    }
+
+    /// The start (seconds) of the interval a column of a row based at
+    /// `span_base` holds; `None` for a column that is not one.
+    pub fn interval_start(&self, span_base: u32, column: &[u8]) -> Option<u32> {
+        match column {
+            [family::DATA, hi, lo] => {
+                let index = u32::from(u16::from_be_bytes([*hi, *lo]));
+                (index < self.span / self.interval)
+                    .then(|| span_base.checked_add(index * self.interval))
+                    .flatten()
+            }
+            _ => None,
+        }
+    }
+
+    /// The rows of one salt bucket of `metric` whose spans meet
+    /// `[lo, hi)` (seconds).
+    pub fn scan_range(
+        &self,
+        layout: &KeyLayout,
+        bucket: u32,
+        metric: u64,
+        lo: u32,
+        hi: u32,
+    ) -> KeyRange {
+        let key = |base: u32| {
+            let mut k = self.id().to_vec();
+            k.extend_from_slice(&layout.scan_key(bucket, metric, base));
+            k
+        };
+        let end = self
+            .span_base(hi.saturating_sub(1))
+            .checked_add(self.span)
+            .map_or_else(|| crate::storage::prefix_end(&key(u32::MAX)), key);
+        KeyRange {
+            start: key(self.span_base(lo)),
+            end,
+        }
+    }
+
+    /// The first interval (seconds) whose value is complete.
+    pub fn complete_from(&self) -> u32 {
+        self.complete_from.load(Ordering::Acquire)
+    }
+
+    pub(super) fn set_complete_from(&self, t: u32) {
+        self.complete_from.store(t, Ordering::Release);
+    }
+
+    /// The first interval start (seconds) still kept at `now` by the TTL.
+    pub fn horizon(&self, now: i64) -> i64 {
+        match self.ttl {
+            None => 0,
+            Some(ttl) => {
+                let h = now
+                    .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
+                    .max(0);
+                let i = i64::from(self.interval);
+                (h + i - 1) / i * i
+            }
+        }
+    }
+}
+
+/// The configured tiers, finest (1 h) first; none when rollups are off.
+#[derive(Debug, Default)]
+pub struct Tiers {
+    pub tiers: Vec<Tier>,
+}
+
+impl Tiers {
+    pub fn from_config(cfg: &RollupConfig) -> Result<Tiers, ConfigError> {
+        Ok(Tiers {
+            tiers: cfg
+                .tiers()?
+                .into_iter()
+                .map(|(interval, ttl)| Tier::new(interval, ttl))
+                .collect(),
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tiers.is_empty()
+    }
+
+    /// The base (1 h) tier.
+    pub fn base(&self) -> Option<&Tier> {
+        self.tiers.first()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // panicking on a broken fixture is the point of a test
+mod tests {
+    use super::*;
+    use crate::config::RollupTierConfig;
+
+    fn cfg(tiers: &[(&str, &str)]) -> RollupConfig {
+        RollupConfig {
+            enabled: true,
+            tiers: tiers
+                .iter()
+                .map(|(i, t)| RollupTierConfig {
+                    interval: i.to_string(),
+                    ttl: t.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn tiers_are_checked() {
+        let t = Tiers::from_config(&RollupConfig::default()).unwrap();
+        assert_eq!(t.tiers.len(), 2);
+        assert_eq!((t.tiers[0].interval, t.tiers[0].span), (HOUR, DAY));
+        assert_eq!((t.tiers[1].interval, t.tiers[1].span), (DAY, 32 * DAY));
+        assert_eq!(t.tiers[1].id(), [0, 24]);
+        let t = Tiers::from_config(&cfg(&[
+            ("1h", "365d"),
+            ("6h", "0"),
+            ("1d", "0"),
+            ("7d", "0"),
+        ]))
+        .unwrap();
+        assert_eq!(t.tiers[0].ttl, Some(365 * DAY as u64));
+        for (bad, why) in [
+            (vec![("1d", "0")], "first tier must be"),
+            (vec![("1h", "0"), ("90m", "0")], "not a multiple"),
+            (vec![("1h", "0"), ("5h", "0")], "divide a day"),
+            (vec![("1h", "0"), ("36h", "0")], "divide a day"),
+            (vec![("1h", "0"), ("1h", "0")], "not a multiple"),
+            (vec![("1h", "1x")], "unknown unit"),
+        ] {
+            let e = Tiers::from_config(&cfg(&bad)).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        let off = RollupConfig {
+            enabled: false,
+            ..RollupConfig::default()
+        };
+        assert!(Tiers::from_config(&off).unwrap().is_empty());
+    }
+
+    #[test]
+    fn cells_and_ranges() {
+        let layout = KeyLayout::default();
+        let t = Tiers::from_config(&RollupConfig::default()).unwrap();
+        let (hour, day) = (&t.tiers[0], &t.tiers[1]);
+        let series = layout.series_key(1, &[(1, 1)]);
+        let at = 1_700_006_400 + 5 * HOUR;
+        let (row, col) = hour.cell_of(&layout, &series, at);
+        assert_eq!(&row[..2], &[0, 1]);
+        let base = layout.parse_row_key(&row[2..]).unwrap().base_time;
+        assert_eq!(base, at - at % DAY);
+        assert_eq!(hour.interval_start(base, &col), Some(at));
+        assert_eq!(hour.interval_start(base, &[family::DATA, 0, 24]), None);
+        let (_, col) = day.cell_of(&layout, &series, at - at % DAY);
+        assert_eq!(
+            day.interval_start(day.span_base(at), &col),
+            Some(at - at % DAY)
+        );
+        let r = day.scan_range(&layout, 0, 1, 0, u32::MAX);
+        assert!(r.start < r.end);
+        assert_eq!(hour.horizon(10 * DAY as i64), 0);
+    }
+}
