@@ -7,18 +7,21 @@
 //! * 0: native `decode_cell` / `for_each_point` / `decode_columns` /
 //!   `cell_summary` / `Chunk::from_cell` on the rest, codec id forced to
 //!   0x01, or to 0x02 when the mode byte has bit 2 set (mode 4);
-//! * 1: the same on the rest as is (any codec id);
+//! * 1: the same on the rest as is (any codec id), and the rest read as a
+//!   rollup tier value (`TierValue::decode`): what decodes re-encodes to
+//!   the same value;
 //! * 2: OpenTSDB `decode_cell` on the rest split into qualifier and value;
 //! * 3: the rest read as a list of points: `encode_cell` → `decode_cell` and
-//!   `Chunk` pushes must give back exactly those points, and the cell's
-//!   summary must be those points' aggregates.
+//!   `Chunk` pushes must give back exactly those points, the cell's
+//!   summary must be those points' aggregates, and their tier value must
+//!   come back bit for bit.
 #![no_main]
 
 use hourglass::codec::StoredValue;
 use hourglass::codec::cell::{DecodedPoint, decode_cell as tsdb_decode_cell};
 use hourglass::codec::native::{
-    CellSummary, Chunk, NativeError, cell_point_count, cell_summary, decode_cell, decode_columns,
-    encode_cell, for_each_point,
+    CellSummary, Chunk, NativeError, TierValue, cell_point_count, cell_summary, decode_cell,
+    decode_columns, encode_cell, for_each_point,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -41,6 +44,31 @@ fn same_summary(a: Option<CellSummary>, b: Option<CellSummary>) -> bool {
                     .all(|(x, y)| x.to_bits() == y.to_bits())
         }
         (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+fn same_tier_value(a: &TierValue, b: &TierValue) -> bool {
+    let bits = |v: &TierValue| {
+        [
+            v.partial.min,
+            v.partial.max,
+            v.partial.sum,
+            v.partial.first.unwrap_or(0.0),
+            v.partial.last.unwrap_or(0.0),
+        ]
+        .map(f64::to_bits)
+    };
+    a.points == b.points && a.partial.valid == b.partial.valid && bits(a) == bits(b)
+}
+
+/// A tier value of untrusted bytes: no panic; what decodes re-encodes to
+/// itself.
+fn tier_value(bytes: &[u8]) {
+    if let Ok(v) = TierValue::decode(bytes) {
+        let mut again = Vec::new();
+        v.encode(&mut again);
+        let back = TierValue::decode(&again).expect("a value we wrote decodes");
+        assert!(same_tier_value(&v, &back), "tier value round trip");
     }
 }
 
@@ -69,6 +97,16 @@ fn round_trip(points: &[DecodedPoint]) {
         ),
         "the summary is not the points' aggregates"
     );
+    if let Some(summary) = CellSummary::of(points.iter().map(|p| p.value)) {
+        let value = TierValue {
+            points: points.len() as u64,
+            partial: summary.partial(),
+        };
+        let mut bytes = Vec::new();
+        value.encode(&mut bytes);
+        let back = TierValue::decode(&bytes).expect("a tier value we wrote decodes");
+        assert!(same_tier_value(&value, &back), "tier value round trip");
+    }
     let mut chunk = Chunk::new();
     for p in points {
         chunk.push(*p).expect("sorted points push");
@@ -187,7 +225,10 @@ fuzz_target!(|data: &[u8]| {
             }
             native(&cell);
         }
-        1 => native(rest),
+        1 => {
+            native(rest);
+            tier_value(rest);
+        }
         2 => opentsdb(rest),
         _ => round_trip(&points_from(rest)),
     }
