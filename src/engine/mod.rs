@@ -299,6 +299,9 @@ impl Engine {
             if let Err(e) = self.compact(false) {
                 tracing::error!(error = %e, "compaction failed; it will be retried");
             }
+            if let Err(e) = self.purge_tiers(false) {
+                tracing::error!(error = %e, "deleting rollup values past their TTL failed; it will be retried");
+            }
             let mut slept = Duration::ZERO;
             while slept < self.settings.compaction_interval {
                 if self.shutting_down.load(Ordering::Acquire) {

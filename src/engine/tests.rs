@@ -1049,3 +1049,70 @@ fn tiers_start_after_an_upgrade_and_a_rebuild_fills_the_past() {
     assert!(e.metrics().rollup_reads.get() > 0);
     e.shutdown().unwrap();
 }
+
+/// A tier's values past its TTL are no longer read (the finer tier or the
+/// points answer), and the purge deletes them.
+#[test]
+fn tier_values_past_their_ttl_are_not_read_then_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.rollup.tiers[1].ttl = "3d".into();
+    let e = open(&c, &clock);
+    let start_s = (T0_MS / 1000 / 86_400) * 86_400 - 2 * 86_400;
+    let pts: Vec<Point<'static>> = (0..2 * 1440u64)
+        .map(|i| point("p.m", start_s as u64 + i * 60, (i % 83) as i64, "a"))
+        .collect();
+    write(&e, &pts);
+    e.flush_closed().unwrap();
+    let day_rows = || {
+        let mut n = 0;
+        let id = e.tiers.tiers[1].id();
+        e.store()
+            .scan(
+                crate::storage::Table::Rollup,
+                &id,
+                &crate::storage::prefix_end(&id),
+                &mut |_, cells| {
+                    for c in cells {
+                        n += crate::codec::native::TierRow::decode(&c.value)
+                            .unwrap()
+                            .values
+                            .len();
+                    }
+                    Ok(true)
+                },
+            )
+            .unwrap();
+        n
+    };
+    let query = || {
+        let q = hourglass_query::parse_query_string(
+            &[
+                ("start".to_string(), start_s.to_string()),
+                ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
+                ("m".to_string(), "sum:1d-max:p.m".to_string()),
+            ],
+            clock.now_ms(),
+        )
+        .unwrap();
+        let r = hourglass_query::exec::execute(&q, e.as_ref()).unwrap();
+        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+    };
+    let want = query();
+    assert!(want.contains("\"dps\":{\""), "{want}");
+    assert_eq!(day_rows(), 2);
+    assert_eq!(
+        e.purge_tiers(true).unwrap(),
+        0,
+        "nothing is past the TTL yet"
+    );
+    // Past the 1d tier's TTL, within the 1h tier's (forever): the same
+    // answer from the hours, and the day values go.
+    clock.advance(10 * 86_400_000);
+    assert_eq!(query(), want);
+    assert_eq!(e.purge_tiers(true).unwrap(), 2);
+    assert_eq!(day_rows(), 0);
+    assert_eq!(query(), want);
+    e.shutdown().unwrap();
+}

@@ -73,6 +73,7 @@ mod plan;
 mod rollup;
 mod stream;
 mod summary;
+mod tier_row;
 mod varint;
 mod xor;
 
@@ -86,5 +87,6 @@ pub use cell::{
 };
 pub use chunk::Chunk;
 pub use error::{CODEC_ID_V1, CODEC_ID_V2, MAX_POINTS, NativeError};
-pub use rollup::{TIER_VALUE_V1, TierValue};
+pub use rollup::TierValue;
 pub use summary::CellSummary;
+pub use tier_row::{TIER_ROW_V1, TierRow};

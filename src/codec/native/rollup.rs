@@ -1,11 +1,12 @@
 //! [`TierValue`]: one rollup tier value, the aggregates of one series over
 //! one tier interval (an hour, a day), as `engine::rollup` stores it in
-//! the rollup table and the read path folds it into a downsample bucket.
+//! the rollup table (packed by row: [`super::TierRow`]) and the read path
+//! folds it into a downsample bucket.
 //!
-//! Byte layout (version 1, drawn in `docs/format/rollup-tier.md`):
+//! Byte layout (drawn in `docs/format/rollup-tier.md`):
 //!
 //! ```text
-//! value = version u8 (0x01) ‖ uvarint points ‖ flags u8 ‖ [uvarint valid]
+//! value = uvarint points ‖ flags u8 ‖ [uvarint valid]
 //!         ‖ [val min ‖ val max ‖ val sum] ‖ val first ‖ val last
 //! ```
 //!
@@ -19,9 +20,6 @@ use super::error::NativeError;
 use super::summary::{put_val, read_val};
 use super::varint::{Reader, put_uvarint};
 use hourglass_query::partial::Partial;
-
-/// The version byte this build writes.
-pub const TIER_VALUE_V1: u8 = 0x01;
 
 const FLAG_NAN: u8 = 1;
 
@@ -42,7 +40,6 @@ impl TierValue {
             return;
         };
         let points = self.points.max(self.partial.valid).max(1);
-        out.push(TIER_VALUE_V1);
         put_uvarint(out, points);
         let nan = self.partial.valid < points;
         out.push(if nan { FLAG_NAN } else { 0 });
@@ -58,13 +55,19 @@ impl TierValue {
         put_val(out, last);
     }
 
-    /// Reads a value; hostile bytes give an error, never a panic.
+    /// Reads a value that is all of `bytes`; hostile bytes give an error,
+    /// never a panic.
     pub fn decode(bytes: &[u8]) -> Result<TierValue, NativeError> {
         let mut r = Reader::new(bytes, 0);
-        match r.u8("tier value version")? {
-            TIER_VALUE_V1 => {}
-            _ => return Err(r.corrupt("unknown tier value version")),
+        let v = TierValue::read(&mut r)?;
+        if !r.at_end() {
+            return Err(r.corrupt("trailing bytes after a tier value"));
         }
+        Ok(v)
+    }
+
+    /// Reads one value from `r`.
+    pub(super) fn read(r: &mut Reader<'_>) -> Result<TierValue, NativeError> {
         let points = r.uvarint("tier value points")?;
         if points == 0 {
             return Err(r.corrupt("tier value without points"));
@@ -83,15 +86,12 @@ impl TierValue {
             points
         };
         let (min, max, sum) = if valid > 0 {
-            (read_val(&mut r)?, read_val(&mut r)?, read_val(&mut r)?)
+            (read_val(r)?, read_val(r)?, read_val(r)?)
         } else {
             (f64::NAN, f64::NAN, f64::NAN)
         };
-        let first = read_val(&mut r)?;
-        let last = read_val(&mut r)?;
-        if !r.at_end() {
-            return Err(r.corrupt("trailing bytes after a tier value"));
-        }
+        let first = read_val(r)?;
+        let last = read_val(r)?;
         Ok(TierValue {
             points,
             partial: Partial {
@@ -166,15 +166,14 @@ mod tests {
     fn malformed_values_are_errors() {
         for bad in [
             &[][..],
-            &[2, 1, 0, 0, 1, 0, 1],
-            &[1, 0, 0],
-            &[1, 1, 2],
-            &[1, 3, 1, 3],
-            &[1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 9],
-            &[1, 1, 0, 0xFF, 0],
+            &[0, 0],
+            &[1, 2],
+            &[3, 1, 3],
+            &[1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 9],
+            &[1, 0, 0xFF, 0],
         ] {
             assert!(TierValue::decode(bad).is_err(), "{bad:?}");
         }
-        assert!(TierValue::decode(&[1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]).is_ok());
+        assert!(TierValue::decode(&[1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]).is_ok());
     }
 }

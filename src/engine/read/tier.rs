@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hourglass_query::exec::SourceError;
 
 use super::{Scan, Slot, TAKE_BATCH, TAKE_ROWS, collect_notes, enter_series, storage_source_err};
-use crate::codec::native::TierValue;
+use crate::codec::native::TierRow;
 use crate::engine::Engine;
 use crate::engine::rollup::{self, Tier};
 use crate::storage::{KeyRange, Table};
@@ -58,24 +58,27 @@ impl Engine {
                     ));
                 };
                 let mut n = 0;
-                for c in &cells {
-                    let Some(t) = tier.interval_start(parts.base_time, &c.column) else {
-                        continue;
-                    };
-                    let t_ms = i64::from(t) * 1000;
-                    if t_ms < lo_ms || t_ms >= hi_ms {
-                        continue;
-                    }
-                    let value = TierValue::decode(&c.value).map_err(|e| {
+                let column = rollup::row_column();
+                for c in cells.iter().filter(|c| c.column == column) {
+                    let tier_row = TierRow::decode(&c.value).map_err(|e| {
                         crate::storage::StorageError::Corrupt {
                             path: std::path::PathBuf::from("<rollup row>"),
                             offset: None,
                             reason: format!("row {row:02X?}: {e}"),
                         }
                     })?;
-                    sink.push_span(t_ms, interval_ms, &value.partial, scan.budget)
-                        .map_err(|q| crate::storage::StorageError::Damaged(q.to_string()))?;
-                    n += 1;
+                    for (index, value) in &tier_row.values {
+                        let Some(t) = tier.interval_start(parts.base_time, *index) else {
+                            continue;
+                        };
+                        let t_ms = i64::from(t) * 1000;
+                        if t_ms < lo_ms || t_ms >= hi_ms {
+                            continue;
+                        }
+                        sink.push_span(t_ms, interval_ms, &value.partial, scan.budget)
+                            .map_err(|q| crate::storage::StorageError::Damaged(q.to_string()))?;
+                        n += 1;
+                    }
                 }
                 read.fetch_add(n as u64, Ordering::Relaxed);
                 *uncharged += n;

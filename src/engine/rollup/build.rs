@@ -7,12 +7,12 @@
 //! it stands for are in the WAL, and a restart flushes them again (which
 //! computes the value again).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hourglass_query::partial::Partial;
 
 use super::{STATE_ROW, Tier};
-use crate::codec::native::{self, TierValue};
+use crate::codec::native::{self, TierRow, TierValue};
 use crate::codec::row::{self, CellKind};
 use crate::codec::{DecodedPoint, KeyLayout};
 use crate::engine::{Engine, EngineError};
@@ -63,26 +63,6 @@ fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierV
 /// Hours a rebuild computes between two writes.
 const REBUILD_BATCH: usize = 65_536;
 
-fn put_or_delete(row: Vec<u8>, column: Vec<u8>, value: Option<TierValue>) -> Mutation {
-    match value {
-        Some(v) => {
-            let mut bytes = Vec::with_capacity(24);
-            v.encode(&mut bytes);
-            Mutation::Put {
-                table: Table::Rollup,
-                row,
-                column,
-                value: bytes,
-            }
-        }
-        None => Mutation::Delete {
-            table: Table::Rollup,
-            row,
-            column,
-        },
-    }
-}
-
 fn corrupt(row: &[u8], e: impl std::fmt::Display) -> EngineError {
     EngineError::Storage(StorageError::Corrupt {
         path: std::path::PathBuf::from("<rollup>"),
@@ -128,15 +108,12 @@ impl Engine {
         // Crash tests: the hours in table files, no tier value yet.
         crate::failpoint::crash("rollup_before", || {});
         let layout = self.layout;
-        let muts = hours
-            .iter()
-            .zip(values)
-            .map(|((series, base), value)| {
-                let (row, column) = base_tier.cell_of(&layout, series, *base);
-                put_or_delete(row, column, value)
-            })
-            .collect();
-        self.store.write(muts, Durability::Buffered)?;
+        let mut updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>> = BTreeMap::new();
+        for ((series, base), value) in hours.iter().zip(values) {
+            let (row, index) = base_tier.cell_of(&layout, series, *base);
+            updates.entry(row).or_default().push((index, value));
+        }
+        self.update_rows(updates)?;
         for tier in &self.tiers.tiers[1..] {
             // Crash tests: the base tier's values on disk, this tier's not.
             crate::failpoint::crash("rollup_between", || {
@@ -146,6 +123,108 @@ impl Engine {
         }
         self.metrics.rollup_values.inc_by(hours.len() as u64);
         Ok(())
+    }
+
+    /// Sets values in tier rows (`None` removes one): each row read, changed
+    /// and written back whole (a row without values is deleted). Callers
+    /// hold the flush lock, so no other update of the row runs meanwhile.
+    fn update_rows(
+        &self,
+        updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>>,
+    ) -> Result<(), EngineError> {
+        let keys: Vec<Vec<u8>> = updates.keys().cloned().collect();
+        let stored = self.store.get_rows(Table::Rollup, &keys)?;
+        let column = super::row_column();
+        let mut muts = Vec::with_capacity(keys.len());
+        for ((key, changes), cells) in updates.into_iter().zip(stored) {
+            let mut row = match cells.iter().find(|c| c.column == column) {
+                Some(c) => TierRow::decode(&c.value).map_err(|e| corrupt(&key, e))?,
+                None => TierRow::default(),
+            };
+            for (index, value) in changes {
+                row.set(index, value);
+            }
+            muts.push(if row.values.is_empty() {
+                Mutation::Delete {
+                    table: Table::Rollup,
+                    row: key,
+                    column: column.clone(),
+                }
+            } else {
+                Mutation::Put {
+                    table: Table::Rollup,
+                    row: key,
+                    column: column.clone(),
+                    value: row.encode(),
+                }
+            });
+        }
+        self.store.write(muts, Durability::Buffered)?;
+        Ok(())
+    }
+
+    /// A coarser tier's values for the intervals holding `hours`, from the
+    /// base tier's values.
+    fn roll_up_tier(
+        &self,
+        base_tier: &Tier,
+        tier: &Tier,
+        layout: &KeyLayout,
+        hours: &[(&[u8], u32)],
+    ) -> Result<(), EngineError> {
+        let intervals: BTreeSet<(&[u8], u32)> = hours
+            .iter()
+            .map(|(series, base)| (*series, base - base % tier.interval))
+            .collect();
+        // The base tier's rows inside each interval (a day per row), each
+        // read once.
+        let mut wanted: BTreeSet<(&[u8], u32)> = BTreeSet::new();
+        for (series, start) in &intervals {
+            let mut span = base_tier.span_base(*start);
+            while span < start.saturating_add(tier.interval) {
+                wanted.insert((series, span));
+                match span.checked_add(base_tier.span) {
+                    Some(next) => span = next,
+                    None => break,
+                }
+            }
+        }
+        let wanted: Vec<(&[u8], u32)> = wanted.into_iter().collect();
+        let keys: Vec<Vec<u8>> = wanted
+            .iter()
+            .map(|(series, span)| base_tier.row_key(layout, series, *span))
+            .collect();
+        let stored = self.store.get_rows(Table::Rollup, &keys)?;
+        let column = super::row_column();
+        let mut rows: BTreeMap<(&[u8], u32), TierRow> = BTreeMap::new();
+        for ((id, key), cells) in wanted.iter().zip(&keys).zip(stored) {
+            if let Some(c) = cells.iter().find(|c| c.column == column) {
+                rows.insert(*id, TierRow::decode(&c.value).map_err(|e| corrupt(key, e))?);
+            }
+        }
+        let mut updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>> = BTreeMap::new();
+        for (series, start) in &intervals {
+            let end = u64::from(*start) + u64::from(tier.interval);
+            let mut values = Vec::new();
+            let first_span = base_tier.span_base(*start);
+            for ((_, span), row) in rows.range((*series, first_span)..(*series, u32::MAX)) {
+                if u64::from(*span) >= end {
+                    break;
+                }
+                for (index, value) in &row.values {
+                    match base_tier.interval_start(*span, *index) {
+                        Some(t) if t >= *start && u64::from(t) < end => values.push(value),
+                        _ => {}
+                    }
+                }
+            }
+            let (row, index) = tier.cell_of(layout, series, *start);
+            updates
+                .entry(row)
+                .or_default()
+                .push((index, merge_values(values.into_iter())));
+        }
+        self.update_rows(updates)
     }
 
     /// Computes every tier's values from the stored rows with base hours
@@ -224,56 +303,87 @@ impl Engine {
         Ok(done)
     }
 
-    /// A coarser tier's values for the intervals holding `hours`, from the
-    /// base tier's values.
-    fn roll_up_tier(
-        &self,
-        base_tier: &Tier,
-        tier: &Tier,
-        layout: &KeyLayout,
-        hours: &[(&[u8], u32)],
-    ) -> Result<(), EngineError> {
-        let intervals: BTreeSet<(&[u8], u32)> = hours
-            .iter()
-            .map(|(series, base)| (*series, base - base % tier.interval))
-            .collect();
-        // The base tier's rows inside each interval (a day per row).
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        let mut ranges: Vec<std::ops::Range<usize>> = Vec::with_capacity(intervals.len());
-        for (series, start) in &intervals {
-            let first = keys.len();
-            let mut span = base_tier.span_base(*start);
-            while span < start.saturating_add(tier.interval) {
-                keys.push(base_tier.row_key(layout, series, span));
-                match span.checked_add(base_tier.span) {
-                    Some(next) => span = next,
-                    None => break,
-                }
-            }
-            ranges.push(first..keys.len());
+    /// Deletes the tier values past their tier's TTL (queries stopped
+    /// reading them when they passed it); unless `force`, at most once an
+    /// hour. Returns the values deleted.
+    pub fn purge_tiers(&self, force: bool) -> Result<usize, EngineError> {
+        use std::sync::atomic::Ordering;
+        let now = self.now_secs();
+        let last = self.tiers.purged_at.load(Ordering::Acquire);
+        if self.tiers.is_empty() || (!force && now.saturating_sub(last) < 3600) {
+            return Ok(0);
         }
-        let rows = self.store.get_rows(Table::Rollup, &keys)?;
-        let mut muts = Vec::with_capacity(intervals.len());
-        for ((series, start), range) in intervals.iter().zip(ranges) {
-            let end = u64::from(*start) + u64::from(tier.interval);
-            let mut values = Vec::new();
-            for (key, cells) in keys[range.clone()].iter().zip(&rows[range]) {
-                let span_base = layout.parse_row_key(&key[2..]).map_or(0, |p| p.base_time);
-                for c in cells {
-                    let Some(t) = base_tier.interval_start(span_base, &c.column) else {
-                        continue;
+        self.tiers.purged_at.store(now, Ordering::Release);
+        // Rows are rewritten whole: no flush may update them meanwhile.
+        let _flush = self
+            .flush_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let layout = self.layout;
+        let column = super::row_column();
+        let mut deleted = 0;
+        for tier in self.tiers.tiers.iter().filter(|t| t.ttl.is_some()) {
+            let horizon = tier.horizon(now);
+            let start = tier.id().to_vec();
+            let end = crate::storage::prefix_end(&start);
+            let mut muts = Vec::new();
+            let mut failed = None;
+            self.store
+                .scan(Table::Rollup, &start, &end, &mut |key, cells| {
+                    let Some(parts) = key.get(2..).and_then(|r| layout.parse_row_key(r)) else {
+                        return Ok(true);
                     };
-                    if t < *start || u64::from(t) >= end {
-                        continue;
+                    let Some(cell) = cells.iter().find(|c| c.column == column) else {
+                        return Ok(true);
+                    };
+                    let mut row = match TierRow::decode(&cell.value) {
+                        Ok(row) => row,
+                        Err(e) => {
+                            failed = Some(corrupt(key, e));
+                            return Ok(false);
+                        }
+                    };
+                    let before = row.values.len();
+                    row.values.retain(|(index, _)| {
+                        tier.interval_start(parts.base_time, *index)
+                            .is_some_and(|t| i64::from(t) >= horizon)
+                    });
+                    if row.values.len() == before {
+                        return Ok(true);
                     }
-                    values.push(TierValue::decode(&c.value).map_err(|e| corrupt(key, e))?);
-                }
+                    deleted += before - row.values.len();
+                    muts.push(if row.values.is_empty() {
+                        Mutation::Delete {
+                            table: Table::Rollup,
+                            row: key.to_vec(),
+                            column: column.clone(),
+                        }
+                    } else {
+                        Mutation::Put {
+                            table: Table::Rollup,
+                            row: key.to_vec(),
+                            column: column.clone(),
+                            value: row.encode(),
+                        }
+                    });
+                    if muts.len() >= REBUILD_BATCH
+                        && let Err(e) = self
+                            .store
+                            .write(std::mem::take(&mut muts), Durability::Buffered)
+                    {
+                        failed = Some(e.into());
+                        return Ok(false);
+                    }
+                    Ok(true)
+                })?;
+            if let Some(e) = failed {
+                return Err(e);
             }
-            let (row, column) = tier.cell_of(layout, series, *start);
-            muts.push(put_or_delete(row, column, merge_values(values.iter())));
+            if !muts.is_empty() {
+                self.store.write(muts, Durability::Buffered)?;
+            }
         }
-        self.store.write(muts, Durability::Buffered)?;
-        Ok(())
+        Ok(deleted)
     }
 
     /// Loads each tier's "complete from" hour from the state row; a tier

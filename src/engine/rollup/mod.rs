@@ -14,9 +14,10 @@
 //! A tier row is the data row key of its series with the base time of
 //! its span (a day for intervals under a day, 32 intervals otherwise),
 //! prefixed by the tier's interval in hours (two bytes, so a tier's rows
-//! stay where they are whatever other tiers are configured); one column
-//! per interval, its index in the span (two bytes), holding a
-//! [`TierValue`](crate::codec::native::TierValue). Byte diagram:
+//! stay where they are whatever other tiers are configured); one cell
+//! holds the span's values by interval
+//! ([`TierRow`](crate::codec::native::TierRow)), so a scan reads an entry
+//! per row, not per interval. Byte diagram:
 //! `docs/format/rollup-tier.md`. The same table holds the tiers' state
 //! row and the notes index ([`NOTES_PREFIX`]).
 //!
@@ -46,6 +47,11 @@ const HOUR: u32 = 3600;
 const DAY: u32 = 86_400;
 /// Intervals in a row of a tier whose interval is a day or more.
 const LONG_SPAN_INTERVALS: u32 = 32;
+
+/// The column of a tier row's cell.
+pub fn row_column() -> Vec<u8> {
+    column(family::DATA, &[])
+}
 
 /// The row holding each tier's "complete from" hour (a key no tier row
 /// has: tier prefixes are intervals in hours, never 0xFFFF).
@@ -109,12 +115,12 @@ impl Tier {
     }
 
     /// The row holding `series_key`'s interval that starts at `t`, and the
-    /// interval's column.
-    pub fn cell_of(&self, layout: &KeyLayout, series_key: &[u8], t: u32) -> (Vec<u8>, Vec<u8>) {
+    /// interval's index in it.
+    pub fn cell_of(&self, layout: &KeyLayout, series_key: &[u8], t: u32) -> (Vec<u8>, u32) {
         let base = self.span_base(t);
         (
             self.row_key(layout, series_key, base),
-            self.column((t - base) / self.interval),
+            (t - base) / self.interval,
         )
     }
 
@@ -124,25 +130,12 @@ impl Tier {
         key
     }
 
-    fn column(&self, index: u32) -> Vec<u8> {
-        column(
-            family::DATA,
-            &u16::try_from(index).unwrap_or(u16::MAX).to_be_bytes(),
-        )
-    }
-
-    /// The start (seconds) of the interval a column of a row based at
-    /// `span_base` holds; `None` for a column that is not one.
-    pub fn interval_start(&self, span_base: u32, column: &[u8]) -> Option<u32> {
-        match column {
-            [family::DATA, hi, lo] => {
-                let index = u32::from(u16::from_be_bytes([*hi, *lo]));
-                (index < self.span / self.interval)
-                    .then(|| span_base.checked_add(index * self.interval))
-                    .flatten()
-            }
-            _ => None,
-        }
+    /// The start (seconds) of the interval at `index` of a row based at
+    /// `span_base`; `None` past the span.
+    pub fn interval_start(&self, span_base: u32, index: u32) -> Option<u32> {
+        (index < self.span / self.interval)
+            .then(|| span_base.checked_add(index * self.interval))
+            .flatten()
     }
 
     /// The rows of one salt bucket of `metric` whose spans meet
@@ -198,6 +191,8 @@ impl Tier {
 #[derive(Debug, Default)]
 pub struct Tiers {
     pub tiers: Vec<Tier>,
+    /// When values past their TTL were last deleted (seconds).
+    purged_at: std::sync::atomic::AtomicI64,
 }
 
 impl Tiers {
@@ -208,6 +203,7 @@ impl Tiers {
                 .into_iter()
                 .map(|(interval, ttl)| Tier::new(interval, ttl))
                 .collect(),
+            purged_at: std::sync::atomic::AtomicI64::new(i64::MIN),
         })
     }
 
@@ -280,15 +276,15 @@ mod tests {
         let (hour, day) = (&t.tiers[0], &t.tiers[1]);
         let series = layout.series_key(1, &[(1, 1)]);
         let at = 1_700_006_400 + 5 * HOUR;
-        let (row, col) = hour.cell_of(&layout, &series, at);
+        let (row, index) = hour.cell_of(&layout, &series, at);
         assert_eq!(&row[..2], &[0, 1]);
         let base = layout.parse_row_key(&row[2..]).unwrap().base_time;
         assert_eq!(base, at - at % DAY);
-        assert_eq!(hour.interval_start(base, &col), Some(at));
-        assert_eq!(hour.interval_start(base, &[family::DATA, 0, 24]), None);
-        let (_, col) = day.cell_of(&layout, &series, at - at % DAY);
+        assert_eq!(hour.interval_start(base, index), Some(at));
+        assert_eq!(hour.interval_start(base, 24), None);
+        let (_, index) = day.cell_of(&layout, &series, at - at % DAY);
         assert_eq!(
-            day.interval_start(day.span_base(at), &col),
+            day.interval_start(day.span_base(at), index),
             Some(at - at % DAY)
         );
         let r = day.scan_range(&layout, 0, 1, 0, u32::MAX);

@@ -8,8 +8,8 @@
 //!   `cell_summary` / `Chunk::from_cell` on the rest, codec id forced to
 //!   0x01, or to 0x02 when the mode byte has bit 2 set (mode 4);
 //! * 1: the same on the rest as is (any codec id), and the rest read as a
-//!   rollup tier value (`TierValue::decode`): what decodes re-encodes to
-//!   the same value;
+//!   rollup tier value and as a tier row (`TierValue::decode`,
+//!   `TierRow::decode`): what decodes re-encodes to the same value;
 //! * 2: OpenTSDB `decode_cell` on the rest split into qualifier and value;
 //! * 3: the rest read as a list of points: `encode_cell` → `decode_cell` and
 //!   `Chunk` pushes must give back exactly those points, the cell's
@@ -20,7 +20,7 @@
 use hourglass::codec::StoredValue;
 use hourglass::codec::cell::{DecodedPoint, decode_cell as tsdb_decode_cell};
 use hourglass::codec::native::{
-    CellSummary, Chunk, NativeError, TierValue, cell_point_count, cell_summary, decode_cell,
+    CellSummary, Chunk, NativeError, TierRow, TierValue, cell_point_count, cell_summary, decode_cell,
     decode_columns, encode_cell, for_each_point,
 };
 use libfuzzer_sys::fuzz_target;
@@ -61,14 +61,21 @@ fn same_tier_value(a: &TierValue, b: &TierValue) -> bool {
     a.points == b.points && a.partial.valid == b.partial.valid && bits(a) == bits(b)
 }
 
-/// A tier value of untrusted bytes: no panic; what decodes re-encodes to
-/// itself.
+/// A tier value and a tier row of untrusted bytes: no panic; what decodes
+/// re-encodes to itself.
 fn tier_value(bytes: &[u8]) {
     if let Ok(v) = TierValue::decode(bytes) {
         let mut again = Vec::new();
         v.encode(&mut again);
         let back = TierValue::decode(&again).expect("a value we wrote decodes");
         assert!(same_tier_value(&v, &back), "tier value round trip");
+    }
+    if let Ok(row) = TierRow::decode(bytes) {
+        let back = TierRow::decode(&row.encode()).expect("a row we wrote decodes");
+        assert_eq!(back.values.len(), row.values.len(), "tier row round trip");
+        for ((i, a), (j, b)) in row.values.iter().zip(&back.values) {
+            assert!(i == j && same_tier_value(a, b), "tier row round trip");
+        }
     }
 }
 
