@@ -64,16 +64,17 @@ part() {
     start_hourglass
     ingest "$label-hourglass" "$HG_PID" --addr "$HG_ADDR" --protocol telnet
     wait_idle "$HG_PID"
+    curl -s "http://$HG_ADDR/metrics" | grep -E '^hourglass_rollup_hours' >"$out/$label-hourglass-metrics" || true
     restart_hourglass
     wait_idle "$HG_PID"
     du -sb "$HG_DIR/data" | awk '{print $1}' >"$out/$label-hourglass-bytes"
-    curl -s "http://$HG_ADDR/metrics" | grep -E '^hourglass_rollup' >"$out/$label-hourglass-metrics" || true
     for q in "$@"; do
         local name=${q%%|*} rest=${q#*|}
         local m=${rest%%|*} promql=${rest#*|}
         timed "$label-$name-tiers" "http://$HG_ADDR/api/query?start=$start&end=$end&m=$m"
         timed "$label-$name-raw" "http://$HG_ADDR/api/query?start=$start&end=$end&m=${m/:/:rollup_raw:}"
     done
+    curl -s "http://$HG_ADDR/metrics" | grep -E '^hourglass_rollup_values' >>"$out/$label-hourglass-metrics" || true
     cleanup
     start_peer victoriametrics
     ingest "$label-vm" "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close

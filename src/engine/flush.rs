@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::Engine;
 use super::EngineError;
 use super::head::{Frozen, Take};
-use crate::codec::native;
+use crate::codec::native::{self, TierValue};
 use crate::codec::row;
 use crate::storage::{Mutation, Table};
 
@@ -44,10 +44,14 @@ impl Engine {
             return Ok(0);
         }
         // The tiers are computed before the hours leave the head: a query
-        // reads a tier only for hours the head no longer holds.
-        let result = self
-            .write_frozen(&frozen)
-            .and_then(|rows| self.roll_up_frozen(&frozen).map(|()| rows));
+        // reads a tier only for hours the head no longer holds. A row the
+        // store held no cell of before this write has the value of the
+        // cell written (no read back).
+        let result = self.rows_stored_before(&frozen).and_then(|before| {
+            let (rows, values) = self.write_frozen(&frozen)?;
+            self.roll_up_frozen(&frozen, &before, values)?;
+            Ok(rows)
+        });
         let mut head = self.head();
         match &result {
             Ok(_) => head.unfreeze(&frozen),
@@ -63,9 +67,14 @@ impl Engine {
         Ok(rows)
     }
 
-    /// Encodes frozen rows and writes them in one data write. On a shared
-    /// store the points are there already: the rows are packed instead.
-    fn write_frozen(&self, frozen: &Arc<Frozen>) -> Result<usize, EngineError> {
+    /// Encodes frozen rows and writes them in one data write; returns the
+    /// rows written and the tier value of each frozen row's cell (in the
+    /// order of `frozen.rows`). On a shared store the points are there
+    /// already: the rows are packed instead.
+    fn write_frozen(
+        &self,
+        frozen: &Arc<Frozen>,
+    ) -> Result<(usize, Vec<Option<TierValue>>), EngineError> {
         if self.log.is_none() {
             let rows: Vec<(Vec<u8>, u32)> = frozen
                 .rows
@@ -73,17 +82,22 @@ impl Engine {
                 .flatten()
                 .map(|(key, hour)| (self.layout.row_key(key, hour.base), hour.base))
                 .collect();
-            return self.repack_rows(&rows, &|_, _| true);
+            return Ok((self.repack_rows(&rows, &|_, _| true)?, Vec::new()));
         }
+        let mut values = Vec::new();
         let mut count = 0;
         let mut failure: Option<EngineError> = None;
         self.store.write_data(&mut |seq| {
             let mut muts = Vec::with_capacity(frozen.row_count());
+            values.clear();
             let column = row::native_column(seq);
             for rows in frozen.rows.values() {
                 for (key, hour) in rows {
                     let points = hour.points();
                     if points.is_empty() {
+                        if !self.tiers.is_empty() {
+                            values.push(None);
+                        }
                         continue;
                     }
                     let mut cell = Vec::with_capacity(points.len() + 32);
@@ -94,6 +108,15 @@ impl Engine {
                             "cannot encode a row for the store: {e}"
                         )));
                         return Ok(Vec::new());
+                    }
+                    // The row's tier value is the cell's summary.
+                    if !self.tiers.is_empty() {
+                        values.push(native::cell_summary(&cell).ok().flatten().map(|summary| {
+                            TierValue {
+                                points: points.len() as u64,
+                                partial: summary.partial(),
+                            }
+                        }));
                     }
                     muts.push(Mutation::Put {
                         table: Table::Data,
@@ -108,24 +131,59 @@ impl Engine {
         })?;
         match failure {
             Some(e) => Err(e),
-            None => Ok(count),
+            None => Ok((count, values)),
         }
     }
 
+    /// Which frozen rows (in the order of `frozen.rows`) the store may
+    /// already hold a cell of (a late point, a flush again after a
+    /// restart, an annotation): their tier values are read back after the
+    /// write. Asked of the bloom filters before the write; nothing to ask
+    /// without tiers.
+    fn rows_stored_before(&self, frozen: &Frozen) -> Result<Vec<bool>, EngineError> {
+        if self.tiers.is_empty() || self.log.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(frozen.row_count());
+        for (key, hour) in frozen.rows.values().flatten() {
+            let row = self.layout.row_key(key, hour.base);
+            out.push(self.store.row_may_exist(Table::Data, &row)?);
+        }
+        Ok(out)
+    }
+
     /// Computes the rollup tiers of the hours a flush wrote (embedded
-    /// store only). On failure the hours go back into the head and the
-    /// next flush writes them again, tiers included.
-    fn roll_up_frozen(&self, frozen: &Frozen) -> Result<(), EngineError> {
+    /// store only): from the cell written when the store held none of the
+    /// row before, else from the row read back. On failure the hours go
+    /// back into the head and the next flush writes them again, tiers
+    /// included.
+    fn roll_up_frozen(
+        &self,
+        frozen: &Frozen,
+        stored_before: &[bool],
+        written: Vec<Option<TierValue>>,
+    ) -> Result<(), EngineError> {
         if self.tiers.is_empty() || self.log.is_none() {
             return Ok(());
         }
-        let hours: Vec<(&[u8], u32)> = frozen
+        // In batches, so that what a flush of a year of hours holds besides
+        // its rows stays small.
+        let mut hours: Vec<(&[u8], u32, Option<TierValue>)> =
+            Vec::with_capacity(super::rollup::build::ROLL_UP_BATCH);
+        let all = frozen
             .rows
             .values()
             .flatten()
-            .map(|(key, hour)| (&key[..], hour.base))
-            .collect();
-        self.roll_up(&hours)
+            .zip(stored_before)
+            .zip(written);
+        for (((key, hour), before), value) in all {
+            hours.push((&key[..], hour.base, if *before { None } else { value }));
+            if hours.len() == super::rollup::build::ROLL_UP_BATCH {
+                self.roll_up_known(&hours)?;
+                hours.clear();
+            }
+        }
+        self.roll_up_known(&hours)
     }
 
     /// Records in the series index the newest hour this flush stored for

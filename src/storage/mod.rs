@@ -278,6 +278,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Every cell of one row, ordered by column (empty if the row is absent).
     fn get_row(&self, table: Table, row: &[u8]) -> Result<Vec<Cell>>;
 
+    /// False only when the row certainly holds no cell; true when it may
+    /// (a store without a cheap answer says true). Reads no data: the
+    /// embedded store asks its bloom filters.
+    fn row_may_exist(&self, _table: Table, _row: &[u8]) -> Result<bool> {
+        Ok(true)
+    }
+
     /// The cells of several rows in one call (one round trip on a remote
     /// store), in the order asked; an absent row has no cells.
     fn get_rows(&self, table: Table, rows: &[Vec<u8>]) -> Result<Vec<Vec<Cell>>> {

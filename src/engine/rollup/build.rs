@@ -60,8 +60,15 @@ fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierV
     (!out.partial.is_empty()).then_some(out)
 }
 
+/// A stored hour: series key and base (seconds).
+type Hour<'a> = (&'a [u8], u32);
+
 /// Hours a rebuild computes between two writes.
 const REBUILD_BATCH: usize = 65_536;
+
+/// Stored hours whose tier values are computed together (and read back
+/// at once, when they are).
+pub(in crate::engine) const ROLL_UP_BATCH: usize = 4096;
 
 fn corrupt(row: &[u8], e: impl std::fmt::Display) -> EngineError {
     EngineError::Storage(StorageError::Corrupt {
@@ -73,26 +80,65 @@ fn corrupt(row: &[u8], e: impl std::fmt::Display) -> EngineError {
 
 impl Engine {
     /// Recomputes every tier's values for the stored hours `hours` (series
-    /// key, hour base): after a flush wrote them, a delete changed them, or
-    /// for a rebuild. Reads the rows as they are in the store now.
+    /// key, hour base): after a delete changed them, or for a rebuild.
+    /// Reads the rows as they are in the store now.
     pub(in crate::engine) fn roll_up(&self, hours: &[(&[u8], u32)]) -> Result<(), EngineError> {
+        let unknown: Vec<(&[u8], u32, Option<TierValue>)> =
+            hours.iter().map(|(s, b)| (*s, *b, None)).collect();
+        self.roll_up_known(&unknown)
+    }
+
+    /// As [`Engine::roll_up`], with the values a caller already knows: an
+    /// hour given `Some` value (a flush that wrote the row's only cell) is
+    /// not read back; one given `None` is.
+    pub(in crate::engine) fn roll_up_known(
+        &self,
+        hours: &[(&[u8], u32, Option<TierValue>)],
+    ) -> Result<(), EngineError> {
         if self.tiers.is_empty() || hours.is_empty() {
             return Ok(());
         }
         let layout = self.layout;
-        let hours: BTreeSet<(&[u8], u32)> = hours.iter().copied().collect();
-        let hours: Vec<(&[u8], u32)> = hours.into_iter().collect();
-        let keys: Vec<Vec<u8>> = hours
-            .iter()
-            .map(|(series, base)| layout.row_key(series, *base))
-            .collect();
-        let rows = self.store.get_rows(Table::Data, &keys)?;
+        let mut sorted: Vec<(Hour<'_>, Option<TierValue>)> =
+            hours.iter().map(|(s, b, v)| ((*s, *b), *v)).collect();
+        // A stable sort: of the entries of one hour, one that must be read
+        // back wins over a value.
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        sorted.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same && later.1.is_none() {
+                earlier.1 = None;
+            }
+            same
+        });
+        // In batches: the rows read back keep their table blocks alive, and
+        // a flush under memory pressure may hold a year of hours.
         let mut scratch = Vec::new();
-        let mut values = Vec::with_capacity(hours.len());
-        for (key, cells) in keys.iter().zip(&rows) {
-            values.push(hour_value(cells, &mut scratch).map_err(|e| corrupt(key, e))?);
+        for batch in sorted.chunks(ROLL_UP_BATCH) {
+            let unknown: Vec<Vec<u8>> = batch
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|((series, base), _)| layout.row_key(series, *base))
+                .collect();
+            let rows = self.store.get_rows(Table::Data, &unknown)?;
+            let mut read = unknown.iter().zip(&rows);
+            let mut values = Vec::with_capacity(batch.len());
+            for (_, known) in batch {
+                values.push(match known {
+                    Some(v) => Some(*v),
+                    None => match read.next() {
+                        Some((key, cells)) => {
+                            hour_value(cells, &mut scratch).map_err(|e| corrupt(key, e))?
+                        }
+                        None => None,
+                    },
+                });
+            }
+            drop(rows);
+            let hours: Vec<(&[u8], u32)> = batch.iter().map(|(h, _)| *h).collect();
+            self.write_tier_values(&hours, values)?;
         }
-        self.write_tier_values(&hours, values)
+        Ok(())
     }
 
     /// Writes the base tier's values of `hours` (sorted, distinct), then

@@ -184,6 +184,47 @@ impl EmbeddedStore {
         Ok(())
     }
 
+    /// False only when no cell of the row exists: not in the memtable, and
+    /// every file that could hold it (by window and key range) says no by
+    /// its bloom filter. Reads no block.
+    pub(super) fn row_may_exist(&self, table: Table, row: &[u8]) -> bool {
+        let start = internal_row(table, row);
+        let mut end = start.clone();
+        end.push(0);
+        let h = bloom::key_hash(&start);
+        let files = {
+            let st = self.lock();
+            let lo = (start.clone(), Vec::new());
+            if st
+                .mem
+                .range(lo..)
+                .next()
+                .is_some_and(|((r, _), _)| *r == start)
+            {
+                return true;
+            }
+            Arc::clone(&st.files)
+        };
+        let hour = (table == Table::Data)
+            .then(|| {
+                self.opts
+                    .layout
+                    .parse_row_key(row)
+                    .map(|p| u64::from(p.base_time))
+            })
+            .flatten();
+        let candidates: &[Arc<TableReader>] = if table == Table::Data {
+            &files.data
+        } else {
+            &files.meta
+        };
+        candidates.iter().any(|t| {
+            hour.is_none_or(|hr| t.meta.window_start <= hr && hr < t.meta.window_end)
+                && t.overlaps(&start, &end)
+                && t.may_contain_row(h)
+        })
+    }
+
     /// One row: the memtable and the files that may hold it (by window
     /// and bloom filter), merged.
     pub(super) fn read_row(&self, table: Table, row: &[u8]) -> Result<Vec<Cell>> {

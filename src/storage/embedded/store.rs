@@ -91,6 +91,10 @@ impl Store for EmbeddedStore {
         self.read_row(table, row)
     }
 
+    fn row_may_exist(&self, table: Table, row: &[u8]) -> Result<bool> {
+        Ok(EmbeddedStore::row_may_exist(self, table, row))
+    }
+
     fn scan(
         &self,
         table: Table,
