@@ -193,6 +193,7 @@ impl Engine {
                     value: Vec::new(),
                 })
                 .collect();
+            self.tiers.note_indexed();
             self.store.write(marks, Durability::Sync)?;
             let batch = order
                 .into_iter()

@@ -135,3 +135,44 @@ fn a_delete_that_died_halfway_is_finished_by_the_restart() {
     );
     assert!(tiers.contains(&format!("\"{T0}\":")), "{tiers}");
 }
+
+/// A query a tier answers still returns the annotations of the data rows
+/// it did not read, as `rollup_raw` does, and after a restart.
+#[test]
+fn annotations_come_with_series_a_tier_answers() {
+    let mut s = Server::start_with("[head]\nflush_interval_secs = 1\n");
+    write_three_days(&s);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while counter(&s, "hourglass_rollup_hours_total") < 2 * 72 {
+        assert!(std::time::Instant::now() < deadline, "no flush");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let tsuid = s.get("/api/search/lookup?m=r.m%7Bhost=a%7D").json()["results"][0]["tsuid"]
+        .as_str()
+        .expect("tsuid")
+        .to_string();
+    let note = format!(
+        r#"{{"tsuid":"{tsuid}","startTime":{},"description":"deploy"}}"#,
+        T0 + 86_400 + 3_600
+    );
+    let r = s.post_json("/api/annotation", &note);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let day_max = |s: &Server, usage: &str| {
+        s.get(&format!(
+            "/api/query?start={T0}&end={}&m=sum:{usage}1d-max:r.m{{host=a}}",
+            T0 + 3 * 86_400 - 1
+        ))
+        .text()
+    };
+    let before = counter(&s, "hourglass_rollup_values_read_total");
+    let tiers = day_max(&s, "");
+    assert!(
+        counter(&s, "hourglass_rollup_values_read_total") > before,
+        "no tier read"
+    );
+    assert!(tiers.contains("\"description\":\"deploy\""), "{tiers}");
+    assert_eq!(tiers, day_max(&s, "rollup_raw:"));
+    s.stop();
+    s.restart();
+    assert_eq!(day_max(&s, ""), tiers);
+}

@@ -93,6 +93,9 @@ impl Engine {
         self.metrics
             .rollup_reads
             .inc_by(read.load(Ordering::Relaxed));
+        if !self.tiers.may_have_notes() {
+            return Ok(());
+        }
         self.scan_tier_notes(scan, lo, hi, slots)
     }
 

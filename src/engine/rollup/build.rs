@@ -323,6 +323,7 @@ impl Engine {
                 .iter()
                 .any(|c| row::classify(&c.column, &c.value) == CellKind::Annotation)
             {
+                self.tiers.note_indexed();
                 notes.push(Mutation::Put {
                     table: Table::Rollup,
                     row: super::notes_key(row),
@@ -438,6 +439,20 @@ impl Engine {
     /// configured is forgotten: hours flushed without it have no values, so
     /// configuring it again starts it afresh.
     pub(in crate::engine) fn load_tier_state(&self, fresh: bool) -> Result<(), EngineError> {
+        let mut notes = false;
+        let prefix = super::NOTES_PREFIX.to_vec();
+        self.store.scan(
+            Table::Rollup,
+            &prefix,
+            &crate::storage::prefix_end(&prefix),
+            &mut |_, _| {
+                notes = true;
+                Ok(false)
+            },
+        )?;
+        self.tiers
+            .notes
+            .store(notes, std::sync::atomic::Ordering::Release);
         let cells = self.store.get_row(Table::Rollup, STATE_ROW)?;
         let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);
         let mut muts = Vec::new();

@@ -193,6 +193,9 @@ pub struct Tiers {
     pub tiers: Vec<Tier>,
     /// When values past their TTL were last deleted (seconds).
     purged_at: std::sync::atomic::AtomicI64,
+    /// The notes index may hold a row: until an annotation is written to a
+    /// data row, a query a tier answers need not look for notes.
+    pub(super) notes: std::sync::atomic::AtomicBool,
 }
 
 impl Tiers {
@@ -204,6 +207,7 @@ impl Tiers {
                 .map(|(interval, ttl)| Tier::new(interval, ttl))
                 .collect(),
             purged_at: std::sync::atomic::AtomicI64::new(i64::MIN),
+            notes: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -214,6 +218,16 @@ impl Tiers {
     /// The base (1 h) tier.
     pub fn base(&self) -> Option<&Tier> {
         self.tiers.first()
+    }
+
+    /// False while the notes index is known to be empty.
+    pub fn may_have_notes(&self) -> bool {
+        self.notes.load(Ordering::Acquire)
+    }
+
+    /// An annotation was (or is about to be) indexed.
+    pub fn note_indexed(&self) {
+        self.notes.store(true, Ordering::Release);
     }
 }
 
