@@ -244,6 +244,26 @@ impl Server {
             .collect();
     }
 
+    /// A counter of `/metrics` (0 when absent).
+    #[allow(dead_code)]
+    pub fn counter(&self, name: &str) -> u64 {
+        self.get("/metrics")
+            .text()
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits up to 30 s until the counter `name` passes `above`.
+    #[allow(dead_code)]
+    pub fn wait_for_counter(&self, name: &str, above: u64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.counter(name) <= above {
+            assert!(Instant::now() < deadline, "{name} stayed at {above}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::common::{Server, dps};
 
@@ -39,8 +38,8 @@ fn baseline() -> (tempfile::TempDir, Vec<(String, i64)>) {
     t.send(&lines);
     assert!(t.sync().is_empty());
     // Let the background flush and compaction write table files.
-    wait_for(&s, "hourglass_flushed_rows_total", 0);
-    let checkpoints = counter(&s, "hourglass_head_checkpoints_total");
+    s.wait_for_counter("hourglass_flushed_rows_total", 0);
+    let checkpoints = s.counter("hourglass_head_checkpoints_total");
     let mut lines = String::new();
     for i in 0..300i64 {
         let ts = now - 1200 + i * 3;
@@ -49,7 +48,7 @@ fn baseline() -> (tempfile::TempDir, Vec<(String, i64)>) {
     }
     t.send(&lines);
     assert!(t.sync().is_empty());
-    wait_for(&s, "hourglass_head_checkpoints_total", checkpoints);
+    s.wait_for_counter("hourglass_head_checkpoints_total", checkpoints);
     // A few more after the checkpoint, so the WAL has frames, then crash.
     let mut lines = String::new();
     for i in 0..50i64 {
@@ -63,26 +62,6 @@ fn baseline() -> (tempfile::TempDir, Vec<(String, i64)>) {
     let tmp = tempfile::tempdir().expect("tempdir");
     copy_dir(&s.data_dir(), &tmp.path().join("data"));
     (tmp, points)
-}
-
-fn counter(s: &Server, name: &str) -> u64 {
-    s.get("/metrics")
-        .text()
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Waits until the counter `name` passes `above`.
-fn wait_for(s: &Server, name: &str, above: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while counter(s, name) <= above {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{name} stayed at {above}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -22,18 +22,10 @@ fn write_three_days(s: &Server) {
     assert!(t.sync().is_empty());
 }
 
-fn counter(s: &Server, name: &str) -> u64 {
-    s.get("/metrics")
-        .text()
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Every decomposing aggregator over hours, days and two days from the
 /// tiers equals `rollup_raw`'s answer; returns the tier values read.
 fn answers_match(s: &Server) -> u64 {
-    let before = counter(s, "hourglass_rollup_values_read_total");
+    let before = s.counter("hourglass_rollup_values_read_total");
     for agg in ["sum", "avg", "count", "min", "max", "first", "last"] {
         for interval in ["1h", "1d", "2d"] {
             let q = |usage: &str| {
@@ -49,7 +41,7 @@ fn answers_match(s: &Server) -> u64 {
             assert_eq!(tiers, raw, "{interval}-{agg}");
         }
     }
-    counter(s, "hourglass_rollup_values_read_total") - before
+    s.counter("hourglass_rollup_values_read_total") - before
 }
 
 #[test]
@@ -77,14 +69,7 @@ fn kill9_during_a_rollup_build_never_answers_a_partial_bucket() {
         // At once (the replayed hours are in the head again) and once they
         // are flushed again with their tiers: the raw answers.
         answers_match(&s);
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while counter(&s, "hourglass_rollup_hours_total") == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{point}: no rollup after the restart"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        s.wait_for_counter("hourglass_rollup_hours_total", 0);
         assert!(answers_match(&s) > 0, "{point}: the tiers answer");
         s.kill9();
         s.restart();
@@ -102,11 +87,7 @@ fn a_delete_that_died_halfway_is_finished_by_the_restart() {
         &[("HOURGLASS_FAILPOINTS", "delete_store=0")],
     );
     write_three_days(&s);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while counter(&s, "hourglass_rollup_hours_total") < 2 * 72 {
-        assert!(std::time::Instant::now() < deadline, "no flush");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_for_counter("hourglass_rollup_hours_total", 2 * 72 - 1);
     // Host a's second day: logged, dropped from the head, then the store
     // write fails.
     let body = format!(
@@ -142,11 +123,7 @@ fn a_delete_that_died_halfway_is_finished_by_the_restart() {
 fn annotations_come_with_series_a_tier_answers() {
     let mut s = Server::start_with("[head]\nflush_interval_secs = 1\n");
     write_three_days(&s);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while counter(&s, "hourglass_rollup_hours_total") < 2 * 72 {
-        assert!(std::time::Instant::now() < deadline, "no flush");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_for_counter("hourglass_rollup_hours_total", 2 * 72 - 1);
     let tsuid = s.get("/api/search/lookup?m=r.m%7Bhost=a%7D").json()["results"][0]["tsuid"]
         .as_str()
         .expect("tsuid")
@@ -164,10 +141,10 @@ fn annotations_come_with_series_a_tier_answers() {
         ))
         .text()
     };
-    let before = counter(&s, "hourglass_rollup_values_read_total");
+    let before = s.counter("hourglass_rollup_values_read_total");
     let tiers = day_max(&s, "");
     assert!(
-        counter(&s, "hourglass_rollup_values_read_total") > before,
+        s.counter("hourglass_rollup_values_read_total") > before,
         "no tier read"
     );
     assert!(tiers.contains("\"description\":\"deploy\""), "{tiers}");

@@ -651,6 +651,23 @@ impl Engine {
         Ok((out, first_ms(first)))
     }
 
+    /// A fetched series of `series_key` (salt, metric, tags).
+    fn series(
+        &self,
+        series_key: &[u8],
+        points: Points,
+        annotations: Vec<hourglass_query::Annotation>,
+        downsampled: bool,
+    ) -> Result<Series, SourceError> {
+        Ok(Series {
+            tsuid: series_key[self.layout().salt_width..].to_vec(),
+            tags: self.resolve_tags(series_key)?,
+            points,
+            annotations,
+            downsampled,
+        })
+    }
+
     fn resolve_tags(&self, series_key: &[u8]) -> Result<Vec<SeriesTag>, SourceError> {
         let layout = self.layout();
         let tags = series_key.get(layout.prefix_width()..).unwrap_or_default();
@@ -818,7 +835,6 @@ impl SeriesSource for Engine {
             }
         }
         let stored = Self::collect_slots(slots, &scan);
-        let prefix = self.layout().salt_width;
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
         let mut bucketed = Vec::new();
@@ -838,38 +854,20 @@ impl SeriesSource for Engine {
                 }
                 let buckets = sink.finish(req.budget).map_err(sink_err)?;
                 if !buckets.is_empty() {
-                    bucketed.push(Series {
-                        tsuid: key[prefix..].to_vec(),
-                        tags: self.resolve_tags(&key)?,
-                        points: buckets,
-                        annotations: found.notes,
-                        downsampled: true,
-                    });
+                    bucketed.push(self.series(&key, buckets, found.notes, true)?);
                 }
                 continue;
             }
             let pts = settle(pts, horizon, req.scan_end_ms);
             if !pts.is_empty() {
-                out.push(Series {
-                    tsuid: key[prefix..].to_vec(),
-                    tags: self.resolve_tags(&key)?,
-                    points: pts,
-                    annotations: found.notes,
-                    downsampled: false,
-                });
+                out.push(self.series(&key, pts, found.notes, false)?);
             }
         }
         for (key, mem) in memory {
             if mem.hours.is_empty() {
                 let pts = settle(mem.points, horizon, req.scan_end_ms);
                 if !pts.is_empty() {
-                    out.push(Series {
-                        tsuid: key[prefix..].to_vec(),
-                        tags: self.resolve_tags(&key)?,
-                        points: pts,
-                        annotations: Vec::new(),
-                        downsampled: false,
-                    });
+                    out.push(self.series(&key, pts, Vec::new(), false)?);
                 }
                 continue;
             }
@@ -897,13 +895,7 @@ impl SeriesSource for Engine {
             }
             let buckets = sink.finish(req.budget).map_err(sink_err)?;
             if !buckets.is_empty() {
-                bucketed.push(Series {
-                    tsuid: key[prefix..].to_vec(),
-                    tags: self.resolve_tags(&key)?,
-                    points: buckets,
-                    annotations: Vec::new(),
-                    downsampled: true,
-                });
+                bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
             }
         }
         out.extend(bucketed);
