@@ -5,7 +5,8 @@
 #    race, packing while another node writes),
 #  * the integration tests of the HTTP API against Bigtable-backed servers
 #    (the same tests as the embedded run; only the modules about the local
-#    data directory, durability:: and damage::, are embedded-only).
+#    data directory, durability:: and damage::, and rollup:: — the rollup
+#    tiers are the embedded store's — are embedded-only).
 # The emulator is preinstalled on the build machines (Debian package
 # google-cloud-cli-bigtable-emulator); if it is missing it is built from
 # Debian's Go sources (about 35 s). Under CI=true a missing emulator fails
@@ -44,4 +45,4 @@ echo "Bigtable emulator $EMU on $BIGTABLE_EMULATOR_HOST"
 cargo test --features bigtable --lib storage::bigtable
 cargo test --features bigtable --test bigtable
 HOURGLASS_TEST_BACKEND=bigtable cargo test --features bigtable --test integration -- \
-  --skip durability:: --skip damage::
+  --skip durability:: --skip damage:: --skip rollup::

@@ -181,20 +181,23 @@ impl Engine {
             out.push(answer);
         }
         if !order.is_empty() {
-            // The notes index first: a query answered from a rollup tier
-            // reads the notes of the rows it names (a marker left by a
-            // failed write below names a row without notes: harmless).
-            let marks: Vec<Mutation> = order
-                .iter()
-                .map(|(row, _)| Mutation::Put {
-                    table: Table::Rollup,
-                    row: super::rollup::notes_key(row),
-                    column: crate::storage::column(crate::storage::family::DATA, &[]),
-                    value: Vec::new(),
-                })
-                .collect();
-            self.tiers.note_indexed();
-            self.store.write(marks, Durability::Sync)?;
+            // The notes index first (with rollup tiers): a query answered
+            // from a tier reads the notes of the rows it names (a marker
+            // left by a failed write below names a row without notes:
+            // harmless).
+            if !self.tiers.is_empty() {
+                let marks: Vec<Mutation> = order
+                    .iter()
+                    .map(|(row, _)| Mutation::Put {
+                        table: Table::Rollup,
+                        row: super::rollup::notes_key(row),
+                        column: crate::storage::column(crate::storage::family::DATA, &[]),
+                        value: Vec::new(),
+                    })
+                    .collect();
+                self.tiers.note_indexed();
+                self.store.write(marks, Durability::Sync)?;
+            }
             let batch = order
                 .into_iter()
                 .filter_map(|cell| {

@@ -164,7 +164,10 @@ impl Engine {
             .zip(&rows)
             .map(|(s, (_, base))| (s.as_slice(), *base))
             .collect();
-        self.roll_up(&hours)?;
+        if let Err(e) = self.roll_up(&hours) {
+            self.give_up_tiers(&e);
+            return Err(e);
+        }
         self.metrics.deletes.inc();
         Ok(n)
     }

@@ -368,11 +368,14 @@ impl Engine {
             let head = self.head();
             checkpoint::snapshot(&head)
         };
+        // What the store holds buffered for the hours flushed from the
+        // segments about to go (index rows of the series they define, the
+        // rollup tier values of their hours) is made durable before the
+        // checkpoint that lets them go: a start after it replays nothing
+        // older.
+        self.store.sync()?;
         let now = self.clock.now_ms().max(0) as u64;
         checkpoint::write(&log.head_dir, segment, &snapshot, points, now)?;
-        // Index rows of the series defined in the segments about to go were
-        // written buffered: make them durable first.
-        self.store.sync()?;
         log.wal.remove_before(segment)?;
         for (n, old) in checkpoint::list(&log.head_dir)? {
             if n < segment {

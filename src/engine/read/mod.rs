@@ -808,6 +808,8 @@ impl SeriesSource for Engine {
                         interval_ms: p.interval_ms,
                         aggregator: p.aggregator,
                         lo_ms: i64::from(lo) * 1000,
+                        start_ms: req.scan_start_ms,
+                        end_ms: req.scan_end_ms,
                         hi_ms: i64::from(hi) * 1000,
                         memory_from_ms,
                         now_secs: self.now_secs(),

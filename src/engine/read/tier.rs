@@ -129,6 +129,8 @@ impl Engine {
         if rows.is_empty() {
             return Ok(());
         }
+        // The rows are read whole: charged as a row each.
+        scan.take(rows.len());
         let keys: Vec<Vec<u8>> = rows.iter().map(|(_, k)| k.clone()).collect();
         let cells = self
             .store

@@ -218,9 +218,14 @@ impl Engine {
         layout: &KeyLayout,
         hours: &[(&[u8], u32)],
     ) -> Result<(), EngineError> {
+        // An interval whose hours' 1 h values may be past their TTL (and
+        // deleted) keeps the value it has: merging what is left would
+        // answer for fewer hours than the interval held (docs/rollups.md).
+        let base_horizon = base_tier.horizon(self.now_secs());
         let intervals: BTreeSet<(&[u8], u32)> = hours
             .iter()
             .map(|(series, base)| (*series, base - base % tier.interval))
+            .filter(|(_, start)| i64::from(*start) >= base_horizon)
             .collect();
         // The base tier's rows inside each interval (a day per row), each
         // read once.
@@ -284,6 +289,12 @@ impl Engine {
             return Err(EngineError::Config(crate::config::ConfigError::Invalid(
                 "rollups are off (rollup.enabled = false) or the backend is shared: nothing to rebuild".into(),
             )));
+        }
+        // Values of hours whose data rows are gone would otherwise stay:
+        // every tier starts empty from `from` on.
+        for tier in &self.tiers.tiers {
+            let first = from - from % tier.interval;
+            self.retain_values(tier, |t| t < first)?;
         }
         let layout = self.layout;
         let mut batch: Vec<(Vec<u8>, u32, Option<TierValue>)> = Vec::new();
@@ -351,8 +362,11 @@ impl Engine {
     }
 
     /// Deletes the tier values past their tier's TTL (queries stopped
-    /// reading them when they passed it); unless `force`, at most once an
-    /// hour. Returns the values deleted.
+    /// reading them when they passed it, one interval earlier, so a query
+    /// running meanwhile never finds one gone), and records the tier
+    /// complete only from there: a longer TTL configured later does not
+    /// make the deleted intervals look empty. Unless `force`, at most once
+    /// an hour. Returns the values deleted.
     pub fn purge_tiers(&self, force: bool) -> Result<usize, EngineError> {
         use std::sync::atomic::Ordering;
         let now = self.now_secs();
@@ -366,71 +380,112 @@ impl Engine {
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let layout = self.layout;
-        let column = super::row_column();
         let mut deleted = 0;
         for tier in self.tiers.tiers.iter().filter(|t| t.ttl.is_some()) {
-            let horizon = tier.horizon(now);
-            let start = tier.id().to_vec();
-            let end = crate::storage::prefix_end(&start);
-            let mut muts = Vec::new();
-            let mut failed = None;
-            self.store
-                .scan(Table::Rollup, &start, &end, &mut |key, cells| {
-                    let Some(parts) = key.get(2..).and_then(|r| layout.parse_row_key(r)) else {
-                        return Ok(true);
-                    };
-                    let Some(cell) = cells.iter().find(|c| c.column == column) else {
-                        return Ok(true);
-                    };
-                    let mut row = match TierRow::decode(&cell.value) {
-                        Ok(row) => row,
-                        Err(e) => {
-                            failed = Some(corrupt(key, e));
-                            return Ok(false);
-                        }
-                    };
-                    let before = row.values.len();
-                    row.values.retain(|(index, _)| {
-                        tier.interval_start(parts.base_time, *index)
-                            .is_some_and(|t| i64::from(t) >= horizon)
-                    });
-                    if row.values.len() == before {
-                        return Ok(true);
-                    }
-                    deleted += before - row.values.len();
-                    muts.push(if row.values.is_empty() {
-                        Mutation::Delete {
-                            table: Table::Rollup,
-                            row: key.to_vec(),
-                            column: column.clone(),
-                        }
-                    } else {
-                        Mutation::Put {
-                            table: Table::Rollup,
-                            row: key.to_vec(),
-                            column: column.clone(),
-                            value: row.encode(),
-                        }
-                    });
-                    if muts.len() >= REBUILD_BATCH
-                        && let Err(e) = self
-                            .store
-                            .write(std::mem::take(&mut muts), Durability::Buffered)
-                    {
-                        failed = Some(e.into());
-                        return Ok(false);
-                    }
-                    Ok(true)
-                })?;
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            if !muts.is_empty() {
-                self.store.write(muts, Durability::Buffered)?;
+            let before = tier.horizon(now) - i64::from(tier.interval);
+            deleted += self.retain_values(tier, |t| i64::from(t) >= before)?;
+            let before = u32::try_from(before.max(0)).unwrap_or(u32::MAX);
+            if before > tier.complete_from() {
+                self.store_complete_from(tier, before)?;
             }
         }
         Ok(deleted)
+    }
+
+    /// Keeps the values of `tier` whose interval start (seconds) `keep`
+    /// accepts and deletes the others, row by row; returns the values
+    /// deleted. Callers hold the flush lock.
+    fn retain_values(&self, tier: &Tier, keep: impl Fn(u32) -> bool) -> Result<usize, EngineError> {
+        let layout = self.layout;
+        let column = super::row_column();
+        let start = tier.id().to_vec();
+        let end = crate::storage::prefix_end(&start);
+        let mut deleted = 0;
+        let mut muts = Vec::new();
+        let mut failed = None;
+        self.store
+            .scan(Table::Rollup, &start, &end, &mut |key, cells| {
+                let Some(parts) = key.get(2..).and_then(|r| layout.parse_row_key(r)) else {
+                    return Ok(true);
+                };
+                let Some(cell) = cells.iter().find(|c| c.column == column) else {
+                    return Ok(true);
+                };
+                let mut row = match TierRow::decode(&cell.value) {
+                    Ok(row) => row,
+                    Err(e) => {
+                        failed = Some(corrupt(key, e));
+                        return Ok(false);
+                    }
+                };
+                let before = row.values.len();
+                row.values.retain(|(index, _)| {
+                    tier.interval_start(parts.base_time, *index)
+                        .is_some_and(&keep)
+                });
+                if row.values.len() == before {
+                    return Ok(true);
+                }
+                deleted += before - row.values.len();
+                muts.push(if row.values.is_empty() {
+                    Mutation::Delete {
+                        table: Table::Rollup,
+                        row: key.to_vec(),
+                        column: column.clone(),
+                    }
+                } else {
+                    Mutation::Put {
+                        table: Table::Rollup,
+                        row: key.to_vec(),
+                        column: column.clone(),
+                        value: row.encode(),
+                    }
+                });
+                if muts.len() >= REBUILD_BATCH
+                    && let Err(e) = self
+                        .store
+                        .write(std::mem::take(&mut muts), Durability::Buffered)
+                {
+                    failed = Some(e.into());
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !muts.is_empty() {
+            self.store.write(muts, Durability::Buffered)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Records `tier` complete from `t` (seconds) on, in memory and in the
+    /// state row.
+    fn store_complete_from(&self, tier: &Tier, t: u32) -> Result<(), EngineError> {
+        tier.set_complete_from(t);
+        self.store.write(
+            vec![Mutation::Put {
+                table: Table::Rollup,
+                row: STATE_ROW.to_vec(),
+                column: crate::storage::column(crate::storage::family::DATA, &tier.id()),
+                value: t.to_be_bytes().to_vec(),
+            }],
+            Durability::Sync,
+        )?;
+        Ok(())
+    }
+
+    /// After a tier write failed halfway (a delete's tombstones written,
+    /// the tiers not recomputed): no tier answers again until `hourglass
+    /// rollup rebuild`, recorded if the store still takes writes.
+    pub(in crate::engine) fn give_up_tiers(&self, why: &EngineError) {
+        tracing::error!(error = %why, "rollup tiers may no longer match the stored points; queries read the points until `hourglass rollup rebuild` runs");
+        for tier in &self.tiers.tiers {
+            if let Err(e) = self.store_complete_from(tier, u32::MAX) {
+                tracing::error!(error = %e, "could not record the rollup tiers as unusable");
+            }
+        }
     }
 
     /// Loads each tier's "complete from" hour from the state row; a tier
@@ -484,7 +539,7 @@ impl Engine {
                     let t = if fresh {
                         0
                     } else {
-                        let next_hour = now - now % 3600 + 3600;
+                        let next_hour = (now - now % 3600).saturating_add(3600);
                         next_hour
                             .div_ceil(tier.interval)
                             .saturating_mul(tier.interval)
@@ -507,21 +562,12 @@ impl Engine {
     }
 
     /// Records that every tier is complete from `from` (seconds) on, after
-    /// a rebuild of everything before.
+    /// a rebuild of everything since.
     pub(in crate::engine) fn store_tier_state(&self, from: u32) -> Result<(), EngineError> {
-        let mut muts = Vec::new();
         for tier in &self.tiers.tiers {
             let t = from.div_ceil(tier.interval).saturating_mul(tier.interval);
-            let t = t.min(tier.complete_from());
-            muts.push(Mutation::Put {
-                table: Table::Rollup,
-                row: STATE_ROW.to_vec(),
-                column: crate::storage::column(crate::storage::family::DATA, &tier.id()),
-                value: t.to_be_bytes().to_vec(),
-            });
-            tier.set_complete_from(t);
+            self.store_complete_from(tier, t)?;
         }
-        self.store.write(muts, Durability::Sync)?;
         Ok(())
     }
 }

@@ -39,6 +39,11 @@ pub struct Query {
     /// The scan window (hour-aligned, `hi` exclusive).
     pub lo_ms: i64,
     pub hi_ms: i64,
+    /// The window the bucket sinks keep (`FetchRequest::scan_start_ms`
+    /// and `scan_end_ms`): the first whole bucket starts at or after
+    /// `start_ms`, no span may end after `end_ms`.
+    pub start_ms: i64,
+    pub end_ms: i64,
     /// The first hour any matching series holds in memory (`i64::MAX`:
     /// none): tiers stop there, the raw path merges memory and store.
     pub memory_from_ms: i64,
@@ -51,7 +56,7 @@ pub fn plan(tiers: &Tiers, q: &Query) -> Vec<Segment> {
     let mut usable: Vec<(usize, i64, i64, i64)> = Vec::new();
     if q.interval_ms > 0 && decomposes(q.aggregator) {
         // The first whole bucket: the sink skips what comes before.
-        let seek = q.lo_ms.saturating_add(q.interval_ms - 1);
+        let seek = q.start_ms.saturating_add(q.interval_ms - 1);
         let seek = seek - seek.rem_euclid(q.interval_ms);
         for (i, t) in tiers.tiers.iter().enumerate() {
             let len = t.interval_ms();
@@ -62,7 +67,7 @@ pub fn plan(tiers: &Tiers, q: &Query) -> Vec<Segment> {
             let from = seek
                 .max(i64::from(t.complete_from()) * 1000)
                 .max(t.horizon(q.now_secs) * 1000);
-            let to = q.hi_ms.min(q.memory_from_ms);
+            let to = q.hi_ms.min(q.end_ms).min(q.memory_from_ms);
             usable.push((i, len, from, to));
         }
     }
@@ -124,6 +129,8 @@ mod tests {
             aggregator,
             lo_ms: lo,
             hi_ms: hi,
+            start_ms: lo,
+            end_ms: hi,
             memory_from_ms: i64::MAX,
             now_secs: 400 * 86_400,
         }
