@@ -1184,3 +1184,63 @@ fn a_rebuild_drops_values_of_hours_gone_while_tiers_were_off() {
     assert!(e.metrics().rollup_reads.get() > 0);
     e.shutdown().unwrap();
 }
+
+/// A tier row that does not decode (damage) does not block the flushes of
+/// its hours: it is written anew, and no tier answers until a rebuild.
+#[test]
+fn a_damaged_tier_row_gives_the_tiers_up_instead_of_blocking_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let e = open(&c, &clock);
+    let start_s = (T0_MS / 1000 / 86_400) * 86_400 - 2 * 86_400;
+    let pts: Vec<Point<'static>> = (0..1440u64)
+        .map(|i| point("d.m", start_s as u64 + i * 60, (i % 53) as i64, "a"))
+        .collect();
+    write(&e, &pts);
+    e.flush_closed().unwrap();
+    let key = series_key(&e, "d.m", "a");
+    let base = &e.tiers.tiers[0];
+    let (row, _) = base.cell_of(e.layout(), &key, start_s as u32);
+    e.store()
+        .write(
+            vec![crate::storage::Mutation::Put {
+                table: crate::storage::Table::Rollup,
+                row,
+                column: super::rollup::row_column(),
+                value: vec![0x09, 0xFF],
+            }],
+            crate::storage::Durability::Sync,
+        )
+        .unwrap();
+    // A late point in that day: its flush must go through.
+    write(&e, &[point("d.m", start_s as u64 + 5, 1000, "a")]);
+    e.flush_closed().unwrap();
+    assert_eq!(e.head_usage().1, 0, "the hour was flushed");
+    assert_eq!(e.tiers.tiers[0].complete_from(), u32::MAX);
+    let q = hourglass_query::parse_query_string(
+        &[
+            ("start".to_string(), start_s.to_string()),
+            ("end".to_string(), (start_s + 86_400 - 1).to_string()),
+            ("m".to_string(), "sum:1h-max:d.m".to_string()),
+        ],
+        clock.now_ms(),
+    )
+    .unwrap();
+    let json = |src: &dyn SeriesSource| {
+        let r = hourglass_query::exec::execute(&q, src).unwrap();
+        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+    };
+    let raw = json(&model::RawOnly(&e));
+    assert!(raw.contains("1000"), "{raw}");
+    let read = e.metrics().rollup_reads.get();
+    assert_eq!(json(e.as_ref()), raw);
+    assert_eq!(e.metrics().rollup_reads.get(), read, "no tier answers");
+    e.rebuild_rollups(0).unwrap();
+    assert_eq!(json(e.as_ref()), raw);
+    assert!(
+        e.metrics().rollup_reads.get() > read,
+        "the rebuilt tiers answer"
+    );
+    e.shutdown().unwrap();
+}

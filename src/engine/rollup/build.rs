@@ -184,7 +184,16 @@ impl Engine {
         let mut muts = Vec::with_capacity(keys.len());
         for ((key, changes), cells) in updates.into_iter().zip(stored) {
             let mut row = match cells.iter().find(|c| c.column == column) {
-                Some(c) => TierRow::decode(&c.value).map_err(|e| corrupt(&key, e))?,
+                Some(c) => match TierRow::decode(&c.value) {
+                    Ok(row) => row,
+                    // Derived data: a damaged row is written anew rather
+                    // than block every flush of its hours; the values it
+                    // lost make every tier unusable until a rebuild.
+                    Err(e) => {
+                        self.give_up_tiers(&corrupt(&key, e));
+                        TierRow::default()
+                    }
+                },
                 None => TierRow::default(),
             };
             for (index, value) in changes {
@@ -250,7 +259,13 @@ impl Engine {
         let mut rows: BTreeMap<(&[u8], u32), TierRow> = BTreeMap::new();
         for ((id, key), cells) in wanted.iter().zip(&keys).zip(stored) {
             if let Some(c) = cells.iter().find(|c| c.column == column) {
-                rows.insert(*id, TierRow::decode(&c.value).map_err(|e| corrupt(key, e))?);
+                match TierRow::decode(&c.value) {
+                    Ok(row) => {
+                        rows.insert(*id, row);
+                    }
+                    // As in update_rows: written anew, tiers given up.
+                    Err(e) => self.give_up_tiers(&corrupt(key, e)),
+                }
             }
         }
         let mut updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>> = BTreeMap::new();
@@ -477,8 +492,9 @@ impl Engine {
     }
 
     /// After a tier write failed halfway (a delete's tombstones written,
-    /// the tiers not recomputed): no tier answers again until `hourglass
-    /// rollup rebuild`, recorded if the store still takes writes.
+    /// the tiers not recomputed) or a damaged tier row was overwritten: no
+    /// tier answers again until `hourglass rollup rebuild`, recorded if the
+    /// store still takes writes.
     pub(in crate::engine) fn give_up_tiers(&self, why: &EngineError) {
         tracing::error!(error = %why, "rollup tiers may no longer match the stored points; queries read the points until `hourglass rollup rebuild` runs");
         for tier in &self.tiers.tiers {
