@@ -966,17 +966,13 @@ fn rollups_outlive_the_raw_points() {
     write(&e, &pts);
     e.flush_closed().unwrap();
     let query = |src: &dyn SeriesSource| {
-        let q = hourglass_query::parse_query_string(
-            &[
-                ("start".to_string(), start_s.to_string()),
-                ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
-                ("m".to_string(), "sum:1d-max:o.m".to_string()),
-            ],
+        query_json(
+            src,
             clock.now_ms(),
+            start_s.to_string(),
+            (start_s + 2 * 86_400 - 1).to_string(),
+            "sum:1d-max:o.m".to_string(),
         )
-        .unwrap();
-        let r = hourglass_query::exec::execute(&q, src).unwrap();
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
     };
     let kept = query(&model::RawOnly(&e));
     assert!(kept.contains("\"dps\":{\""), "{kept}");
@@ -1015,17 +1011,13 @@ fn tiers_start_after_an_upgrade_and_a_rebuild_fills_the_past() {
     c.rollup.enabled = true;
     let e = open(&c, &clock);
     let query = |src: &dyn SeriesSource| {
-        let q = hourglass_query::parse_query_string(
-            &[
-                ("start".to_string(), start_s.to_string()),
-                ("end".to_string(), (start_s + 4 * 86_400 - 1).to_string()),
-                ("m".to_string(), "sum:1d-min:u.m".to_string()),
-            ],
+        query_json(
+            src,
             clock.now_ms(),
+            start_s.to_string(),
+            (start_s + 4 * 86_400 - 1).to_string(),
+            "sum:1d-min:u.m".to_string(),
         )
-        .unwrap();
-        let r = hourglass_query::exec::execute(&q, src).unwrap();
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
     };
     let raw = query(&model::RawOnly(&e));
     assert!(raw.contains("\"dps\":{\""), "{raw}");
@@ -1048,6 +1040,27 @@ fn tiers_start_after_an_upgrade_and_a_rebuild_fills_the_past() {
     assert_eq!(query(e.as_ref()), raw);
     assert!(e.metrics().rollup_reads.get() > 0);
     e.shutdown().unwrap();
+}
+
+/// The JSON answer of a `/api/query` with `start`, `end` and `m` from `src`.
+fn query_json(
+    src: &dyn SeriesSource,
+    now_ms: i64,
+    start: String,
+    end: String,
+    m: String,
+) -> String {
+    let q = hourglass_query::parse_query_string(
+        &[
+            ("start".to_string(), start),
+            ("end".to_string(), end),
+            ("m".to_string(), m),
+        ],
+        now_ms,
+    )
+    .unwrap();
+    let r = hourglass_query::exec::execute(&q, src).unwrap();
+    String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
 }
 
 /// A tier's values past its TTL are no longer read (the finer tier or the
@@ -1087,17 +1100,13 @@ fn tier_values_past_their_ttl_are_not_read_then_deleted() {
         n
     };
     let query = || {
-        let q = hourglass_query::parse_query_string(
-            &[
-                ("start".to_string(), start_s.to_string()),
-                ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
-                ("m".to_string(), "sum:1d-max:p.m".to_string()),
-            ],
+        query_json(
+            e.as_ref(),
             clock.now_ms(),
+            start_s.to_string(),
+            (start_s + 2 * 86_400 - 1).to_string(),
+            "sum:1d-max:p.m".to_string(),
         )
-        .unwrap();
-        let r = hourglass_query::exec::execute(&q, e.as_ref()).unwrap();
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
     };
     let want = query();
     assert!(want.contains("\"dps\":{\""), "{want}");
@@ -1119,20 +1128,14 @@ fn tier_values_past_their_ttl_are_not_read_then_deleted() {
     // A longer TTL later: the deleted days are not read as empty ones.
     c.rollup.tiers[1].ttl = "0".into();
     let e = open(&c, &clock);
-    let q = hourglass_query::parse_query_string(
-        &[
-            ("start".to_string(), start_s.to_string()),
-            ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
-            ("m".to_string(), "sum:1d-max:p.m".to_string()),
-        ],
+    let again = query_json(
+        e.as_ref(),
         clock.now_ms(),
-    )
-    .unwrap();
-    let r = hourglass_query::exec::execute(&q, e.as_ref()).unwrap();
-    assert_eq!(
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap(),
-        want
+        start_s.to_string(),
+        (start_s + 2 * 86_400 - 1).to_string(),
+        "sum:1d-max:p.m".to_string(),
     );
+    assert_eq!(again, want);
     e.shutdown().unwrap();
 }
 
@@ -1165,18 +1168,14 @@ fn a_rebuild_drops_values_of_hours_gone_while_tiers_were_off() {
     c.rollup.enabled = true;
     let e = open(&c, &clock);
     e.rebuild_rollups(0).unwrap();
-    let q = hourglass_query::parse_query_string(
-        &[
-            ("start".to_string(), start_s.to_string()),
-            ("end".to_string(), (start_s + 2 * 86_400 - 1).to_string()),
-            ("m".to_string(), "sum:1d-max:b.m".to_string()),
-        ],
-        clock.now_ms(),
-    )
-    .unwrap();
     let json = |src: &dyn SeriesSource| {
-        let r = hourglass_query::exec::execute(&q, src).unwrap();
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+        query_json(
+            src,
+            clock.now_ms(),
+            start_s.to_string(),
+            (start_s + 2 * 86_400 - 1).to_string(),
+            "sum:1d-max:b.m".to_string(),
+        )
     };
     let raw = json(&model::RawOnly(&e));
     assert!(!raw.contains(&format!("\"{start_s}\"")), "{raw}");
@@ -1218,18 +1217,14 @@ fn a_damaged_tier_row_gives_the_tiers_up_instead_of_blocking_flushes() {
     e.flush_closed().unwrap();
     assert_eq!(e.head_usage().1, 0, "the hour was flushed");
     assert_eq!(e.tiers.tiers[0].complete_from(), u32::MAX);
-    let q = hourglass_query::parse_query_string(
-        &[
-            ("start".to_string(), start_s.to_string()),
-            ("end".to_string(), (start_s + 86_400 - 1).to_string()),
-            ("m".to_string(), "sum:1h-max:d.m".to_string()),
-        ],
-        clock.now_ms(),
-    )
-    .unwrap();
     let json = |src: &dyn SeriesSource| {
-        let r = hourglass_query::exec::execute(&q, src).unwrap();
-        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+        query_json(
+            src,
+            clock.now_ms(),
+            start_s.to_string(),
+            (start_s + 86_400 - 1).to_string(),
+            "sum:1h-max:d.m".to_string(),
+        )
     };
     let raw = json(&model::RawOnly(&e));
     assert!(raw.contains("1000"), "{raw}");
