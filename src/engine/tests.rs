@@ -662,6 +662,42 @@ mod model {
     }
 }
 
+/// Random walks of two-decimal values for hosts `a` and `b` (seeded by
+/// `seed`): `n` points `step` seconds apart from `start`, point 100 a NaN
+/// and point `neg_zero` a -0.0.
+fn two_decimal_gauges(
+    metric: &'static str,
+    seed: u64,
+    start: u64,
+    step: u64,
+    n: u64,
+    neg_zero: u64,
+) -> Vec<Point<'static>> {
+    let mut x = seed;
+    let mut pts = Vec::new();
+    for host in ["a", "b"] {
+        let mut v = 5000i64;
+        for i in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v += (x % 201) as i64 - 100;
+            let value = match i {
+                100 => Value::Double(f64::NAN),
+                _ if i == neg_zero => Value::Double(-0.0),
+                _ => Value::Double(v as f64 / 100.0),
+            };
+            pts.push(Point {
+                metric: Cow::Borrowed(metric),
+                timestamp: Timestamp(start + i * step),
+                value,
+                tags: vec![(Cow::Borrowed("host"), Cow::Borrowed(host))],
+            });
+        }
+    }
+    pts
+}
+
 /// Two-decimal gauges (and a NaN and a -0.0) over three days, in
 /// table files after a restart, partly compacted, with a late point and a
 /// deleted range: every decomposing aggregator over whole hours answers as
@@ -673,28 +709,7 @@ fn cell_summaries_answer_whole_hours_as_the_points_would() {
     let c = config(dir.path());
     let e = open(&c, &clock);
     let start_s = (T0_MS / 1000 / 3600) * 3600;
-    let mut x = 7u64;
-    let mut pts = Vec::new();
-    for host in ["a", "b"] {
-        let mut v = 5000i64;
-        for i in 0..3 * 8640u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            v += (x % 201) as i64 - 100;
-            let value = match i {
-                100 => Value::Double(f64::NAN),
-                200 => Value::Double(-0.0),
-                _ => Value::Double(v as f64 / 100.0),
-            };
-            pts.push(Point {
-                metric: Cow::Borrowed("g.m"),
-                timestamp: Timestamp(start_s as u64 + i * 10),
-                value,
-                tags: vec![(Cow::Borrowed("host"), Cow::Borrowed(host))],
-            });
-        }
-    }
+    let pts = two_decimal_gauges("g.m", 7, start_s as u64, 10, 3 * 8640, 200);
     for chunk in pts.chunks(5000) {
         write(&e, chunk);
     }
@@ -860,28 +875,7 @@ fn rollup_tiers_answer_as_the_points_would() {
     let e = open(&c, &clock);
     let day = 86_400u64;
     let start_s = (T0_MS as u64 / 1000 / day) * day;
-    let mut x = 11u64;
-    let mut pts = Vec::new();
-    for host in ["a", "b"] {
-        let mut v = 5000i64;
-        for i in 0..10 * 1440u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            v += (x % 201) as i64 - 100;
-            let value = match i {
-                100 => Value::Double(f64::NAN),
-                2000 => Value::Double(-0.0),
-                _ => Value::Double(v as f64 / 100.0),
-            };
-            pts.push(Point {
-                metric: Cow::Borrowed("r.m"),
-                timestamp: Timestamp(start_s + i * 60),
-                value,
-                tags: vec![(Cow::Borrowed("host"), Cow::Borrowed(host))],
-            });
-        }
-    }
+    let pts = two_decimal_gauges("r.m", 11, start_s, 60, 10 * 1440, 2000);
     for chunk in pts.chunks(5000) {
         write(&e, chunk);
     }
@@ -1039,6 +1033,13 @@ fn tiers_start_after_an_upgrade_and_a_rebuild_fills_the_past() {
     let e = open(&c, &clock);
     assert_eq!(query(e.as_ref()), raw);
     assert!(e.metrics().rollup_reads.get() > 0);
+    // A later rebuild of the last day only leaves the earlier days covered.
+    e.rebuild_rollups(start_s as u32 + 3 * 86_400).unwrap();
+    assert_eq!(e.tiers.tiers[0].complete_from(), 0);
+    assert_eq!(e.tiers.tiers[1].complete_from(), 0);
+    let read = e.metrics().rollup_reads.get();
+    assert_eq!(query(e.as_ref()), raw);
+    assert!(e.metrics().rollup_reads.get() > read);
     e.shutdown().unwrap();
 }
 

@@ -830,7 +830,9 @@ impl SeriesSource for Engine {
                 }
                 rollup::plan::Source::Tier(i) => {
                     let Some(tier) = self.tiers.tiers.get(i) else {
-                        continue;
+                        return Err(SourceError::Storage(format!(
+                            "internal error: the plan names rollup tier {i}, which is not configured"
+                        )));
                     };
                     self.scan_tier(&scan, tier, seg.lo_ms, seg.hi_ms, &slots)?;
                 }

@@ -578,11 +578,13 @@ impl Engine {
     }
 
     /// Records that every tier is complete from `from` (seconds) on, after
-    /// a rebuild of everything since.
+    /// a rebuild of everything since: lowered to it, never raised (what was
+    /// complete before `from` still is; a tier given up is complete again
+    /// from `from`).
     pub(in crate::engine) fn store_tier_state(&self, from: u32) -> Result<(), EngineError> {
         for tier in &self.tiers.tiers {
             let t = from.div_ceil(tier.interval).saturating_mul(tier.interval);
-            self.store_complete_from(tier, t)?;
+            self.store_complete_from(tier, t.min(tier.complete_from()))?;
         }
         Ok(())
     }
