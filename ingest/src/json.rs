@@ -1,4 +1,5 @@
-//! The HTTP `/api/put` JSON body: body-level decoding ([`decode_put_body`]) into lenient, raw
+//! The HTTP `/api/put` JSON body (and `/api/rollup`'s, the same with three more fields):
+//! body-level decoding ([`decode_put_body`]) into lenient, raw
 //! per-element records ([`JsonPoint`]), per-point validation with OpenTSDB's error texts
 //! ([`JsonPoint::to_point`]) and the `details` echo ([`JsonPoint::echo`]).
 //!
@@ -38,6 +39,7 @@ pub use crate::messages::{
 };
 use crate::number::parse_value;
 use crate::point::{Point, PutError, Timestamp, Value};
+use crate::rollup::RollupSpec;
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
 use crate::validate::{complete, timestamp_in_range};
 
@@ -104,6 +106,10 @@ struct Fields<'a> {
     timestamp: Option<Raw<'a>>,
     value: Option<Raw<'a>>,
     tags: Option<Raw<'a>>,
+    /// `/api/rollup`'s fields.
+    interval: Option<Raw<'a>>,
+    aggregator: Option<Raw<'a>>,
+    group_by: Option<Raw<'a>>,
 }
 
 #[derive(Clone, Debug)]
@@ -139,6 +145,9 @@ impl JsonPoint<'_> {
                     timestamp: opt(f.timestamp),
                     value: opt(f.value),
                     tags: opt(f.tags),
+                    interval: opt(f.interval),
+                    aggregator: opt(f.aggregator),
+                    group_by: opt(f.group_by),
                 }),
             },
         }
@@ -186,6 +195,35 @@ impl JsonPoint<'_> {
             PutError::InvalidValue(_) => MSG_BAD_NUMBER.to_owned(),
             PutError::IllegalArgument(m) => m,
         })
+    }
+
+    /// The rollup fields of an `/api/rollup` element, with OpenTSDB's refusals
+    /// (`RollUpDataPoint.validate`): without a `groupByAggregator`, `interval` ("Missing
+    /// interval") and `aggregator` ("Missing aggregator") are required.
+    pub fn rollup_spec(&self) -> Result<RollupSpec, String> {
+        let Repr::Object(f) = &self.repr else {
+            return Ok(RollupSpec::default());
+        };
+        let text = |r: &Option<Raw<'_>>| {
+            r.as_ref()
+                .and_then(|r| scalar_text(r.get()))
+                .map(Cow::into_owned)
+                .filter(|t| !t.is_empty())
+        };
+        let spec = RollupSpec {
+            interval: text(&f.interval),
+            aggregator: text(&f.aggregator),
+            group_by: text(&f.group_by),
+        };
+        if spec.group_by.is_none() {
+            if spec.interval.is_none() {
+                return Err("Missing interval".to_owned());
+            }
+            if spec.aggregator.is_none() {
+                return Err("Missing aggregator".to_owned());
+            }
+        }
+        Ok(spec)
     }
 
     /// The element's `metric` and `tags` exactly as sent (raw JSON text),
@@ -271,6 +309,17 @@ impl JsonPoint<'_> {
             };
             out.insert("tags".to_owned(), v);
         }
+        for (name, raw) in [
+            ("interval", &f.interval),
+            ("aggregator", &f.aggregator),
+            ("groupByAggregator", &f.group_by),
+        ] {
+            if let Some(t) = present(raw) {
+                let v =
+                    scalar_text(&t).map_or_else(|| raw_to_value(&t), |s| J::String(s.into_owned()));
+                out.insert(name.to_owned(), v);
+            }
+        }
         J::Object(out)
     }
 }
@@ -334,6 +383,9 @@ fn element(raw: &RawValue) -> Result<JsonPoint<'_>, serde_json::Error> {
             timestamp: f.timestamp.map(Raw::Borrowed),
             value: f.value.map(Raw::Borrowed),
             tags: f.tags.map(Raw::Borrowed),
+            interval: f.interval.map(Raw::Borrowed),
+            aggregator: f.aggregator.map(Raw::Borrowed),
+            group_by: f.group_by.map(Raw::Borrowed),
         })
     } else {
         Repr::NotObject(Raw::Borrowed(raw))
@@ -513,13 +565,17 @@ impl<'de> Deserialize<'de> for OrderedEntries<'de> {
     }
 }
 
-/// The four known fields of a data point, raw; others ignored; last occurrence wins.
+/// The known fields of a data point (and of a rollup point), raw; others ignored; last
+/// occurrence wins.
 #[derive(Default)]
 struct BorrowedFields<'a> {
     metric: Option<&'a RawValue>,
     timestamp: Option<&'a RawValue>,
     value: Option<&'a RawValue>,
     tags: Option<&'a RawValue>,
+    interval: Option<&'a RawValue>,
+    aggregator: Option<&'a RawValue>,
+    group_by: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for BorrowedFields<'de> {
@@ -538,6 +594,9 @@ impl<'de> Deserialize<'de> for BorrowedFields<'de> {
                         "timestamp" => &mut f.timestamp,
                         "value" => &mut f.value,
                         "tags" => &mut f.tags,
+                        "interval" => &mut f.interval,
+                        "aggregator" => &mut f.aggregator,
+                        "groupByAggregator" => &mut f.group_by,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                             continue;
@@ -971,6 +1030,31 @@ mod tests {
             points[0].to_point(&Limits::default()).err().as_deref(),
             Some("Invalid metric name (\"m\u{fffd}\"): illegal character: \u{fffd}")
         );
+    }
+
+    #[test]
+    fn rollup_fields() {
+        let body = r#"[{"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"},"interval":"1h","aggregator":"SUM"},
+            {"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"},"groupByAggregator":"sum"},
+            {"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"},"aggregator":"SUM"},
+            {"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"},"interval":"1h"}]"#;
+        let items = decode(body);
+        let spec = items[0].rollup_spec().unwrap();
+        assert_eq!(
+            (
+                spec.interval.as_deref(),
+                spec.aggregator.as_deref(),
+                spec.group_by()
+            ),
+            (Some("1h"), Some("SUM"), None)
+        );
+        assert_eq!(items[1].rollup_spec().unwrap().group_by(), Some("sum"));
+        assert_eq!(items[2].rollup_spec().unwrap_err(), "Missing interval");
+        assert_eq!(items[3].rollup_spec().unwrap_err(), "Missing aggregator");
+        assert_eq!(items[0].echo()["interval"], json!("1h"));
+        assert_eq!(items[1].echo()["groupByAggregator"], json!("sum"));
+        // The put fields are read as for /api/put.
+        assert!(items[0].to_point(&Limits::default()).is_ok());
     }
 
     #[test]

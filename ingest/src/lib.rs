@@ -40,6 +40,7 @@ pub mod number;
 pub mod point;
 pub mod port;
 pub mod prom;
+pub mod rollup;
 pub mod telnet;
 pub mod timestamp;
 pub mod validate;
@@ -49,6 +50,7 @@ pub use limits::{DEFAULT_MAX_NAME_LEN, Limits};
 pub use names::{decode_name, encode_name};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
+pub use rollup::{RollupPoint, RollupSpec};
 pub use telnet::{
     Command, FastPut, LineResult, fast_put, next_line, parse_line, unknown_command_line,
 };

@@ -173,6 +173,15 @@ impl PutError {
         self.to_string()
     }
 
+    /// The telnet reply line of another command that parses as `put` does (`rollup`):
+    /// `<command>: illegal argument: …`.
+    pub fn line_of(&self, command: &str) -> String {
+        match self {
+            PutError::IllegalArgument(m) => format!("{command}: illegal argument: {m}"),
+            PutError::InvalidValue(m) => format!("{command}: invalid value: {m}"),
+        }
+    }
+
     /// The bare message (no prefix).
     pub fn message(&self) -> &str {
         match self {

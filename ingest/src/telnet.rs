@@ -24,15 +24,16 @@
 //!
 //! Names: OpenTSDB's characters plus `%XX` escapes ([`crate::names`], a documented deviation).
 //!
-//! Supported commands: `put`, `version`, `help`, `stats`, `dropcaches`, `exit` (case-sensitive).
-//! Everything else — including OpenTSDB's `rollup`, `histogram`, `status` and `diediedie` — is
-//! [`Command::Unknown`].
+//! Supported commands: `put`, `rollup`, `version`, `help`, `stats`, `dropcaches`, `exit`
+//! (case-sensitive). Everything else — including OpenTSDB's `histogram`, `status` and
+//! `diediedie` — is [`Command::Unknown`].
 
 use std::borrow::Cow;
 
 use crate::java::java_map;
 use crate::limits::Limits;
 use crate::point::{Point, PutError, Timestamp, Value};
+use crate::rollup::RollupSpec;
 use crate::timestamp::{opentsdb_out_of_range, parse_timestamp};
 use crate::validate::complete;
 
@@ -92,6 +93,9 @@ pub fn next_line(buf: &[u8], max_len: usize) -> LineResult<'_> {
 pub enum Command<'a> {
     /// `put <metric> <timestamp> <value> <k=v>...`: the checked point or its error.
     Put(Result<Point<'a>, PutError>),
+    /// `rollup <spec> <metric> <timestamp> <value> <k=v>...`: the spec and the parsed point
+    /// (checked further by [`crate::rollup::RollupPoint::check`]), or the error.
+    Rollup(Result<(RollupSpec, Point<'a>), PutError>),
     /// `version`
     Version,
     /// `help`
@@ -111,6 +115,7 @@ impl Command<'_> {
     pub fn into_owned(self) -> Command<'static> {
         match self {
             Command::Put(r) => Command::Put(r.map(Point::into_owned)),
+            Command::Rollup(r) => Command::Rollup(r.map(|(s, p)| (s, p.into_owned()))),
             Command::Version => Command::Version,
             Command::Help => Command::Help,
             Command::Stats => Command::Stats,
@@ -141,6 +146,7 @@ fn parse_str<'a>(line: &'a str, limits: &Limits) -> Command<'a> {
     let mut words = line.split(' ').filter(|w| !w.is_empty());
     match words.next().unwrap_or("") {
         "put" => Command::Put(parse_put(words, limits)),
+        "rollup" => Command::Rollup(parse_rollup(words, limits)),
         "version" => Command::Version,
         "help" => Command::Help,
         "stats" => Command::Stats,
@@ -246,6 +252,28 @@ fn parse_put<'a>(
     }
     // 6-7. Value classification and the semantic checks.
     complete(Cow::Borrowed(metric), ts, value, tags, limits)
+}
+
+/// OpenTSDB's `RollupDataPointRpc.importDataPoint`: the spec word, then a `put`'s words. The
+/// arity message is OpenTSDB's, which asks for 7 words where 6 suffice.
+fn parse_rollup<'a>(
+    args: impl Iterator<Item = &'a str>,
+    limits: &Limits,
+) -> Result<(RollupSpec, Point<'a>), PutError> {
+    let words: Vec<&'a str> = args.collect();
+    let [spec, rest @ ..] = &words[..] else {
+        return Err(illegal(
+            "not enough arguments (need least 7, got 0)".to_owned(),
+        ));
+    };
+    if rest.len() < 4 {
+        return Err(illegal(format!(
+            "not enough arguments (need least 7, got {})",
+            words.len()
+        )));
+    }
+    let point = parse_put(rest.iter().copied(), limits)?;
+    Ok((RollupSpec::parse(spec), point))
 }
 
 /// OpenTSDB's `Tags.parse`: exactly one `=`, both sides non-empty; an identical `k=v` repeated is
@@ -443,7 +471,24 @@ mod tests {
         assert_eq!(parse("PUT m 1 1 a=b"), Command::Unknown("PUT".into()));
         assert_eq!(parse("Version"), Command::Unknown("Version".into()));
         assert_eq!(parse("\tput m 1 1 a=b"), Command::Unknown("\tput".into()));
-        for unsupported in ["rollup", "histogram", "diediedie", "status"] {
+        match parse("rollup 1h-SUM sys.cpu 1700000000 42 host=a") {
+            Command::Rollup(Ok((spec, p))) => {
+                assert_eq!(spec, crate::rollup::RollupSpec::parse("1h-SUM"));
+                assert_eq!(p.metric, "sys.cpu");
+                assert_eq!(tags(&p), kv(&[("host", "a")]));
+            }
+            other => panic!("{other:?}"),
+        }
+        for (line, got) in [("rollup", 0), ("rollup 1h-SUM m 1 1", 4)] {
+            let Command::Rollup(Err(e)) = parse(line) else {
+                panic!("{line}");
+            };
+            assert_eq!(
+                e.line_of("rollup"),
+                format!("rollup: illegal argument: not enough arguments (need least 7, got {got})")
+            );
+        }
+        for unsupported in ["histogram", "diediedie", "status"] {
             assert_eq!(parse(unsupported), Command::Unknown(unsupported.into()));
         }
     }

@@ -52,6 +52,13 @@ fn check_command(cmd: Command<'_>, limits: &Limits) {
             assert!(line.starts_with("put: "));
             assert!(!e.http_message().is_empty());
         }
+        Command::Rollup(Ok((_, p))) => {
+            assert!(p.timestamp.0 > 0);
+            assert!(check_point(&p, limits).is_ok());
+        }
+        Command::Rollup(Err(e)) => {
+            assert!(e.line_of("rollup").starts_with("rollup: "));
+        }
         Command::Unknown(w) => {
             assert!(!w.contains(' '));
             let _ = unknown_command_line(&w);

@@ -3,7 +3,9 @@
 //! OpenTSDB 2.x (reference §1.3–§1.7) so a table written by OpenTSDB can be
 //! read by hourglass and the reverse; the engine's own native cell codec
 //! ([`native`]); how a row's cells of both kinds combine ([`row`]); and
-//! how a shared store's rows of single-point cells are packed ([`pack`]).
+//! how a shared store's rows of single-point cells are packed ([`pack`]);
+//! OpenTSDB's rollup cells, which hold rollups written from outside
+//! ([`rollup_cell`]).
 //! The layouts are drawn in `docs/format/`.
 
 pub mod cell;
@@ -12,6 +14,7 @@ pub mod hex;
 pub mod native;
 pub mod pack;
 pub mod qualifier;
+pub mod rollup_cell;
 pub mod row;
 pub mod rowkey;
 pub mod salt;

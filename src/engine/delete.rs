@@ -8,8 +8,9 @@
 //! 3. Each stored row of those series in the range gets a tombstone cell
 //!    (`codec::row`), which hides the points of older cells and is resolved
 //!    by the next compaction of the window; the rollup tiers of those hours
-//!    are computed again. A restart redoes this step for the deletes the
-//!    WAL replays.
+//!    are computed again, and rollups written from outside for intervals
+//!    starting in the range are deleted. A restart redoes this step for the
+//!    deletes the WAL replays.
 //!
 //! The flush lock is held throughout, so no flush can write points the
 //! delete has already removed from the head.
@@ -93,6 +94,8 @@ impl Engine {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<usize, EngineError> {
+        // Rollups written from outside for those intervals go too.
+        self.delete_external(series_keys, start_ms, end_ms)?;
         // Stored rows of these series in the range: one scan per (salt,
         // metric) prefix over the hours, keeping the rows of the series.
         let layout = self.layout;

@@ -115,6 +115,9 @@ pub enum PointError {
     Uid(#[from] UidError),
     #[error("bad timestamp={0}: after 2106-02-07T06:28:15Z, the latest time a row key can hold")]
     Timestamp(u64),
+    /// A rollup value the configuration does not take (OpenTSDB's text).
+    #[error("{0}")]
+    Rollup(String),
 }
 
 /// One internal statistic: name (without the `tsd.` prefix), value, tags.

@@ -1240,3 +1240,175 @@ fn a_damaged_tier_row_gives_the_tiers_up_instead_of_blocking_flushes() {
     );
     e.shutdown().unwrap();
 }
+
+/// Rollups written from outside (`/api/rollup`): the values fill the
+/// buckets of a series that hold no stored point, the coarsest tier that
+/// divides the bucket first; where points are stored the answer is the raw
+/// one; `ROLLUP_RAW` reads none; they survive a restart, are refused with
+/// OpenTSDB's words for intervals and aggregators not configured, and go
+/// with a delete of their series.
+#[test]
+fn external_rollups_fill_the_buckets_without_points() {
+    use hourglass_ingest::{Limits, RollupPoint, RollupSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let day_s = (T0_MS / 1000 / 86_400) * 86_400 - 86_400;
+    let old_s = day_s - 5 * 86_400;
+    let rollup = |spec: &str, ts: i64, v: i64, host: &str| {
+        RollupPoint::check(
+            point("x.m", ts as u64, v, host),
+            RollupSpec::parse(spec),
+            &Limits::default(),
+            |_| true,
+        )
+        .unwrap()
+    };
+    let e = open(&c, &clock);
+    // host a: points on `day`; host b: none.
+    let pts: Vec<Point<'static>> = (0..1440u64)
+        .map(|i| point("x.m", day_s as u64 + i * 60, (i % 7) as i64, "a"))
+        .collect();
+    write(&e, &pts);
+    e.flush_closed().unwrap();
+    let mut batch = Vec::new();
+    for h in 0..24 {
+        for host in ["a", "b"] {
+            batch.push(rollup("1h-SUM", old_s + h * 3600, 10 + h, host));
+            batch.push(rollup("1h-count", old_s + h * 3600 + 59, 2, host));
+        }
+        // Hours holding points keep the raw answer.
+        batch.push(rollup("1h-SUM", day_s + h * 3600, 1_000_000, "a"));
+    }
+    let r = e.write_rollups(&batch).unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!((r.accepted, r.lsn), (batch.len(), 0));
+    let q = |src: &dyn SeriesSource, m: &str| {
+        query_json(
+            src,
+            clock.now_ms(),
+            old_s.to_string(),
+            (day_s + 86_400 - 1).to_string(),
+            m.to_string(),
+        )
+    };
+    let raw_day = q(&model::RawOnly(&e), "sum:1h-sum:x.m{host=a}");
+    let with = q(e.as_ref(), "sum:1h-sum:x.m{host=a}");
+    let v: serde_json::Value = serde_json::from_str(&with).unwrap();
+    let raw: serde_json::Value = serde_json::from_str(&raw_day).unwrap();
+    let dps = v[0]["dps"].as_object().unwrap();
+    assert_eq!(dps.len(), 48, "{with}");
+    assert_eq!(dps[&old_s.to_string()].as_f64(), Some(10.0));
+    assert_eq!(dps[&(old_s + 23 * 3600).to_string()].as_f64(), Some(33.0));
+    for (t, value) in raw[0]["dps"].as_object().unwrap() {
+        assert_eq!(&dps[t], value, "a stored hour keeps its raw answer");
+    }
+    // `ROLLUP_RAW` reads none; nor does an aggregator they cannot answer.
+    assert_eq!(q(e.as_ref(), "sum:1h-sum:rollup_raw:x.m{host=a}"), raw_day);
+    assert!(!q(e.as_ref(), "sum:1h-p99:x.m{host=b}").contains("dps\":{\""));
+    // Averages are the sums over the counts; a day of hours sums them.
+    let avg: serde_json::Value =
+        serde_json::from_str(&q(e.as_ref(), "sum:1h-avg:x.m{host=b}")).unwrap();
+    assert_eq!(
+        avg[0]["dps"][&(old_s + 3600).to_string()].as_f64(),
+        Some(5.5)
+    );
+    let day: serde_json::Value =
+        serde_json::from_str(&q(e.as_ref(), "sum:1d-count:x.m{host=b}")).unwrap();
+    assert_eq!(day[0]["dps"][&old_s.to_string()].as_f64(), Some(48.0));
+    // A 1d value takes the day over the hours.
+    let r = e
+        .write_rollups(&[rollup("1d-COUNT", old_s + 7, 5, "b")])
+        .unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let day: serde_json::Value =
+        serde_json::from_str(&q(e.as_ref(), "sum:1d-count:x.m{host=b}")).unwrap();
+    assert_eq!(day[0]["dps"][&old_s.to_string()].as_f64(), Some(5.0));
+    // Refusals, in OpenTSDB's words.
+    let r = e
+        .write_rollups(&[
+            rollup("1m-SUM", old_s, 1, "b"),
+            rollup("1h-avg", old_s, 1, "b"),
+            rollup("1h-", old_s, 1, "b"),
+        ])
+        .unwrap();
+    let msgs: Vec<String> = r.errors.iter().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "No rollups configured for the interval: 1m",
+            "No ID found mapping to aggregator: avg",
+            "Aggregator cannot be null or empty.",
+        ]
+    );
+    // Raw pre-aggregates are points of their `_aggregate` series.
+    let r = e.write_rollups(&[rollup("SUM", day_s, 77, "c")]).unwrap();
+    assert_eq!(r.accepted, 1);
+    e.wal().unwrap().wait_durable_blocking(r.lsn, 0).unwrap();
+    let pre = q(e.as_ref(), "sum:x.m{host=c,_aggregate=SUM}");
+    assert!(pre.contains(&format!("\"{day_s}\":77")), "{pre}");
+    // A restart keeps them.
+    let before = q(e.as_ref(), "sum:1h-sum:x.m{host=*}");
+    e.shutdown().unwrap();
+    drop(e);
+    let e = open(&c, &clock);
+    assert_eq!(q(e.as_ref(), "sum:1h-sum:x.m{host=*}"), before);
+    // A delete of host b's points takes its rollups of the range too.
+    let key = e.layout().series_key(
+        e.uids().lookup(UidKind::Metric, "x.m").unwrap().unwrap(),
+        &[(
+            e.uids().lookup(UidKind::TagK, "host").unwrap().unwrap(),
+            e.uids().lookup(UidKind::TagV, "b").unwrap().unwrap(),
+        )],
+    );
+    e.delete_points(&[key], old_s * 1000, (old_s + 12 * 3600) * 1000 - 1)
+        .unwrap();
+    let left: serde_json::Value =
+        serde_json::from_str(&q(e.as_ref(), "sum:1h-sum:x.m{host=b}")).unwrap();
+    let left = left[0]["dps"].as_object().unwrap();
+    assert_eq!(left.len(), 12);
+    assert!(left.contains_key(&(old_s + 12 * 3600).to_string()));
+    e.shutdown().unwrap();
+}
+
+/// External values past their tier's TTL are not read, and the purge
+/// deletes them.
+#[test]
+fn external_rollups_past_their_ttl_are_not_read_then_deleted() {
+    use hourglass_ingest::{Limits, RollupPoint, RollupSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.rollup.tiers[0].ttl = "3d".into();
+    let e = open(&c, &clock);
+    let now_s = T0_MS / 1000;
+    let hour = |ago_h: i64| now_s - now_s % 3600 - ago_h * 3600;
+    let batch: Vec<RollupPoint<'static>> = [200, 100, 10]
+        .iter()
+        .map(|&ago| {
+            RollupPoint::check(
+                point("t.m", hour(ago) as u64, 1, "a"),
+                RollupSpec::parse("1h-sum"),
+                &Limits::default(),
+                |_| true,
+            )
+            .unwrap()
+        })
+        .collect();
+    assert!(e.write_rollups(&batch).unwrap().errors.is_empty());
+    let read = || {
+        let out = query_json(
+            e.as_ref(),
+            clock.now_ms(),
+            hour(300).to_string(),
+            now_s.to_string(),
+            "sum:1h-sum:t.m".to_string(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v[0]["dps"].as_object().unwrap().len()
+    };
+    assert_eq!(read(), 1, "only the hour within the 3 days");
+    assert_eq!(e.purge_tiers(true).unwrap(), 2);
+    assert_eq!(read(), 1);
+    e.shutdown().unwrap();
+}

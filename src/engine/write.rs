@@ -417,7 +417,7 @@ impl Engine {
     }
 
     /// UIDs and series key of a point (assigning UIDs if allowed).
-    fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
+    pub(in crate::engine) fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
         let metric = self.uids.get_or_create(UidKind::Metric, &p.metric)?;
         let mut tags = Vec::with_capacity(p.tags.len());
         for (k, v) in &p.tags {

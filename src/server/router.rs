@@ -15,7 +15,7 @@ use tower::util::MapRequest;
 
 use super::Ctx;
 use super::api::{
-    annotation, config, influx, info, last, prom, put, query, search, stats, suggest, uid,
+    annotation, config, influx, info, last, prom, put, query, rollup, search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, cors, normalize};
@@ -24,6 +24,7 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
     let limit = ctx.config.server.max_body_bytes;
     let router = Router::new()
         .route("/api/put", post(put::put))
+        .route("/api/rollup", post(rollup::rollup))
         .route(
             "/api/query",
             get(query::query_get)

@@ -147,7 +147,7 @@ fn commands() {
     t.send("help\n");
     assert_eq!(
         t.read_line(),
-        "available commands: put stats dropcaches version help exit \n"
+        "available commands: put rollup stats dropcaches version help exit \n"
     );
     t.send("dropcaches\n");
     assert_eq!(t.read_line(), "Caches dropped.\n");

@@ -1,4 +1,4 @@
-//! Fuzz target: `/api/put` body decoding, per-point validation and the `details` echo must never
+//! Fuzz target: `/api/put` (and `/api/rollup`) body decoding, per-point validation and the `details` echo must never
 //! panic on any body.
 #![no_main]
 
@@ -11,6 +11,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(points) => {
             for p in &points {
                 let _ = p.echo();
+                // `/api/rollup` reads the same elements.
+                let _ = p.rollup_spec();
                 if let Ok(point) = p.to_point(&limits) {
                     assert!(point.timestamp.0 > 0);
                 }

@@ -1,8 +1,11 @@
-//! Fuzz target: telnet framing and command parsing (`next_line`, `parse_line`, error rendering)
-//! must never panic on any byte stream, and framing must respect its contract.
+//! Fuzz target: telnet framing and command parsing (`next_line`, `parse_line`, the `rollup`
+//! checks, error rendering) must never panic on any byte stream, and framing must respect its
+//! contract.
 #![no_main]
 
-use hourglass_ingest::{Command, Limits, LineResult, next_line, parse_line, unknown_command_line};
+use hourglass_ingest::{
+    Command, Limits, LineResult, RollupPoint, next_line, parse_line, unknown_command_line,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn drive(data: &[u8], limits: &Limits) {
@@ -35,6 +38,22 @@ fn handle(cmd: Command<'_>) {
             let line = e.telnet_line();
             assert!(line.starts_with("put: "));
             let _ = e.http_message();
+        }
+        Command::Rollup(Ok((spec, p))) => {
+            // The configuration-free checks never panic, and a checked
+            // pre-aggregate carries its tag.
+            let group_by = spec.group_by().is_some();
+            let known = |name: &str| matches!(name, "sum" | "count" | "min" | "max" | "avg");
+            if let Ok(r) = RollupPoint::check(p, spec, &Limits::default(), known) {
+                assert!(!r.point.timestamp.is_ms());
+                assert_eq!(
+                    group_by,
+                    r.point.tags.iter().any(|(k, _)| k == "_aggregate")
+                );
+            }
+        }
+        Command::Rollup(Err(e)) => {
+            assert!(e.line_of("rollup").starts_with("rollup: "));
         }
         Command::Unknown(w) => {
             let _ = unknown_command_line(&w);

@@ -8,8 +8,11 @@
 //! older than the metric's retention horizon are never returned.
 //!
 //! With a downsample pushdown the window is cut into segments
-//! (`rollup::plan`): raw rows here, rollup tier values in `tier`.
+//! (`rollup::plan`): raw rows here, rollup tier values in `tier`; rollups
+//! written from outside fill the buckets no stored point falls in
+//! (`external`).
 
+mod external;
 mod tier;
 
 use std::collections::{HashMap, HashSet};
@@ -839,6 +842,12 @@ impl SeriesSource for Engine {
             }
         }
         let stored = Self::collect_slots(slots, &scan);
+        let mut external = match req.downsample {
+            Some(p) if req.rollup_usage.uses_tiers() && !self.tiers.is_empty() => {
+                self.external_buckets(&scan, p)?
+            }
+            _ => HashMap::new(),
+        };
         let mut out = Vec::with_capacity(stored.len() + memory.len());
         let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
         let mut bucketed = Vec::new();
@@ -857,20 +866,27 @@ impl SeriesSource for Engine {
                     sink.push(ts, v.as_f64(), req.budget).map_err(sink_err)?;
                 }
                 let buckets = sink.finish(req.budget).map_err(sink_err)?;
+                let buckets = Self::with_external(buckets, external.remove(&key));
                 if !buckets.is_empty() {
                     bucketed.push(self.series(&key, buckets, found.notes, true)?);
                 }
                 continue;
             }
             let pts = settle(pts, horizon, req.scan_end_ms);
-            if !pts.is_empty() {
+            if let Some(ext) = external.remove(&key) {
+                let buckets = Self::bucket_with_external(req, pts, ext)?;
+                bucketed.push(self.series(&key, buckets, found.notes, true)?);
+            } else if !pts.is_empty() {
                 out.push(self.series(&key, pts, found.notes, false)?);
             }
         }
         for (key, mem) in memory {
             if mem.hours.is_empty() {
                 let pts = settle(mem.points, horizon, req.scan_end_ms);
-                if !pts.is_empty() {
+                if let Some(ext) = external.remove(&key) {
+                    let buckets = Self::bucket_with_external(req, pts, ext)?;
+                    bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
+                } else if !pts.is_empty() {
                     out.push(self.series(&key, pts, Vec::new(), false)?);
                 }
                 continue;
@@ -898,9 +914,14 @@ impl SeriesSource for Engine {
                     .map_err(sink_err)?;
             }
             let buckets = sink.finish(req.budget).map_err(sink_err)?;
+            let buckets = Self::with_external(buckets, external.remove(&key));
             if !buckets.is_empty() {
                 bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
             }
+        }
+        // Series only external values hold.
+        for (key, buckets) in external {
+            bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
         }
         out.extend(bucketed);
         Ok(out)

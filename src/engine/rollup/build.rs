@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hourglass_query::partial::Partial;
 
-use super::{STATE_ROW, Tier};
+use super::{REBUILD_BATCH, STATE_ROW, Tier};
 use crate::codec::native::{self, TierRow, TierValue};
 use crate::codec::row::{self, CellKind};
 use crate::codec::{DecodedPoint, KeyLayout};
@@ -62,9 +62,6 @@ fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierV
 
 /// A stored hour: series key and base (seconds).
 type Hour<'a> = (&'a [u8], u32);
-
-/// Hours a rebuild computes between two writes.
-const REBUILD_BATCH: usize = 65_536;
 
 /// Stored hours whose tier values are computed together (and read back
 /// at once, when they are).
@@ -399,6 +396,9 @@ impl Engine {
         for tier in self.tiers.tiers.iter().filter(|t| t.ttl.is_some()) {
             let before = tier.horizon(now) - i64::from(tier.interval);
             deleted += self.retain_values(tier, |t| i64::from(t) >= before)?;
+            if self.tiers.may_have_external() {
+                deleted += self.purge_external(tier, before)?;
+            }
             let before = u32::try_from(before.max(0)).unwrap_or(u32::MAX);
             if before > tier.complete_from() {
                 self.store_complete_from(tier, before)?;
@@ -504,26 +504,35 @@ impl Engine {
         }
     }
 
+    /// True if the rollup table holds a row starting with `prefix`.
+    fn any_rollup_row(&self, prefix: &[u8]) -> Result<bool, EngineError> {
+        let mut found = false;
+        self.store.scan(
+            Table::Rollup,
+            prefix,
+            &crate::storage::prefix_end(prefix),
+            &mut |_, _| {
+                found = true;
+                Ok(false)
+            },
+        )?;
+        Ok(found)
+    }
+
     /// Loads each tier's "complete from" hour from the state row; a tier
     /// the row does not know yet starts now (or at 0 when the store holds
     /// no data: nothing predates it), and is recorded. A tier no longer
     /// configured is forgotten: hours flushed without it have no values, so
     /// configuring it again starts it afresh.
     pub(in crate::engine) fn load_tier_state(&self, fresh: bool) -> Result<(), EngineError> {
-        let mut notes = false;
-        let prefix = super::NOTES_PREFIX.to_vec();
-        self.store.scan(
-            Table::Rollup,
-            &prefix,
-            &crate::storage::prefix_end(&prefix),
-            &mut |_, _| {
-                notes = true;
-                Ok(false)
-            },
-        )?;
+        let notes = self.any_rollup_row(&super::NOTES_PREFIX)?;
         self.tiers
             .notes
             .store(notes, std::sync::atomic::Ordering::Release);
+        let external = self.any_rollup_row(&super::EXTERNAL_PREFIX)?;
+        self.tiers
+            .external
+            .store(external, std::sync::atomic::Ordering::Release);
         let cells = self.store.get_row(Table::Rollup, STATE_ROW)?;
         let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);
         let mut muts = Vec::new();

@@ -32,8 +32,12 @@
 //! one from the next interval after the upgrade, until `hourglass rollup
 //! rebuild` fills in the past. Rollups live on the embedded store; on a
 //! shared store (Bigtable) queries read raw points.
+//!
+//! * [`external`] — rollups computed elsewhere (`/api/rollup`, telnet
+//!   `rollup`), kept beside the tiers and read where no point is stored.
 
 pub mod build;
+pub mod external;
 pub mod plan;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -68,6 +72,21 @@ pub fn notes_key(data_row: &[u8]) -> Vec<u8> {
     k.extend_from_slice(data_row);
     k
 }
+
+/// The row-key prefix of rollups written from outside ([`external`]);
+/// tier ids are intervals in hours, at most a year: never `FF xx`.
+pub const EXTERNAL_PREFIX: [u8; 2] = [0xFF, 0xFD];
+
+/// The external-value row of a tier row key (`tier id ‖ data row key`).
+pub fn external_key(tier_row: &[u8]) -> Vec<u8> {
+    let mut k = EXTERNAL_PREFIX.to_vec();
+    k.extend_from_slice(tier_row);
+    k
+}
+
+/// Hours a rebuild computes, and rows a purge rewrites, between two
+/// writes.
+const REBUILD_BATCH: usize = 65_536;
 
 /// One configured tier.
 #[derive(Debug)]
@@ -196,6 +215,9 @@ pub struct Tiers {
     /// The notes index may hold a row: until an annotation is written to a
     /// data row, a query a tier answers need not look for notes.
     pub(super) notes: std::sync::atomic::AtomicBool,
+    /// The table may hold external values (`external`): until one is
+    /// written, a query need not look for them.
+    pub(super) external: std::sync::atomic::AtomicBool,
 }
 
 impl Tiers {
@@ -208,6 +230,7 @@ impl Tiers {
                 .collect(),
             purged_at: std::sync::atomic::AtomicI64::new(i64::MIN),
             notes: std::sync::atomic::AtomicBool::new(true),
+            external: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -228,6 +251,16 @@ impl Tiers {
     /// An annotation was (or is about to be) indexed.
     pub fn note_indexed(&self) {
         self.notes.store(true, Ordering::Release);
+    }
+
+    /// False while the table is known to hold no external value.
+    pub fn may_have_external(&self) -> bool {
+        self.external.load(Ordering::Acquire)
+    }
+
+    /// An external value is about to be written.
+    pub fn external_written(&self) {
+        self.external.store(true, Ordering::Release);
     }
 }
 

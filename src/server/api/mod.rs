@@ -1,4 +1,5 @@
 //! The endpoints of the HTTP API, one file per family: `put` (`/api/put`),
+//! `rollup` (`/api/rollup`, the same body with rollup fields),
 //! `query` (`/api/query`) with its Arrow output (`arrow`), `suggest`,
 //! `last` (`/api/query/last`), `search` (`/api/search/*`), `uid`
 //! (`/api/uid/*`), `annotation` (`/api/annotation[s|/bulk]`), `config`
@@ -16,6 +17,7 @@ pub mod last;
 pub mod prom;
 pub mod put;
 pub mod query;
+pub mod rollup;
 pub mod search;
 pub mod stats;
 pub mod suggest;

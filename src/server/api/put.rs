@@ -18,7 +18,7 @@ use crate::server::http::{
     ApiError, Params, PeerAddr, blocking, has_flag, json_response, param, respond,
 };
 use crate::server::series_cache::SharedSeriesCache;
-use crate::server::write::{PointSink, WriteBatch, Written};
+use crate::server::write::{PointSink, WriteBatch};
 use crate::uid::UidError;
 
 pub async fn put(
@@ -28,9 +28,20 @@ pub async fn put(
     peer: PeerAddr,
     body: Body,
 ) -> Response {
-    let r = put_inner(&ctx, &params, &headers, peer, body).await;
+    let r = write_body(&ctx, &params, &headers, peer, body, write_json_points).await;
     respond(&ctx, "put", r)
 }
+
+/// What writing a body's elements did: the log position to await, the
+/// points written, and the refused elements (index, reason).
+pub(super) struct Wrote {
+    pub lsn: u64,
+    pub accepted: usize,
+    pub errors: Vec<(usize, String)>,
+}
+
+/// Writes the elements of a body (blocking).
+pub(super) type WriteElements = fn(&Ctx, &[JsonPoint<'_>]) -> Result<Wrote, ApiError>;
 
 /// What writing a body did: the log position to await, the points written,
 /// and the refused elements (index, reason, and the element as OpenTSDB
@@ -41,12 +52,16 @@ struct Outcome {
     errors: Vec<(usize, String, Option<serde_json::Value>)>,
 }
 
-async fn put_inner(
+/// A write of OpenTSDB's JSON body (`/api/put`, `/api/rollup`): the body
+/// decoded and its elements written by `write` on a blocking thread, then
+/// OpenTSDB's answer once they are durable.
+pub(super) async fn write_body(
     ctx: &Arc<Ctx>,
     params: &Params,
     headers: &HeaderMap,
     peer: PeerAddr,
     body: Body,
+    write: WriteElements,
 ) -> Result<Response, ApiError> {
     let read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
     let details = has_flag(params, "details");
@@ -69,11 +84,15 @@ async fn put_inner(
                 None => err,
             }
         })?;
-        let (written, mut errors) = write_json_points(&writer, &items)?;
+        let Wrote {
+            lsn,
+            accepted,
+            mut errors,
+        } = write(&writer, &items)?;
         errors.sort_by_key(|e| e.0);
         Ok(Outcome {
-            lsn: written.lsn,
-            accepted: written.accepted,
+            lsn,
+            accepted,
             errors: errors
                 .into_iter()
                 .map(|(i, msg)| (i, msg, details.then(|| items[i].echo())))
@@ -137,10 +156,7 @@ async fn put_inner(
 /// Writes the elements (blocking): those of a series in the shared cache
 /// as known series, the others by name; caches what the engine resolved.
 /// Returns what was written and the refused elements (index, reason).
-fn write_json_points(
-    ctx: &Ctx,
-    items: &[JsonPoint<'_>],
-) -> Result<(Written, Vec<(usize, String)>), ApiError> {
+fn write_json_points(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiError> {
     let mut batch = WriteBatch::default();
     let mut refs = Vec::new();
     // The element of each known series (to cache a series registered again).
@@ -200,5 +216,9 @@ fn write_json_points(
         };
         errors.push((refused.origin as usize, msg));
     }
-    Ok((written, errors))
+    Ok(Wrote {
+        lsn: written.lsn,
+        accepted: written.accepted,
+        errors,
+    })
 }

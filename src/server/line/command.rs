@@ -1,5 +1,6 @@
-//! One line of the line protocol: an InfluxDB point, an OpenTSDB `put`, or
-//! a command (`version`, `help`, `stats`, `dropcaches`, `exit`), with
+//! One line of the line protocol: an InfluxDB point, an OpenTSDB `put` or
+//! `rollup`, or a command (`version`, `help`, `stats`, `dropcaches`,
+//! `exit`), with
 //! OpenTSDB's replies. An InfluxDB line is parsed at nanosecond precision
 //! (Telegraf's `socket_writer` default); a refused one gets `influx: line
 //! N: unable to parse '…': <reason>` back (N counts the connection's lines
@@ -15,7 +16,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use hourglass_ingest::influx::{self, Precision};
-use hourglass_ingest::{Command, Point, fast_put, parse_line, unknown_command_line};
+use hourglass_ingest::{Command, Point, RollupPoint, fast_put, parse_line, unknown_command_line};
 
 use super::session::{FROM_INFLUX, FROM_PUT, Session};
 use crate::server::Ctx;
@@ -62,6 +63,29 @@ pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: 
                 .inc();
             session.replies.error(e.telnet_line());
         }
+        Command::Rollup(Ok((spec, p))) => {
+            let is_aggregator = |name: &str| hourglass_query::Aggregator::from_name(name).is_some();
+            match RollupPoint::check(p, spec, &ctx.limits, is_aggregator) {
+                Ok(r) => {
+                    session.rollups.push(r.into_owned());
+                    session.flush_if_full(ctx).await;
+                }
+                Err(e) => {
+                    ctx.metrics
+                        .points_rejected
+                        .with_label_values(&["invalid"])
+                        .inc();
+                    session.replies.error(e.line_of("rollup"));
+                }
+            }
+        }
+        Command::Rollup(Err(e)) => {
+            ctx.metrics
+                .points_rejected
+                .with_label_values(&["invalid"])
+                .inc();
+            session.replies.error(e.line_of("rollup"));
+        }
         Command::Unknown(word) => session.replies.error(unknown_command_line(&word)),
         command => return answer(ctx, session, command).await,
     }
@@ -74,7 +98,9 @@ async fn answer(ctx: &Arc<Ctx>, session: &mut Session, command: Command<'_>) -> 
     session.settle(ctx).await;
     let text = match command {
         Command::Version => crate::server::version_lines(),
-        Command::Help => "available commands: put stats dropcaches version help exit ".into(),
+        Command::Help => {
+            "available commands: put rollup stats dropcaches version help exit ".into()
+        }
         Command::Stats => {
             // A remote store's statistics may need I/O: off the reactor, as
             // /api/stats does.
@@ -90,7 +116,7 @@ async fn answer(ctx: &Arc<Ctx>, session: &mut Session, command: Command<'_>) -> 
             "Caches dropped.".into()
         }
         Command::Exit => return Step::Close,
-        Command::Put(_) | Command::Unknown(_) => return Step::Next,
+        Command::Put(_) | Command::Rollup(_) | Command::Unknown(_) => return Step::Next,
     };
     session.replies.reply(text).await;
     Step::Next

@@ -16,6 +16,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hourglass_ingest::RollupPoint;
+
 use super::replies::Replies;
 use crate::engine::{EngineError, PointError};
 use crate::server::Ctx;
@@ -43,6 +45,8 @@ pub struct Session {
     /// Points read and not yet written (owned: written on a blocking
     /// thread).
     pub batch: WriteBatch<'static>,
+    /// `rollup` lines read and not yet written, checked.
+    pub rollups: Vec<RollupPoint<'static>>,
     /// Input bytes whose lines the batch holds.
     batch_input: usize,
     /// Log positions of written batches not known to be durable yet,
@@ -59,6 +63,7 @@ impl Session {
             replies,
             cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
             batch: WriteBatch::default(),
+            rollups: Vec::new(),
             batch_input: 0,
             in_flight: VecDeque::new(),
             max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
@@ -68,7 +73,7 @@ impl Session {
 
     /// Writes the batch once it is full.
     pub async fn flush_if_full(&mut self, ctx: &Arc<Ctx>) {
-        if self.batch.len() >= BATCH_POINTS {
+        if self.batch.len() + self.rollups.len() >= BATCH_POINTS {
             self.flush(ctx).await;
         }
     }
@@ -86,6 +91,9 @@ impl Session {
     /// [`Session::settle`]); refusals become error lines.
     pub async fn flush(&mut self, ctx: &Arc<Ctx>) {
         self.batch_input = 0;
+        if !self.rollups.is_empty() {
+            self.flush_rollups(ctx).await;
+        }
         if self.batch.is_empty() {
             return;
         }
@@ -110,6 +118,29 @@ impl Session {
                 self.replies.error(format!("{word}: storage error: {e}"));
                 self.batch = WriteBatch::default();
             }
+        }
+    }
+
+    /// Writes the `rollup` lines read (on a blocking thread: rolled-up
+    /// values are made durable in the rollup table before it returns);
+    /// refusals become error lines, pre-aggregates wait in flight as puts.
+    async fn flush_rollups(&mut self, ctx: &Arc<Ctx>) {
+        let engine = Arc::clone(&ctx.engine);
+        let rollups = std::mem::take(&mut self.rollups);
+        let res = tokio::task::spawn_blocking(move || engine.write_rollups(&rollups))
+            .await
+            .unwrap_or_else(|e| Err(EngineError::Damaged(format!("write task failed: {e}"))));
+        match res {
+            Ok(receipt) => {
+                for (_, e) in &receipt.errors {
+                    self.replies.error(refusal_line("rollup", e));
+                }
+                if receipt.lsn > 0 {
+                    self.in_flight.push_back(receipt.lsn);
+                    self.bound(ctx).await;
+                }
+            }
+            Err(e) => self.replies.error(format!("rollup: storage error: {e}")),
         }
     }
 
@@ -142,13 +173,7 @@ impl Session {
             } else {
                 "put"
             };
-            self.replies.error(match e {
-                PointError::Uid(u @ UidError::NoSuchName { .. }) => {
-                    format!("{word}: unknown metric: {u}")
-                }
-                PointError::Uid(u) => format!("{word}: illegal argument: {u}"),
-                PointError::Timestamp(_) => format!("{word}: illegal argument: {e}"),
-            });
+            self.replies.error(refusal_line(word, e));
         }
         for (index, series) in written.refreshed {
             self.cache.refresh(index, series);
@@ -185,6 +210,17 @@ impl Session {
                 self.in_flight.clear();
                 self.replies.error(format!("put: storage error: {e}"));
             }
+        }
+    }
+}
+
+/// The error line of a point the engine refused, after `word` (the
+/// command: `put`, `rollup`, `influx`).
+fn refusal_line(word: &str, e: &PointError) -> String {
+    match e {
+        PointError::Uid(u @ UidError::NoSuchName { .. }) => format!("{word}: unknown metric: {u}"),
+        PointError::Uid(_) | PointError::Timestamp(_) | PointError::Rollup(_) => {
+            format!("{word}: illegal argument: {e}")
         }
     }
 }

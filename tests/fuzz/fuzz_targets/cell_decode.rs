@@ -10,7 +10,8 @@
 //! * 1: the same on the rest as is (any codec id), and the rest read as a
 //!   rollup tier value and as a tier row (`TierValue::decode`,
 //!   `TierRow::decode`): what decodes re-encodes to the same value;
-//! * 2: OpenTSDB `decode_cell` on the rest split into qualifier and value;
+//! * 2: OpenTSDB `decode_cell` on the rest split into qualifier and value,
+//!   and `decode_rollup_cell` on the same split;
 //! * 3: the rest read as a list of points: `encode_cell` → `decode_cell` and
 //!   `Chunk` pushes must give back exactly those points, the cell's
 //!   summary must be those points' aggregates, and their tier value must
@@ -20,9 +21,10 @@
 use hourglass::codec::StoredValue;
 use hourglass::codec::cell::{DecodedPoint, decode_cell as tsdb_decode_cell};
 use hourglass::codec::native::{
-    CellSummary, Chunk, NativeError, TierRow, TierValue, cell_point_count, cell_summary, decode_cell,
-    decode_columns, encode_cell, for_each_point,
+    CellSummary, Chunk, NativeError, TierRow, TierValue, cell_point_count, cell_summary,
+    decode_cell, decode_columns, encode_cell, for_each_point,
 };
+use hourglass::codec::rollup_cell::{decode_rollup_cell, rollup_qualifier};
 use libfuzzer_sys::fuzz_target;
 
 fn same_value(a: StoredValue, b: StoredValue) -> bool {
@@ -181,6 +183,16 @@ fn opentsdb(rest: &[u8]) {
         // Packed cells may repeat or disorder offsets; encode_cell must
         // reject those and take the rest.
         round_trip(&out);
+    }
+    // The same bytes as an OpenTSDB rollup cell: what decodes is written
+    // back to the same qualifier.
+    if let Some(c) = decode_rollup_cell(qualifier, value) {
+        let flags = qualifier[2] & 0x0F;
+        assert_eq!(
+            rollup_qualifier(c.aggregator, c.index, flags),
+            qualifier,
+            "a rollup qualifier round trip"
+        );
     }
 }
 

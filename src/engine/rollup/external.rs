@@ -1,0 +1,298 @@
+//! Rollups computed elsewhere: the values an external job writes through
+//! OpenTSDB 2.4's `/api/rollup` or telnet `rollup` (a Spark job's hourly
+//! sums, history brought over from OpenTSDB's rollup tables).
+//!
+//! * A **rolled-up value** (`1h-SUM`, or `1h-SUM:MAX` for a rolled-up
+//!   pre-aggregate) is kept in the rollup table, apart from the tiers
+//!   hourglass computes: row `FF FD ‖ tier id ‖ data row key with the span
+//!   base` (the tier of that interval, its span), one OpenTSDB rollup cell
+//!   per aggregator and interval (`codec::rollup_cell`). The interval must
+//!   be a configured tier's; the aggregator one of OpenTSDB's example
+//!   `aggregationIds` ([`AGGREGATION_IDS`]). Written durably before the
+//!   answer, as annotations are.
+//! * A **raw pre-aggregate** (`SUM`) is a data point of its series with the
+//!   `_aggregate` tag, written and acknowledged as a `put` is.
+//!
+//! Reading (`engine::read::external`): a downsampled query whose interval
+//! is a multiple of a tier's, and whose aggregator is one these values
+//! hold, takes them for a series' bucket only where the series has no
+//! stored point in that bucket; where it has, the answer is the raw one.
+//! Values past their tier's TTL are deleted with the tier's.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use hourglass_ingest::RollupPoint;
+
+use super::{REBUILD_BATCH, Tier, external_key};
+use crate::codec::rollup_cell::{MAX_INDEX, rollup_index, rollup_qualifier};
+use crate::engine::{Engine, EngineError, PointError};
+use crate::storage::{Durability, Mutation, Table, column, family};
+
+/// The aggregators an external value may be written for, with the id its
+/// cells carry: OpenTSDB's documented example configuration.
+pub const AGGREGATION_IDS: [(&str, u8); 4] = [("sum", 0), ("count", 1), ("min", 2), ("max", 3)];
+
+/// The id of aggregator `name` (any case).
+pub fn aggregation_id(name: &str) -> Option<u8> {
+    AGGREGATION_IDS
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, id)| *id)
+}
+
+/// What writing a batch of rollup points did.
+#[derive(Debug, Default)]
+pub struct RollupReceipt {
+    /// WAL position of the pre-aggregates to await (0: none).
+    pub lsn: u64,
+    pub accepted: usize,
+    /// Index in the batch and reason, for points not written.
+    pub errors: Vec<(usize, PointError)>,
+}
+
+/// One rolled-up value, ready to be stored.
+struct Placed {
+    row: Vec<u8>,
+    column: Vec<u8>,
+    value: Vec<u8>,
+    series: Arc<[u8]>,
+}
+
+fn refused(msg: impl Into<String>) -> PointError {
+    PointError::Rollup(msg.into())
+}
+
+impl Engine {
+    /// Writes a batch of checked rollup points (blocking): rolled-up values
+    /// durably to the rollup table, pre-aggregates through the write path
+    /// (durable once the WAL reaches the receipt's LSN).
+    pub fn write_rollups(&self, points: &[RollupPoint<'_>]) -> Result<RollupReceipt, EngineError> {
+        let mut receipt = RollupReceipt::default();
+        let mut raw = Vec::new();
+        let mut raw_index = Vec::new();
+        let mut placed = Vec::new();
+        for (i, rp) in points.iter().enumerate() {
+            if !rp.spec.is_rolled_up() {
+                raw.push(rp.point.clone());
+                raw_index.push(i);
+                continue;
+            }
+            match self.place_rollup(rp) {
+                Ok(p) => placed.push(p),
+                Err(e) => {
+                    self.metrics
+                        .points_rejected
+                        .with_label_values(&["invalid"])
+                        .inc();
+                    receipt.errors.push((i, e));
+                }
+            }
+        }
+        if !placed.is_empty() {
+            // The series index names them, as it names every written series.
+            self.index_series(placed.iter().map(|p| &p.series[..]))?;
+            self.uids.sync_if_needed().map_err(EngineError::Uid)?;
+            self.tiers.external_written();
+            receipt.accepted += placed.len();
+            let muts = placed
+                .into_iter()
+                .map(|p| Mutation::Put {
+                    table: Table::Rollup,
+                    row: p.row,
+                    column: p.column,
+                    value: p.value,
+                })
+                .collect();
+            self.store.write(muts, Durability::Sync)?;
+        }
+        if !raw.is_empty() {
+            let written = self.write(&raw)?;
+            receipt.lsn = written.lsn;
+            receipt.accepted += written.accepted;
+            receipt
+                .errors
+                .extend(written.errors.into_iter().map(|(i, e)| (raw_index[i], e)));
+        }
+        Ok(receipt)
+    }
+
+    /// Where a rolled-up value goes, with OpenTSDB's refusals
+    /// (`TSDB.addAggregatePointInternal`, `RollupConfig`).
+    fn place_rollup(&self, rp: &RollupPoint<'_>) -> Result<Placed, PointError> {
+        if self.tiers.is_empty() {
+            return Err(refused("No rollup or aggregations were configured"));
+        }
+        let interval = rp.spec.interval.as_deref().unwrap_or_default();
+        let tier = self.tier_of(interval).ok_or_else(|| {
+            refused(format!(
+                "No rollups configured for the interval: {interval}"
+            ))
+        })?;
+        let aggregator = rp.spec.aggregator.as_deref().unwrap_or_default();
+        if aggregator.is_empty() {
+            return Err(refused("Aggregator cannot be null or empty."));
+        }
+        let id = aggregation_id(aggregator)
+            .ok_or_else(|| refused(format!("No ID found mapping to aggregator: {aggregator}")))?;
+        let ts = rp.point.timestamp.0;
+        let secs = u32::try_from(ts).map_err(|_| PointError::Timestamp(ts))?;
+        let (series, _) = self.resolve(&rp.point)?;
+        let start = secs - secs % tier.interval;
+        let (row, index) = tier.cell_of(&self.layout, &series, start);
+        debug_assert!(index < MAX_INDEX, "a tier span holds at most 32 intervals");
+        let value = rp.point.value;
+        Ok(Placed {
+            row: external_key(&row),
+            column: column(family::DATA, &rollup_qualifier(id, index, value.flags())),
+            value: value.encode(),
+            series,
+        })
+    }
+
+    /// The configured tier of an interval text (`1h`, `60m`, `1d`).
+    fn tier_of(&self, interval: &str) -> Option<&Tier> {
+        let secs = crate::config::parse_ttl(interval).ok().flatten()?;
+        self.tiers
+            .tiers
+            .iter()
+            .find(|t| u64::from(t.interval) == secs)
+    }
+
+    /// Deletes the external values of `tier` for intervals before `before`
+    /// (seconds); returns how many. Callers hold the flush lock.
+    pub(super) fn purge_external(&self, tier: &Tier, before: i64) -> Result<usize, EngineError> {
+        let start = external_key(&tier.id());
+        let end = crate::storage::prefix_end(&start);
+        let layout = self.layout;
+        let mut muts = Vec::new();
+        let mut failed = None;
+        self.store
+            .scan(Table::Rollup, &start, &end, &mut |key, cells| {
+                let Some(parts) = key.get(4..).and_then(|r| layout.parse_row_key(r)) else {
+                    return Ok(true);
+                };
+                if i64::from(parts.base_time) >= before {
+                    return Ok(true);
+                }
+                for c in cells {
+                    let old = c
+                        .column
+                        .get(1..)
+                        .and_then(rollup_index)
+                        .and_then(|index| tier.interval_start(parts.base_time, index))
+                        .is_none_or(|t| i64::from(t) < before);
+                    if old {
+                        muts.push(Mutation::Delete {
+                            table: Table::Rollup,
+                            row: key.to_vec(),
+                            column: c.column.clone(),
+                        });
+                    }
+                }
+                if muts.len() >= REBUILD_BATCH
+                    && let Err(e) = self
+                        .store
+                        .write(std::mem::take(&mut muts), Durability::Buffered)
+                {
+                    failed = Some(e);
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let n = muts.len();
+        if !muts.is_empty() {
+            self.store.write(muts, Durability::Buffered)?;
+        }
+        Ok(n)
+    }
+
+    /// Deletes the external values of `series_keys` (salt, metric, tags)
+    /// for intervals starting in `[start_ms, end_ms]`: a delete of those
+    /// series' points. Scans each tier's rows of the series' metrics in
+    /// that range.
+    pub(in crate::engine) fn delete_external(
+        &self,
+        series_keys: &[Vec<u8>],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<(), EngineError> {
+        if !self.tiers.may_have_external() || series_keys.is_empty() {
+            return Ok(());
+        }
+        let layout = self.layout;
+        let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
+        let (lo, hi) = (secs(start_ms), secs(end_ms));
+        // The series by salt and metric: one scan each.
+        let mut by_prefix: BTreeMap<&[u8], HashSet<&[u8]>> = BTreeMap::new();
+        for key in series_keys {
+            let (prefix, tags) = key.split_at(layout.prefix_width().min(key.len()));
+            by_prefix.entry(prefix).or_default().insert(tags);
+        }
+        let mut muts = Vec::new();
+        for tier in &self.tiers.tiers {
+            for (prefix, tags) in &by_prefix {
+                let key = |base: u32| {
+                    let mut k = external_key(&tier.id());
+                    k.extend_from_slice(prefix);
+                    k.extend_from_slice(&base.to_be_bytes());
+                    k
+                };
+                let end = tier
+                    .span_base(hi)
+                    .checked_add(tier.span)
+                    .map_or_else(|| crate::storage::prefix_end(&key(u32::MAX)), key);
+                self.store.scan(
+                    Table::Rollup,
+                    &key(tier.span_base(lo)),
+                    &end,
+                    &mut |row, cells| {
+                        let Some(parts) = row.get(4..).and_then(|r| layout.parse_row_key(r)) else {
+                            return Ok(true);
+                        };
+                        if !tags.contains(parts.tags) {
+                            return Ok(true);
+                        }
+                        for c in cells {
+                            let start = c
+                                .column
+                                .get(1..)
+                                .and_then(rollup_index)
+                                .and_then(|index| tier.interval_start(parts.base_time, index));
+                            if start.is_some_and(|t| t >= lo && t <= hi) {
+                                muts.push(Mutation::Delete {
+                                    table: Table::Rollup,
+                                    row: row.to_vec(),
+                                    column: c.column.clone(),
+                                });
+                            }
+                        }
+                        Ok(true)
+                    },
+                )?;
+            }
+        }
+        if !muts.is_empty() {
+            self.store.write(muts, Durability::Sync)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_ids_are_opentsdb_examples() {
+        assert_eq!(aggregation_id("SUM"), Some(0));
+        assert_eq!(aggregation_id("count"), Some(1));
+        assert_eq!(aggregation_id("Min"), Some(2));
+        assert_eq!(aggregation_id("max"), Some(3));
+        assert_eq!(aggregation_id("avg"), None);
+        assert_eq!(external_key(&[0, 1, 9]), vec![0xFF, 0xFD, 0, 1, 9]);
+    }
+}
