@@ -6,7 +6,8 @@
 #  * the integration tests of the HTTP API against Bigtable-backed servers
 #    (the same tests as the embedded run; only the modules about the local
 #    data directory, durability:: and damage::, and rollup:: — the rollup
-#    tiers are the embedded store's — are embedded-only).
+#    tiers are the embedded store's — are embedded-only; rollup_api::, the
+#    rollups written from outside, runs on both).
 # The emulator is preinstalled on the build machines (Debian package
 # google-cloud-cli-bigtable-emulator); if it is missing it is built from
 # Debian's Go sources (about 35 s). Under CI=true a missing emulator fails

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::codec::KeyLayout;
+use crate::codec::rollup_cell::RowSpan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -112,6 +113,29 @@ pub struct RollupTierConfig {
     /// `retention.ttl`.
     #[serde(default = "forever")]
     pub ttl: String,
+    /// OpenTSDB's `rowSpan` of this interval's rollups written from outside
+    /// (`/api/rollup`): `<n>h`, `<n>d`, `1n` or `1y`; by default `1d` under a
+    /// day, `1y` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_span: Option<String>,
+    /// On Bigtable, OpenTSDB's table of this interval's rollups written
+    /// from outside, after `storage.bigtable.table_prefix`; by default
+    /// `tsdb-rollup-<interval>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+}
+
+/// One checked tier of [`RollupConfig::tiers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierSpec {
+    /// Seconds.
+    pub interval: u32,
+    /// Seconds; `None` = forever.
+    pub ttl: Option<u64>,
+    /// The row span of its rollups written from outside.
+    pub row_span: RowSpan,
+    /// Its OpenTSDB rollup table on Bigtable (without the prefix).
+    pub table: String,
 }
 
 fn forever() -> String {
@@ -126,7 +150,7 @@ impl RollupConfig {
     /// first, checked: the first is `1h`, each next a multiple of the one
     /// before that divides a day or is whole days. None when rollups are
     /// off.
-    pub fn tiers(&self) -> Result<Vec<(u32, Option<u64>)>, ConfigError> {
+    pub fn tiers(&self) -> Result<Vec<TierSpec>, ConfigError> {
         const HOUR: u32 = 3600;
         const DAY: u32 = 86_400;
         if !self.enabled {
@@ -139,7 +163,7 @@ impl RollupConfig {
                 self.tiers.len()
             )));
         }
-        let mut out: Vec<(u32, Option<u64>)> = Vec::new();
+        let mut out: Vec<TierSpec> = Vec::new();
         for t in &self.tiers {
             let interval = parse_ttl(&t.interval)
                 .map_err(|e| bad(format!("interval: {e}")))?
@@ -149,14 +173,14 @@ impl RollupConfig {
                 .ok()
                 .filter(|i| *i <= 366 * DAY)
                 .ok_or_else(|| bad(format!("interval {} is longer than a year", t.interval)))?;
-            match out.last() {
+            match out.last().map(|t| t.interval) {
                 None if interval != HOUR => {
                     return Err(bad(format!(
                         "the first tier must be \"1h\" (the others are built from it), got {:?}",
                         t.interval
                     )));
                 }
-                Some((prev, _)) if interval <= *prev || !interval.is_multiple_of(*prev) => {
+                Some(prev) if interval <= prev || !interval.is_multiple_of(prev) => {
                     return Err(bad(format!(
                         "interval {} is not a multiple of the tier before it ({prev}s)",
                         t.interval
@@ -172,7 +196,27 @@ impl RollupConfig {
                     t.interval
                 )));
             }
-            out.push((interval, ttl));
+            let row_span = match &t.row_span {
+                Some(text) => RowSpan::parse(text, interval)
+                    .map_err(|e| bad(format!("row_span of {}: {e}", t.interval)))?,
+                None => RowSpan::default_for(interval),
+            };
+            let table = t
+                .table
+                .clone()
+                .unwrap_or_else(|| format!("tsdb-rollup-{}", t.interval.trim()));
+            if table.is_empty() || out.iter().any(|o| o.table == table) {
+                return Err(bad(format!(
+                    "table of {}: {table:?} is empty or another tier's",
+                    t.interval
+                )));
+            }
+            out.push(TierSpec {
+                interval,
+                ttl,
+                row_span,
+                table,
+            });
         }
         Ok(out)
     }
@@ -186,10 +230,14 @@ impl Default for RollupConfig {
                 RollupTierConfig {
                     interval: "1h".into(),
                     ttl: "0".into(),
+                    row_span: None,
+                    table: None,
                 },
                 RollupTierConfig {
                     interval: "1d".into(),
                     ttl: "0".into(),
+                    row_span: None,
+                    table: None,
                 },
             ],
         }
@@ -696,6 +744,39 @@ mod tests {
         let mut c = Config::default();
         c.storage.window_hours = 5;
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn rollup_tables_follow_opentsdb_names_and_spans() {
+        let tiers = RollupConfig::default().tiers().unwrap();
+        assert_eq!(
+            (tiers[0].row_span, tiers[0].table.as_str()),
+            (RowSpan::Secs(86_400), "tsdb-rollup-1h")
+        );
+        assert_eq!(
+            (tiers[1].row_span, tiers[1].table.as_str()),
+            (RowSpan::Year, "tsdb-rollup-1d")
+        );
+        let c: Config = toml::from_str(
+            "[rollup]\ntiers = [{ interval = \"1h\", row_span = \"6h\", table = \"r1h\" }, \
+             { interval = \"1d\", row_span = \"1n\" }]",
+        )
+        .unwrap();
+        let tiers = c.rollup.tiers().unwrap();
+        assert_eq!(
+            (tiers[0].row_span, tiers[0].table.as_str()),
+            (RowSpan::Secs(21_600), "r1h")
+        );
+        assert_eq!(tiers[1].row_span, RowSpan::Month);
+        for bad in [
+            "{ interval = \"1h\", row_span = \"1y\" }",
+            "{ interval = \"1h\", row_span = \"90m\" }",
+            "{ interval = \"1h\", table = \"\" }",
+        ] {
+            let c: Config = toml::from_str(&format!("[rollup]\ntiers = [{bad}]")).unwrap();
+            let e = c.rollup.tiers().unwrap_err().to_string();
+            assert!(e.contains("of 1h"), "{bad}: {e}");
+        }
     }
 
     #[test]

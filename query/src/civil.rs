@@ -1,9 +1,10 @@
 //! Proleptic-Gregorian day arithmetic in UTC ([`days_from_civil`], [`civil_from_days`],
 //! [`DAY_MS`]), shared by absolute dates ([`crate::time`]) and calendar downsampling
-//! ([`crate::calendar`]).
+//! ([`crate::calendar`]), and by the engine's calendar row spans of OpenTSDB's
+//! rollup tables.
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (month 1..=12).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     // Howard Hinnant's `days_from_civil`: years start on March 1, so the leap day comes last.
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
@@ -15,7 +16,7 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// Inverse of [`days_from_civil`]: `(year, month 1..=12, day 1..=31)`.
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     // Howard Hinnant's `civil_from_days`; `z` counts from 0000-03-01.
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

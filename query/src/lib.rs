@@ -71,7 +71,7 @@ pub mod annotation;
 pub mod arrow;
 pub mod budget;
 pub mod calendar;
-mod civil;
+pub mod civil;
 pub mod downsample;
 pub mod error;
 pub mod exec;

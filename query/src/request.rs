@@ -19,8 +19,9 @@
 //! metric" rule at execution (it needs the metric UID width).
 //!
 //! Not supported (clear 400s instead of silently wrong data): histogram /
-//! percentile queries. Pre-aggregate options are ignored; `rollupUsage` (and
-//! the `rollup_*` modifier) is kept for the source.
+//! percentile queries. Pre-aggregate options change nothing (pre-aggregates
+//! are series with an `_aggregate` tag, selected by a filter); `rollupUsage`
+//! (and the `rollup_*` modifier) is kept for the source.
 
 use serde_json::{Map, Value};
 
@@ -406,7 +407,9 @@ fn apply_modifier(sub: &mut RawSubQuery, part: &str, metric_query: bool) -> Resu
     } else if metric_query && lower.starts_with("rollup_") {
         sub.rollup_usage = crate::rollup::RollupUsage::parse(part);
     }
-    // `pre-agg` needs pre-aggregate tables hourglass does not keep: ignored.
+    // `pre-agg` picks OpenTSDB's pre-aggregate table; hourglass keeps
+    // pre-aggregates in the data table as series with an `_aggregate` tag,
+    // which the query's own filter selects (as in OpenTSDB): nothing to do.
     Ok(())
 }
 

@@ -117,12 +117,9 @@ impl Engine {
         metrics.head_points.set(head.points as i64);
         metrics.head_series.set(head.series_count() as i64);
         // Rollup tiers are the embedded store's: a shared store's rows are
-        // written by every node, which no single flush sees.
-        let tiers = if log.is_some() {
-            super::rollup::Tiers::from_config(&cfg.rollup)?
-        } else {
-            super::rollup::Tiers::default()
-        };
+        // written by every node, which no single flush sees. Rollups written
+        // from outside are kept on every store.
+        let tiers = super::rollup::Tiers::from_config(&cfg.rollup, log.is_some())?;
         let fresh = log.is_some() && store.stats().data_files == 0;
         let engine = Arc::new(Self {
             layout,

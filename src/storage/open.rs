@@ -30,11 +30,23 @@ pub fn open(cfg: &Config, retention: RetentionView) -> Result<Arc<dyn Store>, St
             Ok(Arc::new(EmbeddedStore::open(o)?))
         }
         #[cfg(feature = "bigtable")]
-        Backend::Bigtable => Ok(Arc::new(super::bigtable::BigtableStore::open(
-            &cfg.storage.bigtable,
-            layout,
-            &retention,
-        )?)),
+        Backend::Bigtable => {
+            // OpenTSDB's rollup tables of the configured intervals, where
+            // rollups written from outside go (`docs/rollups.md`).
+            let rollup_tables: Vec<(u32, String)> = cfg
+                .rollup
+                .tiers()
+                .map_err(|e| StorageError::Unsupported(e.to_string()))?
+                .into_iter()
+                .map(|t| (t.interval, t.table))
+                .collect();
+            Ok(Arc::new(super::bigtable::BigtableStore::open(
+                &cfg.storage.bigtable,
+                layout,
+                &retention,
+                &rollup_tables,
+            )?))
+        }
         #[cfg(not(feature = "bigtable"))]
         Backend::Bigtable => Err(StorageError::Unsupported(
             "storage.backend \"bigtable\" is not available in this build: build with `--features bigtable`"

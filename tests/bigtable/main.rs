@@ -682,3 +682,87 @@ fn a_store_that_stops_answering_gets_503_and_nothing_is_acknowledged() {
     let r = s.get(&format!("/api/query?start={T0}&m=sum:lost.m"));
     assert_eq!(r.status, 503, "{}", r.text());
 }
+
+/// Rollups written from outside live in OpenTSDB's rollup tables
+/// (`tsdb-rollup-1h`, `tsdb-rollup-1d`), in its layout: what a node's
+/// `/api/rollup` writes is OpenTSDB's row (the data row key with the row
+/// span's base) and qualifier (`[agg id][index << 4 | flags]`), and a cell
+/// OpenTSDB writes there answers the node's queries.
+#[test]
+fn rollups_share_opentsdb_rollup_tables() {
+    use hourglass::codec::rollup_cell::EXTERNAL_ROW_PREFIX;
+    use hourglass::storage::{Durability, family};
+    let p = prefix("rollup");
+    let mut s = node(&p, "");
+    let body = format!(
+        r#"{{"metric":"r.m","timestamp":{},"value":42,"tags":{{"host":"a"}},"interval":"1h","aggregator":"SUM"}}"#,
+        T0 + 5 * 3600 + 59
+    );
+    let r = s.post_json("/api/rollup", &body);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let store = open_tables(&p);
+    // The 1 h table (the store's rows `FF FD ‖ 00 01 ‖ key`): one row, the
+    // day's, one cell: sum (id 0), interval 5, a one-byte integer.
+    let hourly = [EXTERNAL_ROW_PREFIX[0], EXTERNAL_ROW_PREFIX[1], 0, 1];
+    let mut rows = Vec::new();
+    store
+        .scan(
+            Table::Rollup,
+            &hourly,
+            &hourglass::storage::prefix_end(&hourly),
+            &mut |key, cells| {
+                rows.push((key.to_vec(), cells));
+                Ok(true)
+            },
+        )
+        .expect("scan tsdb-rollup-1h");
+    assert_eq!(rows.len(), 1);
+    let (key, cells) = &rows[0];
+    let data_row = &key[4..];
+    // salt (1) ‖ metric (3) ‖ base (4) ‖ host=a (6)
+    assert_eq!(data_row.len(), 14);
+    assert_eq!(&data_row[4..8], &(T0 as u32).to_be_bytes(), "a day's row");
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].column, col(family::DATA, &[0x00, 0x00, 0x50]));
+    assert_eq!(&cells[0].value[..], [42]);
+    // OpenTSDB writes a 1d-SUM of 7.5 (a float) for day 3 of the year row
+    // of the same series, and a count of 3.
+    let mut yearly_row = vec![EXTERNAL_ROW_PREFIX[0], EXTERNAL_ROW_PREFIX[1], 0, 24];
+    yearly_row.extend_from_slice(data_row);
+    store
+        .write(
+            vec![
+                put(
+                    Table::Rollup,
+                    &yearly_row,
+                    &col(family::DATA, &[0x00, 0x00, 0x3B]),
+                    &7.5f32.to_bits().to_be_bytes(),
+                ),
+                put(
+                    Table::Rollup,
+                    &yearly_row,
+                    &col(family::DATA, &[0x01, 0x00, 0x30]),
+                    &[3],
+                ),
+            ],
+            Durability::Sync,
+        )
+        .expect("write as OpenTSDB");
+    let day = |s: &Server, agg: &str| {
+        s.query(&format!(
+            "/api/query?start={T0}&end={}&m=sum:1d-{agg}:r.m%7Bhost=a%7D",
+            T0 + 5 * 86_400
+        ))
+    };
+    // Day 0 from the 1 h value (no 1 d value that day), day 3 from
+    // OpenTSDB's.
+    let want: BTreeMap<i64, f64> = [(T0, 42.0), (T0 + 3 * 86_400, 7.5)].into();
+    assert_eq!(series_points(&day(&s, "sum")[0]), want);
+    let want: BTreeMap<i64, f64> = [(T0 + 3 * 86_400, 2.5)].into();
+    assert_eq!(series_points(&day(&s, "avg")[0]), want);
+    // They are in the tables, not the node: a kill -9 and a restart keep them.
+    s.kill9();
+    s.restart();
+    let want: BTreeMap<i64, f64> = [(T0, 42.0), (T0 + 3 * 86_400, 7.5)].into();
+    assert_eq!(series_points(&day(&s, "sum")[0]), want);
+}

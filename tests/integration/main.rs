@@ -16,5 +16,6 @@ mod protocols;
 mod query;
 mod robustness;
 mod rollup;
+mod rollup_api;
 mod telnet;
 mod timestamps;

@@ -2,14 +2,15 @@
 //! each series' buckets that its values fill, merged under the buckets of
 //! its stored points (a bucket with any stored point keeps the raw answer).
 //!
-//! A bucket takes the values of the coarsest tier interval that divides
-//! the downsample interval and holds any value in it (OpenTSDB's choice of
+//! A bucket takes the values of the coarsest configured interval that
+//! divides the downsample interval and holds any value in it (OpenTSDB's choice of
 //! rollup table, falling back to finer ones per bucket); the downsample
 //! aggregator decides which values: `sum`/`zimsum` the sums, `count` the
 //! counts, `min`/`mimmin` the minimums, `max`/`mimmax` the maximums, `avg`
 //! the sums over the counts. Other aggregators read none.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use hourglass_query::Aggregator;
 use hourglass_query::downsample::{BucketSink, Pushdown};
@@ -19,16 +20,14 @@ use super::{Points, Scan, storage_source_err};
 use crate::codec::rollup_cell::decode_rollup_cell;
 use crate::engine::Engine;
 use crate::engine::rollup::external::aggregation_id;
-use crate::engine::rollup::external_key;
-use crate::storage::{KeyRange, Table};
+use crate::storage::Table;
 
 /// Buckets (start ms, value) per series key, in time order.
 pub(super) type ExternalBuckets = HashMap<Vec<u8>, Vec<(i64, Num)>>;
 
-/// One bucket's external values so far, from one tier.
+/// One bucket's external values so far, from one table.
 #[derive(Default, Clone, Copy)]
 struct Bucket {
-    tier: usize,
     sum: Option<f64>,
     count: Option<f64>,
     min: Option<f64>,
@@ -109,88 +108,98 @@ impl Engine {
         } else {
             layout.salt_buckets
         };
-        let mut found: HashMap<Vec<u8>, BTreeMap<i64, Bucket>> = HashMap::new();
-        // Coarsest first: a bucket a coarser tier fills ignores finer ones.
-        for (i, tier) in self.tiers.tiers.iter().enumerate().rev() {
-            let interval_ms = tier.interval_ms();
-            if p.interval_ms % interval_ms != 0 {
+        // Every usable table's rows, one range per table and salt bucket,
+        // read at once (in parallel; on a shared store, one stream each).
+        let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
+        let mut ranges = Vec::new();
+        let mut range_table = Vec::new();
+        for (i, table) in self.tiers.externals.iter().enumerate() {
+            let lo_ms = seek.max(table.horizon(now).saturating_mul(1000));
+            if p.interval_ms % table.interval_ms() != 0 || lo_ms >= scan.end_ms {
                 continue;
             }
-            let lo_ms = seek.max(tier.horizon(now).saturating_mul(1000));
-            if lo_ms >= scan.end_ms {
-                continue;
-            }
-            let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
             let (lo, hi) = (secs(lo_ms), secs(scan.end_ms.saturating_add(999)));
             for bucket in 0..buckets_of_salt {
-                let KeyRange { start, end } =
-                    tier.scan_range(&layout, bucket, scan.metric, lo, hi.max(lo + 1));
-                let mut stop = false;
-                self.store
-                    .scan(
-                        Table::Rollup,
-                        &external_key(&start),
-                        &external_key(&end),
-                        &mut |row, cells| {
-                            let Some(data_row) = row.get(4..) else {
-                                return Ok(true);
-                            };
-                            let Some(parts) = layout.parse_row_key(data_row) else {
-                                return Ok(true);
-                            };
-                            if !scan.pf.matches(&layout, parts.tags) {
-                                return Ok(true);
-                            }
-                            let mut key = data_row[..layout.prefix_width()].to_vec();
-                            key.extend_from_slice(parts.tags);
-                            let series = found.entry(key).or_default();
-                            let mut read = 0;
-                            for c in cells {
-                                let Some(cell) = c
-                                    .column
-                                    .get(1..)
-                                    .and_then(|q| decode_rollup_cell(q, &c.value))
-                                else {
-                                    continue;
-                                };
-                                if !wanted.contains(&cell.aggregator) {
-                                    continue;
-                                }
-                                let Some(t) = tier.interval_start(parts.base_time, cell.index)
-                                else {
-                                    continue;
-                                };
-                                let t_ms = i64::from(t) * 1000;
-                                if t_ms < lo_ms || t_ms >= scan.end_ms {
-                                    continue;
-                                }
-                                let start = t_ms - t_ms.rem_euclid(p.interval_ms);
-                                let b = series.entry(start).or_insert(Bucket {
-                                    tier: i,
-                                    ..Bucket::default()
-                                });
-                                if b.tier == i {
-                                    b.add(cell.aggregator, cell.value.as_f64());
-                                    read += 1;
-                                }
-                            }
-                            if read > 0 && !scan.take(read) {
-                                stop = true;
-                                return Ok(false);
-                            }
-                            Ok(true)
-                        },
-                    )
-                    .map_err(|e| storage_source_err(&e))?;
-                if stop {
-                    return Ok(out);
+                ranges.push(table.scan_range(&layout, bucket, scan.metric, lo, hi.max(lo + 1)));
+                range_table.push((i, lo_ms));
+            }
+        }
+        if ranges.is_empty() {
+            return Ok(out);
+        }
+        // Per range: series key → bucket start → values (a series' rows
+        // of one table are in one range, in time order).
+        type Found = HashMap<Vec<u8>, BTreeMap<i64, Bucket>>;
+        let per_range: Vec<Mutex<Found>> = ranges.iter().map(|_| Mutex::default()).collect();
+        let filter = |row: &[u8]| {
+            row.get(4..)
+                .and_then(|r| layout.parse_row_key(r))
+                .is_some_and(|parts| scan.pf.matches(&layout, parts.tags))
+        };
+        self.store
+            .scan_ranges(Table::Rollup, &ranges, &filter, &|i, row, cells| {
+                let (Some(data_row), Some(&(t_index, lo_ms))) = (row.get(4..), range_table.get(i))
+                else {
+                    return Ok(true);
+                };
+                let (Some(parts), Some(table)) = (
+                    layout.parse_row_key(data_row),
+                    self.tiers.externals.get(t_index),
+                ) else {
+                    return Ok(true);
+                };
+                let mut key = data_row[..layout.prefix_width()].to_vec();
+                key.extend_from_slice(parts.tags);
+                let mut found = per_range[i]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let series = found.entry(key).or_default();
+                let mut read = 0;
+                for c in cells {
+                    let Some(cell) = c
+                        .column
+                        .get(1..)
+                        .and_then(|q| decode_rollup_cell(q, &c.value))
+                    else {
+                        continue;
+                    };
+                    let Some(t) = table.interval_start(parts.base_time, cell.index) else {
+                        continue;
+                    };
+                    let t_ms = i64::from(t) * 1000;
+                    if !wanted.contains(&cell.aggregator) || t_ms < lo_ms || t_ms >= scan.end_ms {
+                        continue;
+                    }
+                    series
+                        .entry(t_ms - t_ms.rem_euclid(p.interval_ms))
+                        .or_default()
+                        .add(cell.aggregator, cell.value.as_f64());
+                    read += 1;
+                }
+                Ok(read == 0 || scan.take(read))
+            })
+            .map_err(|e| storage_source_err(&e))?;
+        // A bucket takes the coarsest table with a value in it.
+        let mut found: HashMap<Vec<u8>, BTreeMap<i64, (usize, Bucket)>> = HashMap::new();
+        for (i, range) in per_range.into_iter().enumerate() {
+            let t_index = range_table[i].0;
+            let range = range
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (key, buckets) in range {
+                let series = found.entry(key).or_default();
+                for (start, b) in buckets {
+                    let slot = series.entry(start).or_insert((t_index, b));
+                    if slot.0 < t_index {
+                        *slot = (t_index, b);
+                    }
                 }
             }
         }
         for (key, buckets) in found {
             let values: Vec<(i64, Num)> = buckets
                 .into_iter()
-                .filter_map(|(t, b)| Some((t, Num::Float(b.value(p.aggregator)?))))
+                .filter_map(|(t, (_, b))| Some((t, Num::Float(b.value(p.aggregator)?))))
                 .collect();
             if !values.is_empty() {
                 out.insert(key, values);

@@ -843,7 +843,7 @@ impl SeriesSource for Engine {
         }
         let stored = Self::collect_slots(slots, &scan);
         let mut external = match req.downsample {
-            Some(p) if req.rollup_usage.uses_tiers() && !self.tiers.is_empty() => {
+            Some(p) if req.rollup_usage.uses_tiers() && self.tiers.may_have_external() => {
                 self.external_buckets(&scan, p)?
             }
             _ => HashMap::new(),

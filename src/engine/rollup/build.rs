@@ -396,12 +396,14 @@ impl Engine {
         for tier in self.tiers.tiers.iter().filter(|t| t.ttl.is_some()) {
             let before = tier.horizon(now) - i64::from(tier.interval);
             deleted += self.retain_values(tier, |t| i64::from(t) >= before)?;
-            if self.tiers.may_have_external() {
-                deleted += self.purge_external(tier, before)?;
-            }
             let before = u32::try_from(before.max(0)).unwrap_or(u32::MAX);
             if before > tier.complete_from() {
                 self.store_complete_from(tier, before)?;
+            }
+        }
+        if self.tiers.may_have_external() {
+            for table in self.tiers.externals.iter().filter(|t| t.ttl.is_some()) {
+                deleted += self.purge_external(table, table.horizon(now))?;
             }
         }
         Ok(deleted)
@@ -529,9 +531,9 @@ impl Engine {
         self.tiers
             .notes
             .store(notes, std::sync::atomic::Ordering::Release);
-        let external = self.any_rollup_row(&super::EXTERNAL_PREFIX)?;
+        let external = self.any_rollup_row(&crate::codec::rollup_cell::EXTERNAL_ROW_PREFIX)?;
         self.tiers
-            .external
+            .has_external
             .store(external, std::sync::atomic::Ordering::Release);
         let cells = self.store.get_row(Table::Rollup, STATE_ROW)?;
         let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);

@@ -3,13 +3,14 @@
 //! sums, history brought over from OpenTSDB's rollup tables).
 //!
 //! * A **rolled-up value** (`1h-SUM`, or `1h-SUM:MAX` for a rolled-up
-//!   pre-aggregate) is kept in the rollup table, apart from the tiers
-//!   hourglass computes: row `FF FD ‖ tier id ‖ data row key with the span
-//!   base` (the tier of that interval, its span), one OpenTSDB rollup cell
-//!   per aggregator and interval (`codec::rollup_cell`). The interval must
-//!   be a configured tier's; the aggregator one of OpenTSDB's example
-//!   `aggregationIds` ([`AGGREGATION_IDS`]). Written durably before the
-//!   answer, as annotations are.
+//!   pre-aggregate) is kept apart from the tiers hourglass computes, in
+//!   OpenTSDB's rollup layout ([`ExternalTable`], `codec::rollup_cell`):
+//!   row `FF FD ‖ interval hours ‖ data row key with the row span's base`
+//!   in the embedded store's rollup table, or OpenTSDB's rollup table of
+//!   the interval on a shared store, one cell per aggregator and interval.
+//!   The interval must be a configured tier's; the aggregator one of
+//!   OpenTSDB's example `aggregationIds` ([`AGGREGATION_IDS`]). Written
+//!   durably before the answer, as annotations are.
 //! * A **raw pre-aggregate** (`SUM`) is a data point of its series with the
 //!   `_aggregate` tag, written and acknowledged as a `put` is.
 //!
@@ -24,8 +25,8 @@ use std::sync::Arc;
 
 use hourglass_ingest::RollupPoint;
 
-use super::{REBUILD_BATCH, Tier, external_key};
-use crate::codec::rollup_cell::{MAX_INDEX, rollup_index, rollup_qualifier};
+use super::{ExternalTable, REBUILD_BATCH};
+use crate::codec::rollup_cell::{rollup_index, rollup_qualifier};
 use crate::engine::{Engine, EngineError, PointError};
 use crate::storage::{Durability, Mutation, Table, column, family};
 
@@ -120,11 +121,11 @@ impl Engine {
     /// Where a rolled-up value goes, with OpenTSDB's refusals
     /// (`TSDB.addAggregatePointInternal`, `RollupConfig`).
     fn place_rollup(&self, rp: &RollupPoint<'_>) -> Result<Placed, PointError> {
-        if self.tiers.is_empty() {
+        if self.tiers.externals.is_empty() {
             return Err(refused("No rollup or aggregations were configured"));
         }
         let interval = rp.spec.interval.as_deref().unwrap_or_default();
-        let tier = self.tier_of(interval).ok_or_else(|| {
+        let table = self.external_table(interval).ok_or_else(|| {
             refused(format!(
                 "No rollups configured for the interval: {interval}"
             ))
@@ -138,35 +139,38 @@ impl Engine {
         let ts = rp.point.timestamp.0;
         let secs = u32::try_from(ts).map_err(|_| PointError::Timestamp(ts))?;
         let (series, _) = self.resolve(&rp.point)?;
-        let start = secs - secs % tier.interval;
-        let (row, index) = tier.cell_of(&self.layout, &series, start);
-        debug_assert!(index < MAX_INDEX, "a tier span holds at most 32 intervals");
+        let (row, index) = table.cell_of(&self.layout, &series, secs);
         let value = rp.point.value;
         Ok(Placed {
-            row: external_key(&row),
+            row,
             column: column(family::DATA, &rollup_qualifier(id, index, value.flags())),
             value: value.encode(),
             series,
         })
     }
 
-    /// The configured tier of an interval text (`1h`, `60m`, `1d`).
-    fn tier_of(&self, interval: &str) -> Option<&Tier> {
+    /// The configured external table of an interval text (`1h`, `60m`).
+    fn external_table(&self, interval: &str) -> Option<&ExternalTable> {
         let secs = crate::config::parse_ttl(interval).ok().flatten()?;
         self.tiers
-            .tiers
+            .externals
             .iter()
             .find(|t| u64::from(t.interval) == secs)
     }
 
-    /// Deletes the external values of `tier` for intervals before `before`
-    /// (seconds); returns how many. Callers hold the flush lock.
-    pub(super) fn purge_external(&self, tier: &Tier, before: i64) -> Result<usize, EngineError> {
-        let start = external_key(&tier.id());
+    /// Deletes the external values of `table` for intervals before
+    /// `before` (seconds); returns how many. Callers hold the flush lock.
+    pub(super) fn purge_external(
+        &self,
+        table: &ExternalTable,
+        before: i64,
+    ) -> Result<usize, EngineError> {
+        let start = table.key(&[]);
         let end = crate::storage::prefix_end(&start);
         let layout = self.layout;
         let mut muts = Vec::new();
         let mut failed = None;
+        let mut deleted = 0;
         self.store
             .scan(Table::Rollup, &start, &end, &mut |key, cells| {
                 let Some(parts) = key.get(4..).and_then(|r| layout.parse_row_key(r)) else {
@@ -180,7 +184,7 @@ impl Engine {
                         .column
                         .get(1..)
                         .and_then(rollup_index)
-                        .and_then(|index| tier.interval_start(parts.base_time, index))
+                        .and_then(|index| table.interval_start(parts.base_time, index))
                         .is_none_or(|t| i64::from(t) < before);
                     if old {
                         muts.push(Mutation::Delete {
@@ -190,24 +194,26 @@ impl Engine {
                         });
                     }
                 }
-                if muts.len() >= REBUILD_BATCH
-                    && let Err(e) = self
+                if muts.len() >= REBUILD_BATCH {
+                    deleted += muts.len();
+                    if let Err(e) = self
                         .store
                         .write(std::mem::take(&mut muts), Durability::Buffered)
-                {
-                    failed = Some(e);
-                    return Ok(false);
+                    {
+                        failed = Some(e);
+                        return Ok(false);
+                    }
                 }
                 Ok(true)
             })?;
         if let Some(e) = failed {
             return Err(e.into());
         }
-        let n = muts.len();
+        deleted += muts.len();
         if !muts.is_empty() {
             self.store.write(muts, Durability::Buffered)?;
         }
-        Ok(n)
+        Ok(deleted)
     }
 
     /// Deletes the external values of `series_keys` (salt, metric, tags)
@@ -233,22 +239,13 @@ impl Engine {
             by_prefix.entry(prefix).or_default().insert(tags);
         }
         let mut muts = Vec::new();
-        for tier in &self.tiers.tiers {
+        for table in &self.tiers.externals {
             for (prefix, tags) in &by_prefix {
-                let key = |base: u32| {
-                    let mut k = external_key(&tier.id());
-                    k.extend_from_slice(prefix);
-                    k.extend_from_slice(&base.to_be_bytes());
-                    k
-                };
-                let end = tier
-                    .span_base(hi)
-                    .checked_add(tier.span)
-                    .map_or_else(|| crate::storage::prefix_end(&key(u32::MAX)), key);
+                let range = table.prefix_range(prefix, lo, hi);
                 self.store.scan(
                     Table::Rollup,
-                    &key(tier.span_base(lo)),
-                    &end,
+                    &range.start,
+                    &range.end,
                     &mut |row, cells| {
                         let Some(parts) = row.get(4..).and_then(|r| layout.parse_row_key(r)) else {
                             return Ok(true);
@@ -261,7 +258,7 @@ impl Engine {
                                 .column
                                 .get(1..)
                                 .and_then(rollup_index)
-                                .and_then(|index| tier.interval_start(parts.base_time, index));
+                                .and_then(|index| table.interval_start(parts.base_time, index));
                             if start.is_some_and(|t| t >= lo && t <= hi) {
                                 muts.push(Mutation::Delete {
                                     table: Table::Rollup,
@@ -293,6 +290,5 @@ mod tests {
         assert_eq!(aggregation_id("Min"), Some(2));
         assert_eq!(aggregation_id("max"), Some(3));
         assert_eq!(aggregation_id("avg"), None);
-        assert_eq!(external_key(&[0, 1, 9]), vec![0xFF, 0xFD, 0, 1, 9]);
     }
 }

@@ -34,11 +34,16 @@
 //! shared store (Bigtable) queries read raw points.
 //!
 //! * [`external`] — rollups computed elsewhere (`/api/rollup`, telnet
-//!   `rollup`), kept beside the tiers and read where no point is stored.
+//!   `rollup`), kept beside the tiers ([`ExternalTable`]: OpenTSDB's rollup
+//!   rows; on a shared store, OpenTSDB's rollup tables) and read where no
+//!   point is stored.
 
 pub mod build;
 pub mod external;
+mod external_table;
 pub mod plan;
+
+pub use external_table::ExternalTable;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -70,17 +75,6 @@ pub const NOTES_PREFIX: [u8; 2] = [0xFF, 0xFE];
 pub fn notes_key(data_row: &[u8]) -> Vec<u8> {
     let mut k = NOTES_PREFIX.to_vec();
     k.extend_from_slice(data_row);
-    k
-}
-
-/// The row-key prefix of rollups written from outside ([`external`]);
-/// tier ids are intervals in hours, at most a year: never `FF xx`.
-pub const EXTERNAL_PREFIX: [u8; 2] = [0xFF, 0xFD];
-
-/// The external-value row of a tier row key (`tier id ‖ data row key`).
-pub fn external_key(tier_row: &[u8]) -> Vec<u8> {
-    let mut k = EXTERNAL_PREFIX.to_vec();
-    k.extend_from_slice(tier_row);
     k
 }
 
@@ -215,22 +209,36 @@ pub struct Tiers {
     /// The notes index may hold a row: until an annotation is written to a
     /// data row, a query a tier answers need not look for notes.
     pub(super) notes: std::sync::atomic::AtomicBool,
-    /// The table may hold external values (`external`): until one is
-    /// written, a query need not look for them.
-    pub(super) external: std::sync::atomic::AtomicBool,
+    /// Where rollups written from outside go, one table per configured
+    /// interval, finest first ([`external`]; on every store).
+    pub externals: Vec<ExternalTable>,
+    /// The tables may hold external values: until one is written, a query
+    /// need not look for them.
+    pub(super) has_external: std::sync::atomic::AtomicBool,
 }
 
 impl Tiers {
-    pub fn from_config(cfg: &RollupConfig) -> Result<Tiers, ConfigError> {
+    /// The configured tiers and external tables; `computed` false (a
+    /// shared store) keeps the external tables only.
+    pub fn from_config(cfg: &RollupConfig, computed: bool) -> Result<Tiers, ConfigError> {
+        let specs = cfg.tiers()?;
         Ok(Tiers {
-            tiers: cfg
-                .tiers()?
-                .into_iter()
-                .map(|(interval, ttl)| Tier::new(interval, ttl))
+            tiers: specs
+                .iter()
+                .filter(|_| computed)
+                .map(|t| Tier::new(t.interval, t.ttl))
+                .collect(),
+            externals: specs
+                .iter()
+                .map(|t| ExternalTable {
+                    interval: t.interval,
+                    span: t.row_span,
+                    ttl: t.ttl,
+                })
                 .collect(),
             purged_at: std::sync::atomic::AtomicI64::new(i64::MIN),
             notes: std::sync::atomic::AtomicBool::new(true),
-            external: std::sync::atomic::AtomicBool::new(true),
+            has_external: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -253,14 +261,14 @@ impl Tiers {
         self.notes.store(true, Ordering::Release);
     }
 
-    /// False while the table is known to hold no external value.
+    /// False while the tables are known to hold no external value.
     pub fn may_have_external(&self) -> bool {
-        self.external.load(Ordering::Acquire)
+        !self.externals.is_empty() && self.has_external.load(Ordering::Acquire)
     }
 
     /// An external value is about to be written.
     pub fn external_written(&self) {
-        self.external.store(true, Ordering::Release);
+        self.has_external.store(true, Ordering::Release);
     }
 }
 
@@ -278,6 +286,8 @@ mod tests {
                 .map(|(i, t)| RollupTierConfig {
                     interval: i.to_string(),
                     ttl: t.to_string(),
+                    row_span: None,
+                    table: None,
                 })
                 .collect(),
         }
@@ -285,17 +295,15 @@ mod tests {
 
     #[test]
     fn tiers_are_checked() {
-        let t = Tiers::from_config(&RollupConfig::default()).unwrap();
+        let t = Tiers::from_config(&RollupConfig::default(), true).unwrap();
         assert_eq!(t.tiers.len(), 2);
         assert_eq!((t.tiers[0].interval, t.tiers[0].span), (HOUR, DAY));
         assert_eq!((t.tiers[1].interval, t.tiers[1].span), (DAY, 32 * DAY));
         assert_eq!(t.tiers[1].id(), [0, 24]);
-        let t = Tiers::from_config(&cfg(&[
-            ("1h", "365d"),
-            ("6h", "0"),
-            ("1d", "0"),
-            ("7d", "0"),
-        ]))
+        let t = Tiers::from_config(
+            &cfg(&[("1h", "365d"), ("6h", "0"), ("1d", "0"), ("7d", "0")]),
+            true,
+        )
         .unwrap();
         assert_eq!(t.tiers[0].ttl, Some(365 * DAY as u64));
         for (bad, why) in [
@@ -306,20 +314,30 @@ mod tests {
             (vec![("1h", "0"), ("1h", "0")], "not a multiple"),
             (vec![("1h", "1x")], "unknown unit"),
         ] {
-            let e = Tiers::from_config(&cfg(&bad)).unwrap_err().to_string();
+            let e = Tiers::from_config(&cfg(&bad), true)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
         let off = RollupConfig {
             enabled: false,
             ..RollupConfig::default()
         };
-        assert!(Tiers::from_config(&off).unwrap().is_empty());
+        assert!(Tiers::from_config(&off, true).unwrap().is_empty());
+        // A shared store keeps the external tables only.
+        let shared = Tiers::from_config(&RollupConfig::default(), false).unwrap();
+        assert!(shared.is_empty());
+        assert_eq!(shared.externals.len(), 2);
+        assert_eq!(
+            shared.externals[1].span,
+            crate::codec::rollup_cell::RowSpan::Year
+        );
     }
 
     #[test]
     fn cells_and_ranges() {
         let layout = KeyLayout::default();
-        let t = Tiers::from_config(&RollupConfig::default()).unwrap();
+        let t = Tiers::from_config(&RollupConfig::default(), true).unwrap();
         let (hour, day) = (&t.tiers[0], &t.tiers[1]);
         let series = layout.series_key(1, &[(1, 1)]);
         let at = 1_700_006_400 + 5 * HOUR;

@@ -116,7 +116,7 @@ mod tests {
     const D: i64 = 24 * H;
 
     fn tiers() -> Tiers {
-        let t = Tiers::from_config(&RollupConfig::default()).unwrap();
+        let t = Tiers::from_config(&RollupConfig::default(), true).unwrap();
         for tier in &t.tiers {
             tier.set_complete_from(0);
         }

@@ -1,5 +1,6 @@
-//! Creating the tables, idempotently: each table is created with its
-//! families if it does not exist (another node creating it first is
+//! Creating the tables (and OpenTSDB's rollup tables of the configured
+//! intervals), idempotently: each table is created with its families if it
+//! does not exist (another node creating it first is
 //! fine), and a table that exists (made by an earlier hourglass, by
 //! OpenTSDB's `create_table.sh`, or by hand) gets the families it lacks.
 //! Every family keeps one version; the data family also expires cells by
@@ -82,13 +83,16 @@ fn admin_request<T>(msg: T, timeout: Duration, token: Option<&str>) -> tonic::Re
     r
 }
 
-/// Creates the three tables (or adds the families they lack).
+/// Creates the three tables (or adds the families they lack), and
+/// OpenTSDB's rollup tables `rollup_tables` (full ids, family `t`, one
+/// version) where rollups written from outside go.
 pub async fn ensure_tables(
     target: &AdminTarget,
     project: &str,
     instance: &str,
     prefix: &str,
     retention: &RetentionView,
+    rollup_tables: &[String],
     timeout: Duration,
 ) -> Result<(), StorageError> {
     let (channel, token) = match target {
@@ -119,19 +123,48 @@ pub async fn ensure_tables(
             (ch, Some(format!("Bearer {}", token.as_str())))
         }
     };
-    let mut client = BigtableTableAdminClient::new(channel);
-    let parent = format!("projects/{project}/instances/{instance}");
+    let mut admin = Admin {
+        client: BigtableTableAdminClient::new(channel),
+        parent: format!("projects/{project}/instances/{instance}"),
+        token,
+        timeout,
+    };
     for t in TABLES {
-        let id = table_id(prefix, t);
-        let name = format!("{parent}/tables/{id}");
-        let wanted: HashMap<String, ColumnFamily> = families(t)
+        let wanted = families(t)
             .iter()
             .map(|f| (f.to_string(), family(t, retention)))
             .collect();
-        let created = client
+        admin.ensure(table_id(prefix, t), wanted).await?;
+    }
+    for id in rollup_tables {
+        let wanted = [("t".to_string(), family(Table::Rollup, retention))].into();
+        admin.ensure(id.clone(), wanted).await?;
+    }
+    Ok(())
+}
+
+/// The admin client of one instance.
+struct Admin {
+    client: BigtableTableAdminClient<Channel>,
+    parent: String,
+    token: Option<String>,
+    timeout: Duration,
+}
+
+impl Admin {
+    /// Creates table `id` with `wanted` families, or adds those it lacks.
+    async fn ensure(
+        &mut self,
+        id: String,
+        wanted: HashMap<String, ColumnFamily>,
+    ) -> Result<(), StorageError> {
+        let (parent, timeout, token) = (self.parent.clone(), self.timeout, self.token.clone());
+        let name = format!("{parent}/tables/{id}");
+        let created = self
+            .client
             .create_table(admin_request(
                 CreateTableRequest {
-                    parent: parent.clone(),
+                    parent,
                     table_id: id.clone(),
                     table: Some(BtTable {
                         column_families: wanted.clone(),
@@ -146,12 +179,13 @@ pub async fn ensure_tables(
         match created {
             Ok(_) => {
                 tracing::info!(table = %id, "created Bigtable table");
-                continue;
+                return Ok(());
             }
             Err(s) if s.code() == Code::AlreadyExists => {}
             Err(s) => return Err(status_error(&format!("creating table {id}"), &s)),
         }
-        let existing = client
+        let existing = self
+            .client
             .get_table(admin_request(
                 GetTableRequest {
                     name: name.clone(),
@@ -173,10 +207,11 @@ pub async fn ensure_tables(
             })
             .collect();
         if missing.is_empty() {
-            continue;
+            return Ok(());
         }
         let added: Vec<String> = missing.iter().map(|m| m.id.clone()).collect();
-        match client
+        match self
+            .client
             .modify_column_families(admin_request(
                 ModifyColumnFamiliesRequest {
                     name,
@@ -193,8 +228,8 @@ pub async fn ensure_tables(
             Err(s) if s.code() == Code::AlreadyExists => {}
             Err(s) => return Err(status_error(&format!("adding families to {id}"), &s)),
         }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ use tokio::sync::mpsc;
 use self::chunks::{Row, RowsReader};
 use self::rpc::{ATTEMPTS, client_error, request, status_error, wait, with_retries};
 use crate::codec::KeyLayout;
+use crate::codec::rollup_cell::EXTERNAL_ROW_PREFIX;
 use crate::config::BigtableConfig;
 use crate::storage::retention::RetentionView;
 use crate::storage::{
@@ -59,6 +60,10 @@ pub struct BigtableStore {
     client: BigTable,
     /// Full table names, in [`Table`] order.
     names: [String; 4],
+    /// OpenTSDB's rollup tables (full names) of rollups written from
+    /// outside, by the interval in hours the engine's rollup-table keys
+    /// carry after [`EXTERNAL_ROW_PREFIX`] (see [`BigtableStore::locate`]).
+    rollups: HashMap<[u8; 2], String>,
     app_profile: String,
     timeout: Duration,
     max_mutations: usize,
@@ -78,10 +83,13 @@ impl std::fmt::Debug for BigtableStore {
 impl BigtableStore {
     /// Connects (to the emulator if `BIGTABLE_EMULATOR_HOST` is set) and,
     /// if configured, creates the tables.
+    /// `rollup_tables`: OpenTSDB's rollup table (without the prefix) of
+    /// each interval (seconds) rollups may be written for from outside.
     pub fn open(
         cfg: &BigtableConfig,
         layout: KeyLayout,
         retention: &RetentionView,
+        rollup_tables: &[(u32, String)],
     ) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -98,6 +106,10 @@ impl BigtableStore {
         let (prefix, create) = (cfg.table_prefix.clone(), cfg.create_tables);
         let retention = retention.clone();
         let emu = emulator.clone();
+        let rollup_ids: Vec<String> = rollup_tables
+            .iter()
+            .map(|(_, t)| format!("{}{t}", cfg.table_prefix))
+            .collect();
         let max_message = cfg.max_decoding_message_bytes;
         let connect = async move {
             let (conn, admin) = match emu {
@@ -145,8 +157,16 @@ impl BigtableStore {
             };
             let conn = conn.map_err(|e| client_error("connecting to Bigtable", e, true))?;
             if create {
-                admin::ensure_tables(&admin, &project, &instance, &prefix, &retention, timeout)
-                    .await?;
+                admin::ensure_tables(
+                    &admin,
+                    &project,
+                    &instance,
+                    &prefix,
+                    &retention,
+                    &rollup_ids,
+                    timeout,
+                )
+                .await?;
             }
             let mut client = conn.client();
             // tonic's default of 4 MiB per message is below what one
@@ -170,6 +190,19 @@ impl BigtableStore {
                 schema::table_id(&cfg.table_prefix, t)
             )
         });
+        let rollups = rollup_tables
+            .iter()
+            .map(|(interval, t)| {
+                let hours = u16::try_from(interval / 3600).unwrap_or(u16::MAX);
+                (
+                    hours.to_be_bytes(),
+                    format!(
+                        "projects/{}/instances/{}/tables/{}{t}",
+                        cfg.project, cfg.instance, cfg.table_prefix
+                    ),
+                )
+            })
+            .collect();
         let description = match &emulator {
             Some(h) => format!("emulator at {h}"),
             None => format!("projects/{}/instances/{}", cfg.project, cfg.instance),
@@ -179,6 +212,7 @@ impl BigtableStore {
             rt,
             client,
             names,
+            rollups,
             app_profile: cfg.app_profile.clone(),
             timeout,
             max_mutations: cfg.max_mutations_per_request,
@@ -189,6 +223,54 @@ impl BigtableStore {
 
     fn name(&self, table: Table) -> &str {
         &self.names[table as usize]
+    }
+
+    /// Where a key of `table` lives: the table's name, the key there, and
+    /// the prefix taken off it. A rollup-table key of a rollup written from
+    /// outside (`FF FD ‖ interval hours ‖ data row key`) is the data row
+    /// key in OpenTSDB's rollup table of that interval, so that OpenTSDB
+    /// and hourglass share it; keys read from it get the prefix back.
+    fn locate<'k>(&self, table: Table, key: &'k [u8]) -> Result<(&str, &'k [u8], &'k [u8])> {
+        if table != Table::Rollup || !key.starts_with(&EXTERNAL_ROW_PREFIX) {
+            return Ok((self.name(table), key, &[]));
+        }
+        let (prefix, rest) = key.split_at(key.len().min(4));
+        let name = <[u8; 2]>::try_from(&prefix[2..])
+            .ok()
+            .and_then(|id| self.rollups.get(&id))
+            .ok_or_else(|| {
+                StorageError::Unsupported(format!(
+                    "no OpenTSDB rollup table configured for the rollup key prefix {prefix:02X?}"
+                ))
+            })?;
+        Ok((name, rest, prefix))
+    }
+
+    /// A range of `table` as [`BigtableStore::locate`] places it (one table:
+    /// a range may end at the end of its rollup table, not past it).
+    fn locate_range(&self, table: Table, r: &KeyRange) -> Result<(String, KeyRange, Vec<u8>)> {
+        let (name, start, prefix) = self.locate(table, &r.start)?;
+        if prefix.is_empty() {
+            return Ok((name.to_string(), r.clone(), Vec::new()));
+        }
+        let end = if let Some(end) = r.end.strip_prefix(prefix) {
+            end.to_vec()
+        } else if r.end <= crate::storage::prefix_end(prefix) {
+            // The rest of the table.
+            Vec::new()
+        } else {
+            return Err(StorageError::Unsupported(
+                "a scan across OpenTSDB rollup tables".into(),
+            ));
+        };
+        Ok((
+            name.to_string(),
+            KeyRange {
+                start: start.to_vec(),
+                end,
+            },
+            prefix.to_vec(),
+        ))
     }
 
     /// Runs a call on the client's runtime and waits for it here.
@@ -205,12 +287,12 @@ impl BigtableStore {
     /// A `ReadRows` request (newest version of each cell only).
     fn read_request(
         &self,
-        table: Table,
+        table_name: &str,
         rows: RowSet,
         filter: Option<RowFilter>,
     ) -> ReadRowsRequest {
         ReadRowsRequest {
-            table_name: self.name(table).to_string(),
+            table_name: table_name.to_string(),
             app_profile_id: self.app_profile.clone(),
             rows: Some(rows),
             filter: Some(match filter {
@@ -229,12 +311,16 @@ impl BigtableStore {
         ranges: &[KeyRange],
         visit: &mut dyn FnMut(usize, Vec<u8>, Vec<Cell>) -> Result<bool>,
     ) -> Result<()> {
+        let located = ranges
+            .iter()
+            .map(|r| self.locate_range(table, r))
+            .collect::<Result<Vec<_>>>()?;
         let (tx, mut rx) = mpsc::channel::<(usize, Result<Row>)>(READ_AHEAD);
-        let tasks: Vec<_> = ranges
+        let tasks: Vec<_> = located
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                let req = self.read_request(table, schema::range_set(r), None);
+            .map(|(i, (name, r, _))| {
+                let req = self.read_request(name, schema::range_set(r), None);
                 let task = stream_range(
                     self.client.clone(),
                     req,
@@ -250,7 +336,12 @@ impl BigtableStore {
         drop(tx);
         let result = (|| {
             while let Some((i, row)) = wait(rx.recv()) {
-                let (key, cells) = row?;
+                let (mut key, cells) = row?;
+                if let Some((_, _, prefix)) = located.get(i)
+                    && !prefix.is_empty()
+                {
+                    key.splice(0..0, prefix.iter().copied());
+                }
                 if !visit(i, key, cells)? {
                     break;
                 }
@@ -267,6 +358,28 @@ impl BigtableStore {
     /// Sends mutations grouped by row, in requests of at most
     /// `max_mutations` mutations, retrying failed entries.
     fn mutate(&self, table: Table, batch: Vec<Mutation>) -> Result<()> {
+        // By Bigtable table (a rollup-table batch may reach OpenTSDB's
+        // rollup tables), rows as keyed there.
+        let mut by_name: Vec<(String, Vec<Mutation>)> = Vec::new();
+        for mut m in batch {
+            let (Mutation::Put { row, .. } | Mutation::Delete { row, .. }) = &mut m;
+            let (name, key, prefix) = self.locate(table, row)?;
+            let (name, cut) = (name.to_string(), prefix.len());
+            debug_assert_eq!(key.len() + cut, row.len());
+            row.drain(..cut);
+            match by_name.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, muts)) => muts.push(m),
+                None => by_name.push((name, vec![m])),
+            }
+        }
+        for (name, muts) in by_name {
+            self.mutate_table(table, name, muts)?;
+        }
+        Ok(())
+    }
+
+    /// Writes mutations of `table` to the Bigtable table `table_name`.
+    fn mutate_table(&self, table: Table, table_name: String, batch: Vec<Mutation>) -> Result<()> {
         // One entry per row, mutations in order (MutateRows applies an
         // entry atomically; entries of one request in no given order).
         let mut order: Vec<Vec<u8>> = Vec::new();
@@ -308,7 +421,7 @@ impl BigtableStore {
                 });
             }
         }
-        let table_name = self.name(table).to_string();
+        debug_assert!(table != Table::Data || table_name == self.name(Table::Data));
         let (profile, timeout) = (self.app_profile.clone(), self.timeout);
         let client = self.client.clone();
         self.call(async move {
@@ -514,23 +627,41 @@ impl Store for BigtableStore {
     }
 
     fn get_rows(&self, table: Table, rows: &[Vec<u8>]) -> Result<Vec<Vec<Cell>>> {
+        // By Bigtable table (see `locate`), keys as stored there.
+        let mut by_name: Vec<(String, Vec<u8>, Vec<Vec<u8>>)> = Vec::new();
+        for row in rows {
+            let (name, key, prefix) = self.locate(table, row)?;
+            match by_name
+                .iter_mut()
+                .find(|(n, p, _)| n == name && p == prefix)
+            {
+                Some((_, _, keys)) => keys.push(key.to_vec()),
+                None => by_name.push((name.to_string(), prefix.to_vec(), vec![key.to_vec()])),
+            }
+        }
         let mut found: HashMap<Vec<u8>, Vec<Cell>> = HashMap::new();
-        for keys in rows.chunks(GET_BATCH) {
-            let req = self.read_request(
-                table,
-                RowSet {
-                    row_keys: keys.to_vec(),
-                    row_ranges: Vec::new(),
-                },
-                None,
-            );
-            let (client, profile, timeout) =
-                (self.client.clone(), self.app_profile.clone(), self.timeout);
-            let got = self.call(async move {
-                with_retries(|| read_all(client.clone(), req.clone(), profile.clone(), timeout))
-                    .await
-            })?;
-            found.extend(got);
+        for (name, prefix, keys) in &by_name {
+            for keys in keys.chunks(GET_BATCH) {
+                let req = self.read_request(
+                    name,
+                    RowSet {
+                        row_keys: keys.to_vec(),
+                        row_ranges: Vec::new(),
+                    },
+                    None,
+                );
+                let (client, profile, timeout) =
+                    (self.client.clone(), self.app_profile.clone(), self.timeout);
+                let got = self.call(async move {
+                    with_retries(|| read_all(client.clone(), req.clone(), profile.clone(), timeout))
+                        .await
+                })?;
+                found.extend(got.into_iter().map(|(k, cells)| {
+                    let mut full = prefix.clone();
+                    full.extend_from_slice(&k);
+                    (full, cells)
+                }));
+            }
         }
         Ok(rows
             .iter()
