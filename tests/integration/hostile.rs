@@ -90,26 +90,34 @@ fn queries_time_out_stop_when_the_client_leaves_and_on_sigterm() {
 
     let mut s = Server::start_with("[query]\ntimeout_secs = 0\n");
     one_point_series(&s, "slow.m", 3000);
-    // The client leaves after 300 ms: the query must stop soon after.
-    let c = send_raw(s.addr, &format!("GET {heavy} HTTP/1.1\r\nHost: x\r\n\r\n"));
-    std::thread::sleep(Duration::from_millis(300));
+    // The client leaves after 300 ms: the query must stop soon after. Also
+    // over one day, a window small queries run inline for, but not without
+    // a query timeout.
+    let one_day = format!(
+        "/api/query?start={T0}&end={}&m=sum:1s-avg-zero:slow.m",
+        T0 + DAY - 1
+    );
     let running = |s: &Server| {
         s.get("/api/stats/query").json()["running"]
             .as_array()
             .map_or(0, Vec::len)
     };
-    assert_eq!(running(&s), 1, "the query is running");
-    drop(c);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while running(&s) > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the query kept running after its client left"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+    for q in [&heavy, &one_day] {
+        let c = send_raw(s.addr, &format!("GET {q} HTTP/1.1\r\nHost: x\r\n\r\n"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(running(&s), 1, "the query is running: {q}");
+        drop(c);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while running(&s) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the query kept running after its client left: {q}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let done = s.get("/api/stats/query").json();
+        assert_eq!(done["completed"][0]["httpResponse"]["code"], 499, "{q}");
     }
-    let done = s.get("/api/stats/query").json();
-    assert_eq!(done["completed"][0]["httpResponse"]["code"], 499);
     // SIGTERM while a query runs: the server stops within a bounded time.
     let _c = send_raw(s.addr, &format!("GET {heavy} HTTP/1.1\r\nHost: x\r\n\r\n"));
     std::thread::sleep(Duration::from_millis(300));

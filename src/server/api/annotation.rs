@@ -20,7 +20,7 @@ use crate::engine::{AnnotationError, Engine};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
 use crate::server::http::{
-    ApiRequest, Params, blocking, json_response, now_ms, peer_of, respond, run_budgeted,
+    ApiRequest, Params, Run, blocking, json_response, now_ms, peer_of, respond, run_budgeted,
 };
 
 /// POST merges, PUT replaces; `None` = nothing changed (304).
@@ -146,7 +146,7 @@ async fn bulk_inner(ctx: &Arc<Ctx>, req: ApiRequest) -> Result<Response, ApiErro
                 tsuids.push(b);
             }
             let engine = Arc::clone(&ctx.engine);
-            let body = run_budgeted(ctx, req.text, req.peer, move |budget| {
+            let body = run_budgeted(ctx, req.text, req.peer, Run::Pool, move |budget| {
                 let mut notes = Vec::new();
                 if !tsuids.is_empty() {
                     notes.extend(engine.notes_in(
@@ -196,15 +196,21 @@ pub async fn globals(
             None => now,
         };
         let engine = Arc::clone(&ctx.engine);
-        let body = run_budgeted(&ctx, uri.to_string(), peer_of(&ext), move |budget| {
-            let notes: Vec<Annotation> = engine
-                .notes_in(None, start, end, budget)?
-                .into_iter()
-                .map(|(_, _, n)| n)
-                .filter(|n| n.end_time == 0 || note_ms(n.end_time) <= end)
-                .collect();
-            Ok(render_annotations(&notes))
-        })
+        let body = run_budgeted(
+            &ctx,
+            uri.to_string(),
+            peer_of(&ext),
+            Run::Pool,
+            move |budget| {
+                let notes: Vec<Annotation> = engine
+                    .notes_in(None, start, end, budget)?
+                    .into_iter()
+                    .map(|(_, _, n)| n)
+                    .filter(|n| n.end_time == 0 || note_ms(n.end_time) <= end)
+                    .collect();
+                Ok(render_annotations(&notes))
+            },
+        )
         .await?;
         Ok(json_response(StatusCode::OK, body))
     }

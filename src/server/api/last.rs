@@ -13,7 +13,7 @@ use hourglass_query::last::{LastPoint, LastQuery, LastSubQuery, render_last};
 use crate::engine::{Engine, IndexError, LastError};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
-use crate::server::http::{ApiRequest, json_response, respond, run_budgeted};
+use crate::server::http::{ApiRequest, Run, json_response, respond, run_budgeted};
 
 /// Unknown names read as in `/api/query` (400 `No such name …`).
 fn index_err(e: IndexError) -> ApiError {
@@ -103,7 +103,7 @@ async fn run_last(ctx: &Arc<Ctx>, req: Result<ApiRequest, ApiError>) -> Result<R
         hourglass_query::last::parse_last_json,
     )?;
     let engine = Arc::clone(&ctx.engine);
-    let body = run_budgeted(ctx, req.text, req.peer, move |budget| {
+    let body = run_budgeted(ctx, req.text, req.peer, Run::Inline, move |budget| {
         answer(&engine, &q, budget)
     })
     .await?;

@@ -43,7 +43,7 @@ use regex::Regex;
 use crate::engine::{Engine, PointError};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
-use crate::server::http::{blocking, respond};
+use crate::server::http::{Run, blocking, respond};
 use crate::server::write::{PointSink, WriteBatch};
 use crate::uid::{UidError, UidKind};
 
@@ -345,7 +345,7 @@ async fn read(
     drop(raw);
     let engine = Arc::clone(&ctx.engine);
     let text = summary(&req);
-    let body = crate::server::http::run_budgeted(ctx, text, peer, move |budget| {
+    let body = crate::server::http::run_budgeted(ctx, text, peer, Run::Pool, move |budget| {
         let mut results = Vec::with_capacity(req.queries.len());
         for q in &req.queries {
             results.push(run_query(&engine, q, budget)?);

@@ -14,7 +14,10 @@ use std::time::Instant;
 
 use crate::server::Ctx;
 use crate::server::http::cors::OriginCheck;
-use crate::server::http::{ApiError, Params, json_response, now_ms, peer_of, respond};
+use crate::server::http::{ApiError, Params, Run, json_response, now_ms, peer_of, respond};
+
+/// Queries over at most this window run inline (`Run::Inline`).
+const INLINE_WINDOW_MS: i64 = 86_400_000;
 
 async fn run_query(
     ctx: Arc<Ctx>,
@@ -40,7 +43,14 @@ async fn run_query(
         // is dropped (the client went away), the ticket's drop cancels the
         // budget and the blocking task stops at its next check.
         let engine = Arc::clone(&ctx.engine);
-        crate::server::http::run_budgeted(&ctx, text, peer, move |budget| {
+        // A query over at most a day (a dashboard's usual window) runs on
+        // the worker thread; longer ones, and deletes, on the blocking pool.
+        let run = if q.end_ms.saturating_sub(q.start_ms) <= INLINE_WINDOW_MS && !q.delete {
+            Run::Inline
+        } else {
+            Run::Pool
+        };
+        crate::server::http::run_budgeted(&ctx, text, peer, run, move |budget| {
             let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
             if q.delete {
                 // The matched series lose their points in [start, end];

@@ -11,7 +11,7 @@ use axum::response::Response;
 
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
-use crate::server::http::{ApiRequest, json_response, respond, run_budgeted};
+use crate::server::http::{ApiRequest, Run, json_response, respond, run_budgeted};
 
 /// `GET` (`m=`) or `POST` (JSON) `/api/search/lookup`.
 pub async fn lookup(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
@@ -29,7 +29,7 @@ async fn run_lookup(
     )?;
     let started = Instant::now();
     let engine = Arc::clone(&ctx.engine);
-    let body = run_budgeted(ctx, req.text, req.peer, move |budget| {
+    let body = run_budgeted(ctx, req.text, req.peer, Run::Pool, move |budget| {
         let found = engine.lookup_series(&q, budget)?;
         let ms = started.elapsed().as_millis() as u64;
         Ok(hourglass_query::lookup::render_lookup(

@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use crate::server::Ctx;
 use crate::server::http::ApiRequest;
 use crate::server::http::error::ApiError;
-use crate::server::http::{Params, blocking, json_response, param, peer_of, respond, run_budgeted};
+use crate::server::http::{
+    Params, Run, blocking, json_response, param, peer_of, respond, run_budgeted,
+};
 use crate::uid::{UidError, UidKind};
 
 /// Names to assign, at most this many per request (every one is a UID
@@ -297,15 +299,21 @@ pub async fn tsmeta_get(
             return Err(ApiError::bad_request(format!("Missing metric in: {m}")));
         }
         let engine = Arc::clone(&ctx.engine);
-        let body = run_budgeted(&ctx, uri.to_string(), peer_of(&ext), move |budget| {
-            let tsuids = engine.lookup_series_tsuids(&lq, budget)?;
-            let mut out = Vec::with_capacity(tsuids.len());
-            for t in tsuids {
-                budget.check()?;
-                out.push(ts_meta(&engine, &t)?);
-            }
-            Ok(Value::Array(out).to_string())
-        })
+        let body = run_budgeted(
+            &ctx,
+            uri.to_string(),
+            peer_of(&ext),
+            Run::Pool,
+            move |budget| {
+                let tsuids = engine.lookup_series_tsuids(&lq, budget)?;
+                let mut out = Vec::with_capacity(tsuids.len());
+                for t in tsuids {
+                    budget.check()?;
+                    out.push(ts_meta(&engine, &t)?);
+                }
+                Ok(Value::Array(out).to_string())
+            },
+        )
         .await?;
         Ok(json_response(StatusCode::OK, body))
     }

@@ -16,8 +16,8 @@ pub mod serve;
 
 pub use error::{ApiError, ErrorFormat};
 pub use helpers::{
-    Params, PeerAddr, blocking, has_flag, json_response, now_ms, param, peer_ip, peer_of, respond,
-    run_budgeted,
+    Params, PeerAddr, Run, blocking, has_flag, json_response, now_ms, param, peer_ip, peer_of,
+    respond, run_budgeted,
 };
 pub use request::ApiRequest;
 pub use serve::{AppService, serve};
