@@ -36,6 +36,18 @@ pub struct Config {
     pub query: QueryConfig,
     pub retention: RetentionConfig,
     pub rollup: RollupConfig,
+    pub auth: AuthConfig,
+}
+
+/// `[auth]`: access tokens (`docs/security.md`).
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Every HTTP request and line-protocol connection presents a token of
+    /// the scope it needs (`hourglass token create`).
+    pub enabled: bool,
+    /// The token file; empty: `<data dir>/auth/tokens.json`.
+    pub tokens_file: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -103,6 +115,11 @@ pub struct RollupConfig {
     /// Finest first: `1h`, then intervals that are multiples of the one
     /// before (whole hours dividing a day, or whole days).
     pub tiers: Vec<RollupTierConfig>,
+    /// OpenTSDB's `aggregationIds`: the id each aggregator's cells of
+    /// rollups written from outside carry (`sum`, `count`, `min`, `max` are
+    /// the ones queries read; the same as OpenTSDB's `tsd.rollups.config`
+    /// when they share tables).
+    pub aggregation_ids: std::collections::BTreeMap<String, u8>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
@@ -115,7 +132,7 @@ pub struct RollupTierConfig {
     pub ttl: String,
     /// OpenTSDB's `rowSpan` of this interval's rollups written from outside
     /// (`/api/rollup`): `<n>h`, `<n>d`, `1n` or `1y`; by default `1d` under a
-    /// day, `1y` otherwise.
+    /// day, `1y` for `1d`, 32 intervals beyond.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_span: Option<String>,
     /// On Bigtable, OpenTSDB's table of this interval's rollups written
@@ -157,6 +174,15 @@ impl RollupConfig {
             return Ok(Vec::new());
         }
         let bad = |m: String| ConfigError::Invalid(format!("rollup.tiers: {m}"));
+        let mut ids = std::collections::HashSet::new();
+        for (name, id) in &self.aggregation_ids {
+            if *id > 127 || !ids.insert(*id) || name.is_empty() || name.to_lowercase() != *name {
+                return Err(ConfigError::Invalid(format!(
+                    "rollup.aggregation_ids: {name:?} = {id}: names are lower-case and ids \
+                     distinct, 0 to 127"
+                )));
+            }
+        }
         if self.tiers.len() > MAX_ROLLUP_TIERS {
             return Err(bad(format!(
                 "at most {MAX_ROLLUP_TIERS} tiers, got {}",
@@ -205,10 +231,21 @@ impl RollupConfig {
                 .table
                 .clone()
                 .unwrap_or_else(|| format!("tsdb-rollup-{}", t.interval.trim()));
-            if table.is_empty() || out.iter().any(|o| o.table == table) {
+            if table.is_empty()
+                || out.iter().any(|o| o.table == table)
+                || ["tsdb", "tsdb-uid", "tsdb-meta", "tsdb-tree"].contains(&table.as_str())
+            {
                 return Err(bad(format!(
-                    "table of {}: {table:?} is empty or another tier's",
+                    "table of {}: {table:?} is empty, another tier's or one of OpenTSDB's own",
                     t.interval
+                )));
+            }
+            if matches!(row_span, RowSpan::Month | RowSpan::Year) && interval > DAY {
+                return Err(bad(format!(
+                    "row_span of {}: a calendar span would not keep its intervals on the \
+                     epoch-aligned buckets queries use; give a span of whole days (`{}d` …)",
+                    t.interval,
+                    interval / DAY * 32
                 )));
             }
             out.push(TierSpec {
@@ -240,6 +277,10 @@ impl Default for RollupConfig {
                     table: None,
                 },
             ],
+            aggregation_ids: [("sum", 0), ("count", 1), ("min", 2), ("max", 3)]
+                .into_iter()
+                .map(|(n, id)| (n.to_string(), id))
+                .collect(),
         }
     }
 }

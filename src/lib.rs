@@ -62,12 +62,15 @@
 //!
 //! [`tools`] — offline `fsck` and `compact` on a stopped server's data directory.
 //!
+//! [`auth`] — access tokens and their scopes, which the server checks.
+//!
 //! The pure crates `hourglass-ingest` (write formats) and `hourglass-query`
 //! (the query model) know nothing of storage; [`engine`] implements the
 //! query crate's `SeriesSource`, and the servers feed it parsed points.
 //! The path of a telnet `put` and of a `/api/query`, file by file:
 //! `docs/architecture.md`.
 
+pub mod auth;
 pub mod checksum;
 pub mod codec;
 pub mod config;

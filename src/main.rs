@@ -97,6 +97,15 @@ enum Command {
         /// Bind address (overrides server.bind).
         #[arg(long)]
         bind: Option<String>,
+        /// Ask every request and connection for a token (sets
+        /// auth.enabled; tokens from `hourglass token create`).
+        #[arg(long)]
+        auth: bool,
+        /// Serve on an address other hosts can reach without auth (refused
+        /// otherwise: anyone reaching the port could write, delete and read
+        /// everything).
+        #[arg(long)]
+        allow_unauthenticated: bool,
     },
     /// Verify a stopped server's data directory: every checksum, the
     /// manifest, the logs; prints each problem with its file and offset.
@@ -119,6 +128,40 @@ enum Command {
     Rollup {
         #[command(subcommand)]
         action: RollupAction,
+    },
+    /// Access tokens (`[auth]`): a running server sees changes within a
+    /// second.
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenAction {
+    /// Make a token and print it (once: only its hash is kept).
+    Create {
+        #[command(flatten)]
+        at: Location,
+        /// A name for it (letters, digits, '.', '_', '-'), e.g. grafana.
+        #[arg(long)]
+        name: String,
+        /// What it may do: read, write or admin.
+        #[arg(long)]
+        scope: String,
+    },
+    /// List the tokens (id, name, scope, creation time; never secrets).
+    List {
+        #[command(flatten)]
+        at: Location,
+    },
+    /// Remove a token, named by its id or name: it stops working within a
+    /// second.
+    Revoke {
+        #[command(flatten)]
+        at: Location,
+        /// The token's id or name.
+        which: String,
     },
 }
 
@@ -146,7 +189,14 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {
-        Command::Serve { at, port, bind } => serve(at, port, bind),
+        Command::Serve {
+            at,
+            port,
+            bind,
+            auth,
+            allow_unauthenticated,
+        } => serve(at, port, bind, auth, allow_unauthenticated),
+        Command::Token { action } => token(action),
         Command::Fsck { at, repair } => fsck(at, repair),
         Command::Compact { at } => compact(at),
         Command::Rollup {
@@ -228,10 +278,55 @@ fn parse_from(t: &str) -> Result<u32, Box<dyn std::error::Error>> {
         .map_err(|_| format!("--from {t:?}: before 1970 or after 2106").into())
 }
 
+fn token(action: TokenAction) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use hourglass::auth::{Scope, TokenStore};
+    match action {
+        TokenAction::Create { at, name, scope } => {
+            let cfg = at.load()?;
+            let scope = Scope::parse(&scope)
+                .ok_or_else(|| format!("--scope {scope:?}: use read, write or admin"))?;
+            let path = TokenStore::path_for(&cfg);
+            let (record, token) = TokenStore::create(&path, &name, scope)?;
+            eprintln!(
+                "token {} ({}, scope {}) added to {}; it is shown once:",
+                record.id,
+                record.name,
+                record.scope,
+                path.display()
+            );
+            println!("{token}");
+        }
+        TokenAction::List { at } => {
+            let cfg = at.load()?;
+            for r in TokenStore::list(&TokenStore::path_for(&cfg))? {
+                println!("{}\t{}\t{}\t{}", r.id, r.name, r.scope, r.created);
+            }
+        }
+        TokenAction::Revoke { at, which } => {
+            let cfg = at.load()?;
+            let r = TokenStore::revoke(&TokenStore::path_for(&cfg), &which)?;
+            println!("revoked token {} ({})", r.id, r.name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// True if `bind` only takes connections from this host.
+fn loopback_only(bind: &str) -> bool {
+    bind.eq_ignore_ascii_case("localhost")
+        || bind
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn serve(
     at: Location,
     port: Option<u16>,
     bind: Option<String>,
+    auth: bool,
+    allow_unauthenticated: bool,
 ) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let mut cfg = at.load()?;
     if let Some(p) = port {
@@ -240,7 +335,28 @@ fn serve(
     if let Some(b) = bind {
         cfg.server.bind = b;
     }
+    cfg.auth.enabled |= auth;
     cfg.validate()?;
+    if !cfg.auth.enabled && !allow_unauthenticated && !loopback_only(&cfg.server.bind) {
+        return Err(format!(
+            "refusing to serve on {} without authentication: anyone who can reach the port \
+             could write, delete and read everything. Enable auth (`[auth] enabled = true` or \
+             --auth, with tokens from `hourglass token create`), bind to 127.0.0.1, or pass \
+             --allow-unauthenticated to accept the risk",
+            cfg.server.bind
+        )
+        .into());
+    }
+    let tokens = if cfg.auth.enabled {
+        let path = hourglass::auth::TokenStore::path_for(&cfg);
+        let store = hourglass::auth::TokenStore::open(&path)?;
+        if hourglass::auth::TokenStore::list(&path)?.is_empty() {
+            tracing::warn!(path = %path.display(), "auth is on and no token exists yet: every request is refused until `hourglass token create` makes one");
+        }
+        Some(std::sync::Arc::new(store))
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("hourglass-io")
@@ -268,7 +384,7 @@ fn serve(
         "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {data}",
         env!("CARGO_PKG_VERSION"),
     );
-    let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg);
+    let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg, tokens);
     runtime.block_on(server::run(
         listener,
         ctx,

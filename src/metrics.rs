@@ -11,6 +11,9 @@ pub struct Metrics {
     registry: Registry,
     pub points_written: IntCounter,
     pub points_rejected: IntCounterVec,
+    /// Requests and connections refused by access control, by reason
+    /// (`none`: no token, `invalid`, `scope`).
+    pub auth_refused: IntCounterVec,
     pub telnet_lines: IntCounter,
     pub telnet_errors_dropped: IntCounter,
     /// InfluxDB string fields skipped (not numbers).
@@ -85,6 +88,12 @@ impl Metrics {
                 &r,
                 "hourglass_points_rejected_total",
                 "Data points rejected, by reason",
+                &["reason"],
+            ),
+            auth_refused: counter_vec(
+                &r,
+                "hourglass_auth_refused_total",
+                "Requests and line-protocol commands refused by access control, by reason",
                 &["reason"],
             ),
             telnet_lines: counter(

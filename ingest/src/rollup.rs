@@ -38,9 +38,13 @@ impl RollupSpec {
     /// group-by aggregator; a word with neither is a group-by aggregator, which then is the
     /// rollup aggregator too.
     pub fn parse(word: &str) -> RollupSpec {
-        let mut parts = word.split(':');
-        let head = parts.next().unwrap_or("");
-        let tail = parts.next();
+        // Java's `split(":")` drops trailing empty parts: `SUM:` is `SUM`.
+        let mut parts: Vec<&str> = word.split(':').collect();
+        while parts.last().is_some_and(|p| p.is_empty()) {
+            parts.pop();
+        }
+        let head = parts.first().copied().unwrap_or("");
+        let tail = parts.get(1).copied();
         let (interval, mut aggregator) = match head.split_once('-') {
             Some((interval, agg)) => (Some(interval.to_owned()), Some(agg.to_owned())),
             None => (None, None),
@@ -145,6 +149,11 @@ impl<'a> RollupPoint<'a> {
             }
         }
         check_series(&point.metric, &point.tags, limits).map_err(|e| illegal(e.to_string()))?;
+        if !spec.is_rolled_up() && group_by.is_none() {
+            return Err(illegal(
+                "Interval cannot be null for a non-group by point".to_string(),
+            ));
+        }
         Ok(RollupPoint { point, spec })
     }
 
@@ -211,6 +220,8 @@ mod tests {
             RollupSpec::parse("SUM:COUNT"),
             spec(None, Some("COUNT"), Some("COUNT"))
         );
+        assert_eq!(RollupSpec::parse("SUM:"), RollupSpec::parse("SUM"));
+        assert_eq!(RollupSpec::parse(":SUM").group_by(), Some("SUM"));
         assert!(RollupSpec::parse("1h-SUM").is_rolled_up());
         assert!(!RollupSpec::parse("SUM").is_rolled_up());
     }
@@ -289,6 +300,13 @@ mod tests {
             check(1_700_000_000, "BOGUS"),
             "Invalid group by aggregator BOGUS with metric sys.cpu {host=a, _aggregate=BOGUS}"
         );
+        for spec in ["-SUM", ":", ""] {
+            assert_eq!(
+                check(1_700_000_000, spec),
+                "Interval cannot be null for a non-group by point",
+                "{spec:?}"
+            );
+        }
         assert_eq!(
             check(1_700_000_000, "avg"),
             "Derived group by aggregations are not allowed avg with metric sys.cpu \

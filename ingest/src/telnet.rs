@@ -24,8 +24,8 @@
 //!
 //! Names: OpenTSDB's characters plus `%XX` escapes ([`crate::names`], a documented deviation).
 //!
-//! Supported commands: `put`, `rollup`, `version`, `help`, `stats`, `dropcaches`, `exit`
-//! (case-sensitive). Everything else — including OpenTSDB's `histogram`, `status` and
+//! Supported commands: `put`, `rollup`, `auth`, `version`, `help`, `stats`, `dropcaches`, `exit`
+//! (case-sensitive; `auth <token>` is hourglass's, for servers with access control). Everything else — including OpenTSDB's `histogram`, `status` and
 //! `diediedie` — is [`Command::Unknown`].
 
 use std::borrow::Cow;
@@ -96,6 +96,8 @@ pub enum Command<'a> {
     /// `rollup <spec> <metric> <timestamp> <value> <k=v>...`: the spec and the parsed point
     /// (checked further by [`crate::rollup::RollupPoint::check`]), or the error.
     Rollup(Result<(RollupSpec, Point<'a>), PutError>),
+    /// `auth <token>`: the connection's token (empty if none was given).
+    Auth(Cow<'a, str>),
     /// `version`
     Version,
     /// `help`
@@ -116,6 +118,7 @@ impl Command<'_> {
         match self {
             Command::Put(r) => Command::Put(r.map(Point::into_owned)),
             Command::Rollup(r) => Command::Rollup(r.map(|(s, p)| (s, p.into_owned()))),
+            Command::Auth(t) => Command::Auth(Cow::Owned(t.into_owned())),
             Command::Version => Command::Version,
             Command::Help => Command::Help,
             Command::Stats => Command::Stats,
@@ -147,6 +150,7 @@ fn parse_str<'a>(line: &'a str, limits: &Limits) -> Command<'a> {
     match words.next().unwrap_or("") {
         "put" => Command::Put(parse_put(words, limits)),
         "rollup" => Command::Rollup(parse_rollup(words, limits)),
+        "auth" => Command::Auth(Cow::Borrowed(words.next().unwrap_or(""))),
         "version" => Command::Version,
         "help" => Command::Help,
         "stats" => Command::Stats,
@@ -471,6 +475,8 @@ mod tests {
         assert_eq!(parse("PUT m 1 1 a=b"), Command::Unknown("PUT".into()));
         assert_eq!(parse("Version"), Command::Unknown("Version".into()));
         assert_eq!(parse("\tput m 1 1 a=b"), Command::Unknown("\tput".into()));
+        assert_eq!(parse("auth hgt_x"), Command::Auth("hgt_x".into()));
+        assert_eq!(parse("auth"), Command::Auth("".into()));
         match parse("rollup 1h-SUM sys.cpu 1700000000 42 host=a") {
             Command::Rollup(Ok((spec, p))) => {
                 assert_eq!(spec, crate::rollup::RollupSpec::parse("1h-SUM"));

@@ -63,6 +63,7 @@ fn check_command(cmd: Command<'_>, limits: &Limits) {
             assert!(!w.contains(' '));
             let _ = unknown_command_line(&w);
         }
+        Command::Auth(t) => assert!(!t.contains(' ')),
         Command::Version | Command::Help | Command::Stats | Command::DropCaches | Command::Exit => {
         }
     }

@@ -29,6 +29,15 @@ pub const EXTERNAL_ROW_PREFIX: [u8; 2] = [0xFF, 0xFD];
 
 const DAY: u32 = 86_400;
 
+/// The prefix of the rows of `interval`-second values:
+/// [`EXTERNAL_ROW_PREFIX`] and the interval in hours (`u16` BE).
+pub fn external_row_prefix(interval: u32) -> [u8; 4] {
+    let [hi, lo] = u16::try_from(interval / 3600)
+        .unwrap_or(u16::MAX)
+        .to_be_bytes();
+    [EXTERNAL_ROW_PREFIX[0], EXTERNAL_ROW_PREFIX[1], hi, lo]
+}
+
 /// How much time one rollup row holds (OpenTSDB's `rowSpan`): a fixed
 /// number of seconds from the epoch (`1d`: UTC days), or a calendar month
 /// or year in UTC (`1n`, `1y`).
@@ -96,13 +105,15 @@ impl RowSpan {
         Ok(span)
     }
 
-    /// OpenTSDB's default for rows of `interval`-second values: a day under
-    /// a day, a year otherwise.
+    /// The default for rows of `interval`-second values: a day under a day
+    /// and a year for days (OpenTSDB's usual `1d` and `1y`); 32 intervals
+    /// for longer ones, whose intervals a calendar span would not keep on
+    /// epoch-aligned bounds.
     pub fn default_for(interval: u32) -> RowSpan {
-        if interval < DAY {
-            RowSpan::Secs(DAY)
-        } else {
-            RowSpan::Year
+        match interval {
+            i if i < DAY => RowSpan::Secs(DAY),
+            DAY => RowSpan::Year,
+            i => RowSpan::Secs(i.saturating_mul(32)),
         }
     }
 
@@ -168,7 +179,7 @@ pub fn decode_rollup_cell(qualifier: &[u8], value: &[u8]) -> Option<RollupCell> 
     let [aggregator, hi, lo] = <[u8; 3]>::try_from(qualifier).ok()?;
     let packed = u16::from_be_bytes([hi, lo]);
     let flags = (packed & 0x0F) as u8;
-    if value.len() != value_len(flags) && !(flags & 0x08 != 0 && value.len() == 8) {
+    if value.len() != value_len(flags) {
         return None;
     }
     Some(RollupCell {
@@ -225,6 +236,7 @@ mod tests {
         assert!(RowSpan::parse("1y", H).unwrap_err().contains("4096"));
         assert_eq!(RowSpan::default_for(H), RowSpan::Secs(DAY));
         assert_eq!(RowSpan::default_for(DAY), RowSpan::Year);
+        assert_eq!(RowSpan::default_for(7 * DAY), RowSpan::Secs(224 * DAY));
         // 2024-02-29T12:00:00Z: its month starts 2024-02-01, its year 2024-01-01.
         let t = 1_709_208_000;
         assert_eq!(RowSpan::Month.base(t), 1_706_745_600);

@@ -8,9 +8,11 @@
 //! 3. Each stored row of those series in the range gets a tombstone cell
 //!    (`codec::row`), which hides the points of older cells and is resolved
 //!    by the next compaction of the window; the rollup tiers of those hours
-//!    are computed again, and rollups written from outside for intervals
-//!    starting in the range are deleted. A restart redoes this step for the
-//!    deletes the WAL replays.
+//!    are computed again. A restart redoes this step for the deletes the
+//!    WAL replays.
+//!
+//! Rollups written from outside for intervals starting in the range are
+//! deleted before step 1, and not on replay (they are not in the WAL).
 //!
 //! The flush lock is held throughout, so no flush can write points the
 //! delete has already removed from the head.
@@ -43,6 +45,12 @@ impl Engine {
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Rollups written from outside for intervals in the range go first,
+        // and only here, not when the WAL replays the delete: they are not
+        // logged, so a replay would delete ones acknowledged after it. (A
+        // crash before the delete is acknowledged may leave the points;
+        // sending it again finishes it.)
+        self.delete_external(series_keys, start_ms, end_ms)?;
         if let Some(wal) = self.wal() {
             // Logged and queued under the head lock, in order with the
             // points logged around it; the head drops the points once the
@@ -94,8 +102,6 @@ impl Engine {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<usize, EngineError> {
-        // Rollups written from outside for those intervals go too.
-        self.delete_external(series_keys, start_ms, end_ms)?;
         // Stored rows of these series in the range: one scan per (salt,
         // metric) prefix over the hours, keeping the rows of the series.
         let layout = self.layout;

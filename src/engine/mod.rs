@@ -118,6 +118,10 @@ pub enum PointError {
     /// A rollup value the configuration does not take (OpenTSDB's text).
     #[error("{0}")]
     Rollup(String),
+    /// A rollup of an interval no table is configured for (OpenTSDB's
+    /// `NoSuchRollupForIntervalException`).
+    #[error("No rollups configured for the interval: {0}")]
+    NoSuchRollup(String),
 }
 
 /// One internal statistic: name (without the `tsd.` prefix), value, tags.

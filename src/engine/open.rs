@@ -119,7 +119,23 @@ impl Engine {
         // Rollup tiers are the embedded store's: a shared store's rows are
         // written by every node, which no single flush sees. Rollups written
         // from outside are kept on every store.
-        let tiers = super::rollup::Tiers::from_config(&cfg.rollup, log.is_some())?;
+        let mut tiers = super::rollup::Tiers::from_config(&cfg.rollup, log.is_some())?;
+        if log.is_none() {
+            // OpenTSDB's rollup tables on a shared store may not exist
+            // (`create_tables = false`): such an interval takes no rollups
+            // rather than failing every downsampled query.
+            tiers.externals.retain(|t| {
+                let start = t.key(&[]);
+                let end = crate::storage::prefix_end(&start);
+                match store.scan(crate::storage::Table::Rollup, &start, &end, &mut |_, _| Ok(false)) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(interval_secs = t.interval, error = %e, "the rollup table of this interval cannot be read: rollups written from outside are off for it (docs/deploy-bigtable.md)");
+                        false
+                    }
+                }
+            });
+        }
         let fresh = log.is_some() && store.stats().data_files == 0;
         let engine = Arc::new(Self {
             layout,

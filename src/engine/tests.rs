@@ -1368,6 +1368,31 @@ fn external_rollups_fill_the_buckets_without_points() {
     let left = left[0]["dps"].as_object().unwrap();
     assert_eq!(left.len(), 12);
     assert!(left.contains_key(&(old_s + 12 * 3600).to_string()));
+    // A rollup acknowledged after the delete survives a crash whose
+    // restart replays the delete from the WAL.
+    let r = e
+        .write_rollups(&[rollup("1h-sum", old_s, 77, "b")])
+        .unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    drop(e);
+    let e = open(&c, &clock);
+    let after: serde_json::Value =
+        serde_json::from_str(&q(e.as_ref(), "sum:1h-sum:x.m{host=b}")).unwrap();
+    assert_eq!(after[0]["dps"][&old_s.to_string()].as_f64(), Some(77.0));
+    // A coarser table that cannot answer an average (a sum without a
+    // count) leaves the bucket to a finer one that can.
+    let r = e
+        .write_rollups(&[rollup("1d-sum", old_s, 1000, "b")])
+        .unwrap();
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let e2 = e.as_ref();
+    let day = |m: &str| -> Option<f64> {
+        let v: serde_json::Value = serde_json::from_str(&q(e2, m)).unwrap();
+        v[0]["dps"][&old_s.to_string()].as_f64()
+    };
+    assert_eq!(day("sum:1d-sum:x.m{host=b}"), Some(1000.0));
+    // Hours 12-23 hold sums 22..33 and counts of 2; hour 0 a sum of 77.
+    assert_eq!(day("sum:1d-avg:x.m{host=b}"), Some((77.0 + 330.0) / 24.0));
     e.shutdown().unwrap();
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use hourglass_ingest::Limits;
 
 use super::{limits, series_cache};
+use crate::auth::TokenStore;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -30,10 +31,13 @@ pub struct Ctx {
     pub series_cache_budget: Arc<series_cache::CacheBudget>,
     /// Series text of the HTTP write endpoints.
     pub http_series: series_cache::SharedSeriesCache,
+    /// The tokens requests must present (`None`: auth off).
+    pub tokens: Option<Arc<TokenStore>>,
 }
 
 impl Ctx {
-    pub fn new(engine: Arc<Engine>, config: Config) -> Arc<Self> {
+    /// `tokens`: the token store when `[auth] enabled`.
+    pub fn new(engine: Arc<Engine>, config: Config, tokens: Option<Arc<TokenStore>>) -> Arc<Self> {
         let limits = Limits {
             max_tags: config.schema.max_tags,
             max_name_len: config.schema.max_name_bytes,
@@ -61,6 +65,7 @@ impl Ctx {
             ),
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
+            tokens,
             config,
             limits,
             metrics,

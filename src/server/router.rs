@@ -1,8 +1,9 @@
 //! The routes of the HTTP API, and nothing else: OpenTSDB's endpoints, the
 //! InfluxDB write API (`/write`, `/api/v2/write`, `/ping`, `/query`),
 //! Prometheus remote write and read (`/api/v1/write`, `/api/v1/read`) and
-//! hourglass's own metrics, behind the path normalisation and the
-//! browser-origin checks; the answers for a path or method no route has.
+//! hourglass's own metrics, behind the path normalisation, the
+//! browser-origin checks and access control; the answers for a path or
+//! method no route has.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use super::api::{
     annotation, config, influx, info, last, prom, put, query, rollup, search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
-use super::http::{ApiError, AppService, cors, normalize};
+use super::http::{ApiError, AppService, auth, cors, normalize};
 
 pub fn service(ctx: Arc<Ctx>) -> AppService {
     let limit = ctx.config.server.max_body_bytes;
@@ -89,6 +90,11 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
+        // Access control inside the CORS layer, which answers preflights.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            auth::layer,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             cors::layer,

@@ -6,6 +6,7 @@ mod api_last;
 mod api_lookup;
 mod api_query_more;
 mod api_uid;
+mod auth;
 mod common;
 mod damage;
 mod durability;

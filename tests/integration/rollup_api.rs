@@ -39,7 +39,7 @@ fn rollups_written_from_outside_answer_their_buckets() {
             "rollup: illegal argument: Given tag value for _aggregate of MAX did not match \
              the group by aggregator of null for e.m {host=a, _aggregate=MAX}"
                 .to_string(),
-            "rollup: illegal argument: No rollups configured for the interval: 1m".to_string(),
+            "rollup: No such rollup: No rollups configured for the interval: 1m".to_string(),
         ]
     );
     let body = format!(
@@ -77,6 +77,8 @@ fn rollups_written_from_outside_answer_their_buckets() {
         };
         assert_eq!(by_host("a"), pts(&[(T0, 10.0), (T0 + 3600, 20.5)]));
         assert_eq!(by_host("b"), pts(&[(T0, 3.0)]));
+        // The pre-aggregate (host c) is left out unless asked for.
+        assert!(by_host("c").is_empty(), "{v}");
     };
     expect(&s);
     let avg = s.query(&format!(
@@ -84,14 +86,37 @@ fn rollups_written_from_outside_answer_their_buckets() {
         T0 + 3599
     ));
     assert_eq!(dps(&avg[0]), pts(&[(T0, 2.5)]));
-    // `ROLLUP_RAW` reads no rollup: only the pre-aggregate's point is stored.
+    // `ROLLUP_RAW` reads no rollup: only the pre-aggregate's point is
+    // stored, read when the query names `_aggregate`.
     let raw = s.query(&format!(
-        "/api/query?start={T0}&end={}&m=sum:1h-sum:rollup_raw:e.m{{host=*}}",
+        "/api/query?start={T0}&end={}&m=sum:1h-sum:rollup_raw:e.m{{host=*,_aggregate=*}}",
         T0 + 7199
     ));
     assert_eq!(raw.as_array().map(Vec::len), Some(1), "{raw}");
     assert_eq!(raw[0]["tags"]["_aggregate"], "SUM");
     assert_eq!(dps(&raw[0]), pts(&[(T0, 7.0)]));
+    // A `rollup` line is written when the input pauses, as a `put` is,
+    // without waiting for a command.
+    let mut quiet = s.telnet();
+    quiet.send(&format!("rollup 1h-SUM e.m {} 9 host=d\n", T0 + 3600));
+    let q = format!(
+        "/api/query?start={T0}&end={}&m=sum:1h-sum:e.m{{host=d}}",
+        T0 + 7199
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let v = s.query(&q);
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            assert_eq!(dps(&v[0]), pts(&[(T0 + 3600, 9.0)]));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rollup line was not written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(quiet);
     // Acknowledged means durable.
     s.kill9();
     s.restart();

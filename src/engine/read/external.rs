@@ -3,7 +3,7 @@
 //! its stored points (a bucket with any stored point keeps the raw answer).
 //!
 //! A bucket takes the values of the coarsest configured interval that
-//! divides the downsample interval and holds any value in it (OpenTSDB's choice of
+//! divides the downsample interval and answers it (OpenTSDB's choice of
 //! rollup table, falling back to finer ones per bucket); the downsample
 //! aggregator decides which values: `sum`/`zimsum` the sums, `count` the
 //! counts, `min`/`mimmin` the minimums, `max`/`mimmax` the maximums, `avg`
@@ -16,14 +16,35 @@ use hourglass_query::Aggregator;
 use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, SourceError};
 
-use super::{Points, Scan, storage_source_err};
+use super::source_error::storage_source_err;
+use super::{Points, Scan};
 use crate::codec::rollup_cell::decode_rollup_cell;
 use crate::engine::Engine;
-use crate::engine::rollup::external::aggregation_id;
 use crate::storage::Table;
 
 /// Buckets (start ms, value) per series key, in time order.
 pub(super) type ExternalBuckets = HashMap<Vec<u8>, Vec<(i64, Num)>>;
+
+/// The aggregators whose stored values queries read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Sum,
+    Count,
+    Min,
+    Max,
+}
+
+impl Kind {
+    fn of(name: &str) -> Option<Kind> {
+        Some(match name {
+            "sum" => Kind::Sum,
+            "count" => Kind::Count,
+            "min" => Kind::Min,
+            "max" => Kind::Max,
+            _ => return None,
+        })
+    }
+}
 
 /// One bucket's external values so far, from one table.
 #[derive(Default, Clone, Copy)]
@@ -35,16 +56,15 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn add(&mut self, aggregator: u8, v: f64) {
+    fn add(&mut self, kind: Kind, v: f64) {
         let fold = |slot: &mut Option<f64>, f: fn(f64, f64) -> f64| {
             *slot = Some(slot.map_or(v, |old| f(old, v)));
         };
-        match aggregator {
-            SUM => fold(&mut self.sum, |a, b| a + b),
-            COUNT => fold(&mut self.count, |a, b| a + b),
-            MIN => fold(&mut self.min, f64::min),
-            MAX => fold(&mut self.max, f64::max),
-            _ => {}
+        match kind {
+            Kind::Sum => fold(&mut self.sum, |a, b| a + b),
+            Kind::Count => fold(&mut self.count, |a, b| a + b),
+            Kind::Min => fold(&mut self.min, f64::min),
+            Kind::Max => fold(&mut self.max, f64::max),
         }
     }
 
@@ -63,19 +83,14 @@ impl Bucket {
     }
 }
 
-const SUM: u8 = 0;
-const COUNT: u8 = 1;
-const MIN: u8 = 2;
-const MAX: u8 = 3;
-
 /// The stored aggregators a downsample aggregator reads, if any.
-fn wanted(agg: Aggregator) -> &'static [u8] {
+fn wanted(agg: Aggregator) -> &'static [Kind] {
     match agg {
-        Aggregator::Sum | Aggregator::Zimsum => &[SUM],
-        Aggregator::Count => &[COUNT],
-        Aggregator::Min | Aggregator::Mimmin => &[MIN],
-        Aggregator::Max | Aggregator::Mimmax => &[MAX],
-        Aggregator::Avg => &[SUM, COUNT],
+        Aggregator::Sum | Aggregator::Zimsum => &[Kind::Sum],
+        Aggregator::Count => &[Kind::Count],
+        Aggregator::Min | Aggregator::Mimmin => &[Kind::Min],
+        Aggregator::Max | Aggregator::Mimmax => &[Kind::Max],
+        Aggregator::Avg => &[Kind::Sum, Kind::Count],
         _ => &[],
     }
 }
@@ -83,7 +98,7 @@ fn wanted(agg: Aggregator) -> &'static [u8] {
 impl Engine {
     /// The buckets external values give each series of the fetch, within
     /// the pushdown's window (whole buckets from the scan start, before its
-    /// end) and each tier's TTL. Each value read is charged as a point.
+    /// end) and each table's TTL. Each value read is charged as a point.
     pub(super) fn external_buckets(
         &self,
         scan: &Scan<'_>,
@@ -94,11 +109,13 @@ impl Engine {
         if wanted.is_empty() || !self.tiers.may_have_external() || p.interval_ms <= 0 {
             return Ok(out);
         }
-        debug_assert!(
-            [("sum", SUM), ("count", COUNT), ("min", MIN), ("max", MAX)]
-                .iter()
-                .all(|(n, id)| aggregation_id(n) == Some(*id))
-        );
+        // The configured ids of the aggregators wanted.
+        let mut kinds: [Option<Kind>; 256] = [None; 256];
+        for (name, id) in &self.tiers.aggregation_ids {
+            if let Some(k) = Kind::of(name).filter(|k| wanted.contains(k)) {
+                kinds[usize::from(*id)] = Some(k);
+            }
+        }
         let layout = *self.layout();
         let seek = scan.start_ms.saturating_add(p.interval_ms - 1);
         let seek = seek - seek.rem_euclid(p.interval_ms);
@@ -110,7 +127,6 @@ impl Engine {
         };
         // Every usable table's rows, one range per table and salt bucket,
         // read at once (in parallel; on a shared store, one stream each).
-        let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
         let mut ranges = Vec::new();
         let mut range_table = Vec::new();
         for (i, table) in self.tiers.externals.iter().enumerate() {
@@ -120,7 +136,13 @@ impl Engine {
             }
             let (lo, hi) = (secs(lo_ms), secs(scan.end_ms.saturating_add(999)));
             for bucket in 0..buckets_of_salt {
-                ranges.push(table.scan_range(&layout, bucket, scan.metric, lo, hi.max(lo + 1)));
+                ranges.push(table.scan_range(
+                    &layout,
+                    bucket,
+                    scan.metric,
+                    lo,
+                    hi.max(lo.saturating_add(1)),
+                ));
                 range_table.push((i, lo_ms));
             }
         }
@@ -148,13 +170,7 @@ impl Engine {
                 ) else {
                     return Ok(true);
                 };
-                let mut key = data_row[..layout.prefix_width()].to_vec();
-                key.extend_from_slice(parts.tags);
-                let mut found = per_range[i]
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let series = found.entry(key).or_default();
-                let mut read = 0;
+                let mut values = Vec::new();
                 for c in cells {
                     let Some(cell) = c
                         .column
@@ -163,24 +179,35 @@ impl Engine {
                     else {
                         continue;
                     };
-                    let Some(t) = table.interval_start(parts.base_time, cell.index) else {
+                    let (Some(kind), Some(t)) = (
+                        kinds[usize::from(cell.aggregator)],
+                        table.interval_start(parts.base_time, cell.index),
+                    ) else {
                         continue;
                     };
                     let t_ms = i64::from(t) * 1000;
-                    if !wanted.contains(&cell.aggregator) || t_ms < lo_ms || t_ms >= scan.end_ms {
-                        continue;
+                    if t_ms >= lo_ms && t_ms < scan.end_ms {
+                        values.push((t_ms - t_ms.rem_euclid(p.interval_ms), kind, cell.value));
                     }
-                    series
-                        .entry(t_ms - t_ms.rem_euclid(p.interval_ms))
-                        .or_default()
-                        .add(cell.aggregator, cell.value.as_f64());
-                    read += 1;
                 }
-                Ok(read == 0 || scan.take(read))
+                if values.is_empty() {
+                    return Ok(true);
+                }
+                let mut key = data_row[..layout.prefix_width()].to_vec();
+                key.extend_from_slice(parts.tags);
+                let read = values.len();
+                let mut found = per_range[i]
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let series = found.entry(key).or_default();
+                for (start, kind, value) in values {
+                    series.entry(start).or_default().add(kind, value.as_f64());
+                }
+                Ok(scan.take(read))
             })
             .map_err(|e| storage_source_err(&e))?;
-        // A bucket takes the coarsest table with a value in it.
-        let mut found: HashMap<Vec<u8>, BTreeMap<i64, (usize, Bucket)>> = HashMap::new();
+        // A bucket takes the coarsest table that answers it.
+        let mut found: HashMap<Vec<u8>, BTreeMap<i64, (usize, f64)>> = HashMap::new();
         for (i, range) in per_range.into_iter().enumerate() {
             let t_index = range_table[i].0;
             let range = range
@@ -189,9 +216,12 @@ impl Engine {
             for (key, buckets) in range {
                 let series = found.entry(key).or_default();
                 for (start, b) in buckets {
-                    let slot = series.entry(start).or_insert((t_index, b));
+                    let Some(v) = b.value(p.aggregator) else {
+                        continue;
+                    };
+                    let slot = series.entry(start).or_insert((t_index, v));
                     if slot.0 < t_index {
-                        *slot = (t_index, b);
+                        *slot = (t_index, v);
                     }
                 }
             }
@@ -199,7 +229,7 @@ impl Engine {
         for (key, buckets) in found {
             let values: Vec<(i64, Num)> = buckets
                 .into_iter()
-                .filter_map(|(t, (_, b))| Some((t, Num::Float(b.value(p.aggregator)?))))
+                .map(|(t, (_, v))| (t, Num::Float(v)))
                 .collect();
             if !values.is_empty() {
                 out.insert(key, values);
@@ -207,6 +237,11 @@ impl Engine {
         }
         Ok(out)
     }
+}
+
+/// Whole seconds of a time in ms, as a row key holds them.
+fn secs(ms: i64) -> u32 {
+    u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX)
 }
 
 impl Engine {
@@ -284,12 +319,12 @@ mod tests {
     fn buckets_fold_as_the_aggregators_do() {
         let mut b = Bucket::default();
         for (agg, v) in [
-            (SUM, 1.5),
-            (SUM, 2.5),
-            (COUNT, 2.0),
-            (COUNT, 3.0),
-            (MIN, 4.0),
-            (MIN, 1.0),
+            (Kind::Sum, 1.5),
+            (Kind::Sum, 2.5),
+            (Kind::Count, 2.0),
+            (Kind::Count, 3.0),
+            (Kind::Min, 4.0),
+            (Kind::Min, 1.0),
         ] {
             b.add(agg, v);
         }

@@ -13,88 +13,26 @@
 //! (`external`).
 
 mod external;
+mod prefilter;
+mod source_error;
 mod tier;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use hourglass_query::QueryBudget;
 use hourglass_query::downsample::{BucketSink, Pushdown};
 use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
 
+use self::prefilter::Prefilter;
+use self::source_error::{source_err, storage_source_err};
 use super::Engine;
 use super::rollup;
 use crate::codec::rowkey::uid_from_bytes;
 use crate::codec::{DecodedPoint, KeyLayout, StoredValue};
 use crate::hashing::BytesMap;
 use crate::storage::{KeyRange, Table};
-use crate::uid::{UidError, UidKind};
-
-/// A tag key UID that must be present, with the allowed value UIDs (`None`
-/// = any value).
-type Required = (Vec<u8>, Option<HashSet<Vec<u8>>>);
-
-/// Tag constraints checked on raw key bytes.
-#[derive(Debug, Default)]
-struct Prefilter {
-    /// Each tag key that must be present, with the allowed value UIDs
-    /// (`None` = any value).
-    required: Vec<Required>,
-    /// With explicitTags: the only tag keys a series may have.
-    only: Option<HashSet<Vec<u8>>>,
-    /// A TSUID query: exactly these tag sections.
-    exact: Option<HashSet<Vec<u8>>>,
-}
-
-impl Prefilter {
-    fn matches(&self, layout: &KeyLayout, tags: &[u8]) -> bool {
-        if let Some(exact) = &self.exact
-            && !exact.contains(tags)
-        {
-            return false;
-        }
-        for (k, allowed) in &self.required {
-            let Some((_, v)) = layout.tag_pairs(tags).find(|(tk, _)| *tk == k.as_slice()) else {
-                return false;
-            };
-            if let Some(set) = allowed
-                && !set.contains(v)
-            {
-                return false;
-            }
-        }
-        if let Some(only) = &self.only
-            && layout.tag_pairs(tags).any(|(k, _)| !only.contains(k))
-        {
-            return false;
-        }
-        true
-    }
-}
-
-fn source_err(e: UidError) -> SourceError {
-    match e {
-        UidError::NoSuchName { kind, name } => SourceError::NoSuchName {
-            kind: kind.as_str(),
-            name,
-        },
-        UidError::Storage(s) => storage_source_err(&s),
-        other => SourceError::Storage(other.to_string()),
-    }
-}
-
-/// A storage failure for the query layer: transient ones (a remote store
-/// timing out) can be retried by the client (503).
-fn storage_source_err(e: &crate::storage::StorageError) -> SourceError {
-    if matches!(e, crate::storage::StorageError::Corrupt { .. }) {
-        tracing::error!(error = %e, "a read found damaged data");
-    }
-    if e.is_retryable() {
-        SourceError::Unavailable(e.to_string())
-    } else {
-        SourceError::Storage(e.to_string())
-    }
-}
+use crate::uid::UidKind;
 
 fn to_num(v: StoredValue) -> Num {
     match v {
@@ -407,52 +345,6 @@ fn enter_series(
 }
 
 impl Engine {
-    fn prefilter(&self, req: &FetchRequest<'_>) -> Result<Prefilter, SourceError> {
-        let uids = self.uids();
-        let width_k = self.layout().tagk_width;
-        let width_v = self.layout().tagv_width;
-        let bytes = |uid: u64, w: usize| {
-            let mut b = Vec::with_capacity(w);
-            crate::codec::rowkey::uid_bytes(uid, w, &mut b);
-            b
-        };
-        let mut pf = Prefilter::default();
-        let mut keys = HashSet::new();
-        for f in req.filters {
-            let k = uids
-                .lookup(UidKind::TagK, &f.tagk)
-                .map_err(source_err)?
-                .ok_or_else(|| SourceError::NoSuchName {
-                    kind: "tagk",
-                    name: f.tagk.clone(),
-                })?;
-            let kb = bytes(k, width_k);
-            keys.insert(kb.clone());
-            let allowed = match f.literal_values() {
-                Some(values) => {
-                    let mut set = HashSet::new();
-                    for v in values {
-                        let uid = uids
-                            .lookup(UidKind::TagV, v)
-                            .map_err(source_err)?
-                            .ok_or_else(|| SourceError::NoSuchName {
-                                kind: "tagv",
-                                name: v.clone(),
-                            })?;
-                        set.insert(bytes(uid, width_v));
-                    }
-                    Some(set)
-                }
-                None => None,
-            };
-            pf.required.push((kb, allowed));
-        }
-        if req.explicit_tags {
-            pf.only = Some(keys);
-        }
-        Ok(pf)
-    }
-
     /// The found series of one slot per salt bucket, shared by the scans
     /// of a fetch's segments (a series always falls in the same bucket).
     fn new_slots(&self) -> Vec<Mutex<Slot>> {

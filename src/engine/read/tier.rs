@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hourglass_query::exec::SourceError;
 
-use super::{Scan, Slot, TAKE_BATCH, TAKE_ROWS, collect_notes, enter_series, storage_source_err};
+use super::source_error::storage_source_err;
+use super::{Scan, Slot, TAKE_BATCH, TAKE_ROWS, collect_notes, enter_series};
 use crate::codec::native::TierRow;
 use crate::engine::Engine;
 use crate::engine::rollup::{self, Tier};

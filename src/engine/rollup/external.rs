@@ -9,7 +9,7 @@
 //!   in the embedded store's rollup table, or OpenTSDB's rollup table of
 //!   the interval on a shared store, one cell per aggregator and interval.
 //!   The interval must be a configured tier's; the aggregator one of
-//!   OpenTSDB's example `aggregationIds` ([`AGGREGATION_IDS`]). Written
+//!   `rollup.aggregation_ids` (OpenTSDB's `aggregationIds`). Written
 //!   durably before the answer, as annotations are.
 //! * A **raw pre-aggregate** (`SUM`) is a data point of its series with the
 //!   `_aggregate` tag, written and acknowledged as a `put` is.
@@ -29,18 +29,6 @@ use super::{ExternalTable, REBUILD_BATCH};
 use crate::codec::rollup_cell::{rollup_index, rollup_qualifier};
 use crate::engine::{Engine, EngineError, PointError};
 use crate::storage::{Durability, Mutation, Table, column, family};
-
-/// The aggregators an external value may be written for, with the id its
-/// cells carry: OpenTSDB's documented example configuration.
-pub const AGGREGATION_IDS: [(&str, u8); 4] = [("sum", 0), ("count", 1), ("min", 2), ("max", 3)];
-
-/// The id of aggregator `name` (any case).
-pub fn aggregation_id(name: &str) -> Option<u8> {
-    AGGREGATION_IDS
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, id)| *id)
-}
 
 /// What writing a batch of rollup points did.
 #[derive(Debug, Default)]
@@ -125,16 +113,16 @@ impl Engine {
             return Err(refused("No rollup or aggregations were configured"));
         }
         let interval = rp.spec.interval.as_deref().unwrap_or_default();
-        let table = self.external_table(interval).ok_or_else(|| {
-            refused(format!(
-                "No rollups configured for the interval: {interval}"
-            ))
-        })?;
+        let table = self
+            .external_table(interval)
+            .ok_or_else(|| PointError::NoSuchRollup(interval.to_string()))?;
         let aggregator = rp.spec.aggregator.as_deref().unwrap_or_default();
         if aggregator.is_empty() {
             return Err(refused("Aggregator cannot be null or empty."));
         }
-        let id = aggregation_id(aggregator)
+        let id = self
+            .tiers
+            .aggregation_id(aggregator)
             .ok_or_else(|| refused(format!("No ID found mapping to aggregator: {aggregator}")))?;
         let ts = rp.point.timestamp.0;
         let secs = u32::try_from(ts).map_err(|_| PointError::Timestamp(ts))?;
@@ -167,26 +155,74 @@ impl Engine {
     ) -> Result<usize, EngineError> {
         let start = table.key(&[]);
         let end = crate::storage::prefix_end(&start);
+        self.delete_cells(table, &start, &end, Durability::Buffered, &|_, t| {
+            t.is_none_or(|t| i64::from(t) < before)
+        })
+    }
+
+    /// Deletes the external values of `series_keys` (salt, metric, tags)
+    /// for intervals starting in `[start_ms, end_ms]`: a delete of those
+    /// series' points. Scans each table's rows of the series' metrics in
+    /// that range.
+    pub(in crate::engine) fn delete_external(
+        &self,
+        series_keys: &[Vec<u8>],
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<(), EngineError> {
+        if !self.tiers.may_have_external() || series_keys.is_empty() {
+            return Ok(());
+        }
+        let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
+        let (lo, hi) = (secs(start_ms), secs(end_ms));
+        // The series by salt and metric: one scan each.
+        let mut by_prefix: BTreeMap<&[u8], HashSet<&[u8]>> = BTreeMap::new();
+        for key in series_keys {
+            let (prefix, tags) = key.split_at(self.layout.prefix_width().min(key.len()));
+            by_prefix.entry(prefix).or_default().insert(tags);
+        }
+        for table in &self.tiers.externals {
+            for (prefix, tags) in &by_prefix {
+                let range = table.prefix_range(prefix, lo, hi);
+                self.delete_cells(
+                    table,
+                    &range.start,
+                    &range.end,
+                    Durability::Sync,
+                    &|row_tags, t| tags.contains(row_tags) && t.is_some_and(|t| t >= lo && t <= hi),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the cells of `table`'s rows in `[start, end)` that
+    /// `doomed(row's tags, cell's interval start)` picks, a bounded batch
+    /// at a time, the last one written with `durability`; returns how many.
+    fn delete_cells(
+        &self,
+        table: &ExternalTable,
+        start: &[u8],
+        end: &[u8],
+        durability: Durability,
+        doomed: &dyn Fn(&[u8], Option<u32>) -> bool,
+    ) -> Result<usize, EngineError> {
         let layout = self.layout;
         let mut muts = Vec::new();
         let mut failed = None;
         let mut deleted = 0;
         self.store
-            .scan(Table::Rollup, &start, &end, &mut |key, cells| {
+            .scan(Table::Rollup, start, end, &mut |key, cells| {
                 let Some(parts) = key.get(4..).and_then(|r| layout.parse_row_key(r)) else {
                     return Ok(true);
                 };
-                if i64::from(parts.base_time) >= before {
-                    return Ok(true);
-                }
                 for c in cells {
-                    let old = c
+                    let t = c
                         .column
                         .get(1..)
                         .and_then(rollup_index)
-                        .and_then(|index| table.interval_start(parts.base_time, index))
-                        .is_none_or(|t| i64::from(t) < before);
-                    if old {
+                        .and_then(|index| table.interval_start(parts.base_time, index));
+                    if doomed(parts.tags, t) {
                         muts.push(Mutation::Delete {
                             table: Table::Rollup,
                             row: key.to_vec(),
@@ -211,84 +247,10 @@ impl Engine {
         }
         deleted += muts.len();
         if !muts.is_empty() {
-            self.store.write(muts, Durability::Buffered)?;
+            self.store.write(muts, durability)?;
+        } else if deleted > 0 && durability == Durability::Sync {
+            self.store.sync()?;
         }
         Ok(deleted)
-    }
-
-    /// Deletes the external values of `series_keys` (salt, metric, tags)
-    /// for intervals starting in `[start_ms, end_ms]`: a delete of those
-    /// series' points. Scans each tier's rows of the series' metrics in
-    /// that range.
-    pub(in crate::engine) fn delete_external(
-        &self,
-        series_keys: &[Vec<u8>],
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<(), EngineError> {
-        if !self.tiers.may_have_external() || series_keys.is_empty() {
-            return Ok(());
-        }
-        let layout = self.layout;
-        let secs = |ms: i64| u32::try_from(ms.div_euclid(1000).max(0)).unwrap_or(u32::MAX);
-        let (lo, hi) = (secs(start_ms), secs(end_ms));
-        // The series by salt and metric: one scan each.
-        let mut by_prefix: BTreeMap<&[u8], HashSet<&[u8]>> = BTreeMap::new();
-        for key in series_keys {
-            let (prefix, tags) = key.split_at(layout.prefix_width().min(key.len()));
-            by_prefix.entry(prefix).or_default().insert(tags);
-        }
-        let mut muts = Vec::new();
-        for table in &self.tiers.externals {
-            for (prefix, tags) in &by_prefix {
-                let range = table.prefix_range(prefix, lo, hi);
-                self.store.scan(
-                    Table::Rollup,
-                    &range.start,
-                    &range.end,
-                    &mut |row, cells| {
-                        let Some(parts) = row.get(4..).and_then(|r| layout.parse_row_key(r)) else {
-                            return Ok(true);
-                        };
-                        if !tags.contains(parts.tags) {
-                            return Ok(true);
-                        }
-                        for c in cells {
-                            let start = c
-                                .column
-                                .get(1..)
-                                .and_then(rollup_index)
-                                .and_then(|index| table.interval_start(parts.base_time, index));
-                            if start.is_some_and(|t| t >= lo && t <= hi) {
-                                muts.push(Mutation::Delete {
-                                    table: Table::Rollup,
-                                    row: row.to_vec(),
-                                    column: c.column.clone(),
-                                });
-                            }
-                        }
-                        Ok(true)
-                    },
-                )?;
-            }
-        }
-        if !muts.is_empty() {
-            self.store.write(muts, Durability::Sync)?;
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn aggregation_ids_are_opentsdb_examples() {
-        assert_eq!(aggregation_id("SUM"), Some(0));
-        assert_eq!(aggregation_id("count"), Some(1));
-        assert_eq!(aggregation_id("Min"), Some(2));
-        assert_eq!(aggregation_id("max"), Some(3));
-        assert_eq!(aggregation_id("avg"), None);
     }
 }

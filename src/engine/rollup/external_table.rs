@@ -5,7 +5,7 @@
 //! that prefix to OpenTSDB's table (`tsdb-rollup-1h`).
 
 use crate::codec::KeyLayout;
-use crate::codec::rollup_cell::{EXTERNAL_ROW_PREFIX, MAX_INDEX, RowSpan};
+use crate::codec::rollup_cell::{MAX_INDEX, RowSpan, external_row_prefix};
 use crate::storage::KeyRange;
 
 /// One configured interval of external rollups.
@@ -23,10 +23,7 @@ impl ExternalTable {
     /// The rows' prefix in the rollup table: [`EXTERNAL_ROW_PREFIX`] and
     /// the interval in hours.
     pub fn prefix(&self) -> [u8; 4] {
-        let [hi, lo] = u16::try_from(self.interval / 3600)
-            .unwrap_or(u16::MAX)
-            .to_be_bytes();
-        [EXTERNAL_ROW_PREFIX[0], EXTERNAL_ROW_PREFIX[1], hi, lo]
+        external_row_prefix(self.interval)
     }
 
     pub fn interval_ms(&self) -> i64 {
@@ -96,13 +93,18 @@ impl ExternalTable {
         }
     }
 
-    /// The first interval start (seconds) still kept at `now` by the TTL.
+    /// The first interval start (seconds, a multiple of the interval)
+    /// still read at `now` by the TTL.
     pub fn horizon(&self, now: i64) -> i64 {
         match self.ttl {
             None => 0,
-            Some(ttl) => now
-                .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
-                .max(0),
+            Some(ttl) => {
+                let h = now
+                    .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
+                    .max(0);
+                let i = i64::from(self.interval.max(1));
+                (h + i - 1) / i * i
+            }
         }
     }
 }
@@ -139,6 +141,7 @@ mod tests {
         // 2024-02-29 is day 59 of 2024.
         assert_eq!(index, 59);
         assert_eq!(daily.horizon(10 * 86_400), 9 * 86_400);
+        assert_eq!(daily.horizon(10 * 86_400 + 5), 10 * 86_400);
         let r = daily.scan_range(&layout, 0, 1, 0, u32::MAX);
         assert!(r.start < r.end);
     }

@@ -215,6 +215,8 @@ pub struct Tiers {
     /// The tables may hold external values: until one is written, a query
     /// need not look for them.
     pub(super) has_external: std::sync::atomic::AtomicBool,
+    /// OpenTSDB's `aggregationIds` of the external values' cells.
+    pub aggregation_ids: Vec<(String, u8)>,
 }
 
 impl Tiers {
@@ -239,7 +241,20 @@ impl Tiers {
             purged_at: std::sync::atomic::AtomicI64::new(i64::MIN),
             notes: std::sync::atomic::AtomicBool::new(true),
             has_external: std::sync::atomic::AtomicBool::new(true),
+            aggregation_ids: cfg
+                .aggregation_ids
+                .iter()
+                .map(|(n, id)| (n.clone(), *id))
+                .collect(),
         })
+    }
+
+    /// The configured id of aggregator `name` (any case).
+    pub fn aggregation_id(&self, name: &str) -> Option<u8> {
+        self.aggregation_ids
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, id)| *id)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -290,6 +305,7 @@ mod tests {
                     table: None,
                 })
                 .collect(),
+            ..RollupConfig::default()
         }
     }
 

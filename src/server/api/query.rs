@@ -12,17 +12,20 @@ use axum::response::Response;
 
 use std::time::Instant;
 
+use crate::auth::Scope;
 use crate::server::Ctx;
 use crate::server::http::cors::OriginCheck;
-use crate::server::http::{ApiError, Params, Run, json_response, now_ms, peer_of, respond};
+use crate::server::http::{ApiError, Caller, Params, Run, json_response, now_ms, peer_of, respond};
 
-/// Queries over at most this window run inline (`Run::Inline`).
-const INLINE_WINDOW_MS: i64 = 86_400_000;
+/// Queries that scan at most this window run inline (`Run::Inline`): a
+/// day, and the hour each end may be widened by.
+const INLINE_SCAN_MS: i64 = 26 * 3_600_000;
 
 async fn run_query(
     ctx: Arc<Ctx>,
     q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
     origin: OriginCheck,
+    caller: Caller,
     peer: String,
     text: String,
     format: Result<super::arrow::Format, ApiError>,
@@ -33,6 +36,7 @@ async fn run_query(
         let q = q?;
         format?;
         if q.delete {
+            caller.require(Scope::Admin)?;
             origin.refuse()?;
             if !ctx.config.query.allow_delete {
                 return Err(ApiError::bad_request("Bad request")
@@ -43,9 +47,23 @@ async fn run_query(
         // is dropped (the client went away), the ticket's drop cancels the
         // budget and the blocking task stops at its next check.
         let engine = Arc::clone(&ctx.engine);
-        // A query over at most a day (a dashboard's usual window) runs on
-        // the worker thread; longer ones, and deletes, on the blocking pool.
-        let run = if q.end_ms.saturating_sub(q.start_ms) <= INLINE_WINDOW_MS && !q.delete {
+        // A query that scans at most a day (a dashboard's usual window;
+        // a downsample interval widens it) runs on the worker thread;
+        // longer ones, and deletes, on the blocking pool.
+        let scanned = q
+            .queries
+            .iter()
+            .map(|sub| {
+                let (s, e) = hourglass_query::exec::scan_window(
+                    q.start_ms,
+                    q.end_ms,
+                    sub.downsample.as_ref(),
+                );
+                e.saturating_sub(s)
+            })
+            .max()
+            .unwrap_or(0);
+        let run = if scanned <= INLINE_SCAN_MS && !q.delete {
             Run::Inline
         } else {
             Run::Pool
@@ -128,7 +146,17 @@ async fn query_string(
         .get::<OriginCheck>()
         .copied()
         .unwrap_or(OriginCheck::Allowed);
-    run_query(ctx, q, origin, peer_of(&ext), uri.to_string(), format).await
+    let caller = ext.get::<Caller>().cloned().unwrap_or_default();
+    run_query(
+        ctx,
+        q,
+        origin,
+        caller,
+        peer_of(&ext),
+        uri.to_string(),
+        format,
+    )
+    .await
 }
 
 pub async fn query_post(
@@ -157,5 +185,6 @@ pub async fn query_post(
         .unwrap_or(OriginCheck::Allowed);
     let text = String::from_utf8_lossy(&read.bytes[..read.bytes.len().min(4096)]).into_owned();
     drop(read);
-    run_query(ctx, q, origin, peer_of(&ext), text, format).await
+    let caller = ext.get::<Caller>().cloned().unwrap_or_default();
+    run_query(ctx, q, origin, caller, peer_of(&ext), text, format).await
 }

@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use hourglass_ingest::{JsonPoint, RollupPoint};
+use hourglass_ingest::JsonPoint;
 
 use super::put::{Wrote, write_body};
 use crate::engine::PointError;
@@ -30,14 +30,13 @@ pub async fn rollup(
 
 /// Checks and writes the elements (blocking).
 fn write_json_rollups(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiError> {
-    let is_aggregator = |name: &str| hourglass_query::Aggregator::from_name(name).is_some();
     let mut points = Vec::new();
     let mut origins = Vec::new();
     let mut errors = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let checked = item.to_point(&ctx.limits).and_then(|p| {
             let spec = item.rollup_spec()?;
-            RollupPoint::check(p, spec, &ctx.limits, is_aggregator)
+            crate::server::write::check_rollup(p, spec, &ctx.limits)
                 .map_err(|e| e.http_message().to_owned())
         });
         match checked {

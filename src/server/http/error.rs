@@ -83,6 +83,8 @@ impl ApiError {
 fn influx_code(status: StatusCode) -> &'static str {
     match status.as_u16() {
         400 => "invalid",
+        401 => "unauthorized",
+        403 => "forbidden",
         404 => "not found",
         405 => "method not allowed",
         408 | 503 => "unavailable",

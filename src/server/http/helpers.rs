@@ -103,11 +103,18 @@ where
     };
     // Inline work must be bounded in time: without a query timeout it goes
     // to the pool, where a client going away still cancels it.
-    let joined = match run {
-        Run::Inline if limits.timeout.is_some() => Ok(tokio::task::block_in_place(work)),
-        Run::Inline | Run::Pool => tokio::task::spawn_blocking(work).await,
-    };
-    let (out, points) = joined.map_err(|e| {
+    let (out, points) = match run {
+        // A panic in the work is a 500, as on the pool, not the end of
+        // the connection's task.
+        Run::Inline if limits.timeout.is_some() => tokio::task::block_in_place(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        })
+        .map_err(|_| "panicked".to_string()),
+        Run::Inline | Run::Pool => tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| e.to_string()),
+    }
+    .map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("query task failed: {e}"),

@@ -1,11 +1,12 @@
 //! HTTP plumbing of the network front: serving a connection
 //! ([`serve`]), the path rules applied before routing ([`normalize`]),
 //! reading bodies within bounds ([`body`]), who may change state from a
-//! browser ([`cors`]), errors and their status codes ([`error`]), a request
+//! browser ([`cors`]), which token may call what ([`auth`]), errors and their status codes ([`error`]), a request
 //! as the endpoints read it ([`request`]), and what every endpoint shares
 //! ([`helpers`]). The routes are `router.rs`'s, the
 //! endpoints `api/`'s.
 
+pub mod auth;
 pub mod body;
 pub mod cors;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod normalize;
 pub mod request;
 pub mod serve;
 
+pub use auth::Caller;
 pub use error::{ApiError, ErrorFormat};
 pub use helpers::{
     Params, PeerAddr, Run, blocking, has_flag, json_response, now_ms, param, peer_ip, peer_of,

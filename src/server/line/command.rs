@@ -16,9 +16,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use hourglass_ingest::influx::{self, Precision};
-use hourglass_ingest::{Command, Point, RollupPoint, fast_put, parse_line, unknown_command_line};
+use hourglass_ingest::{Command, Point, fast_put, parse_line, unknown_command_line};
 
-use super::session::{FROM_INFLUX, FROM_PUT, Session};
+use super::access::Access;
+use super::session::{FROM_INFLUX, FROM_PUT, FROM_ROLLUP, Session};
 use crate::server::Ctx;
 use crate::server::series_cache::SeriesCache;
 use crate::server::write::PointSink;
@@ -34,6 +35,9 @@ pub enum Step {
 pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: bool) -> Step {
     session.line_no += 1;
     ctx.metrics.telnet_lines.inc();
+    if let Access::Answered = super::access::check(ctx, session, line, influx).await {
+        return Step::Next;
+    }
     if influx {
         influx_line(ctx, session, line).await;
         return Step::Next;
@@ -64,8 +68,13 @@ pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: 
             session.replies.error(e.telnet_line());
         }
         Command::Rollup(Ok((spec, p))) => {
-            let is_aggregator = |name: &str| hourglass_query::Aggregator::from_name(name).is_some();
-            match RollupPoint::check(p, spec, &ctx.limits, is_aggregator) {
+            match crate::server::write::check_rollup(p, spec, &ctx.limits) {
+                // A raw pre-aggregate is a point: the put batch, its
+                // back-pressure and durability.
+                Ok(r) if !r.spec.is_rolled_up() => {
+                    session.batch.named(r.point.into_owned(), FROM_ROLLUP, None);
+                    session.flush_if_full(ctx).await;
+                }
                 Ok(r) => {
                     session.rollups.push(r.into_owned());
                     session.flush_if_full(ctx).await;
@@ -116,6 +125,8 @@ async fn answer(ctx: &Arc<Ctx>, session: &mut Session, command: Command<'_>) -> 
             "Caches dropped.".into()
         }
         Command::Exit => return Step::Close,
+        // With access control on, `access` answered it.
+        Command::Auth(_) => "ok".into(),
         Command::Put(_) | Command::Rollup(_) | Command::Unknown(_) => return Step::Next,
     };
     session.replies.reply(text).await;

@@ -24,7 +24,6 @@ use super::frame::{Frame, Framer};
 use super::replies::Replies;
 use super::session::Session;
 use crate::server::Ctx;
-use crate::server::write::PointSink;
 
 const READ_CHUNK: usize = 64 << 10;
 
@@ -64,7 +63,7 @@ pub async fn serve(
         buf.reserve(READ_CHUNK);
         // With points not yet written, more input already there joins the
         // batch; a pause writes it.
-        let ready = if session.batch.is_empty() {
+        let ready = if session.is_idle() {
             None
         } else {
             if stop.has_changed().unwrap_or(true) {

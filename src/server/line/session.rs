@@ -29,6 +29,9 @@ use crate::uid::UidError;
 pub const FROM_PUT: u32 = 0;
 /// The origin of a point in a line-protocol batch: an InfluxDB line.
 pub const FROM_INFLUX: u32 = 1;
+/// The origin of a point in a line-protocol batch: a `rollup` line of a raw
+/// pre-aggregate (a point of its `_aggregate` series).
+pub const FROM_ROLLUP: u32 = 2;
 
 /// A batch is written once it holds this many points.
 pub const BATCH_POINTS: usize = 8192;
@@ -55,6 +58,8 @@ pub struct Session {
     max_in_flight: usize,
     /// Lines of the connection so far (InfluxDB errors name them).
     pub line_no: u64,
+    /// The token the connection presented (`auth`), with access control on.
+    pub caller: Option<crate::auth::Verified>,
 }
 
 impl Session {
@@ -68,7 +73,13 @@ impl Session {
             in_flight: VecDeque::new(),
             max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
             line_no: 0,
+            caller: None,
         }
+    }
+
+    /// True if nothing read waits to be written (points or `rollup` lines).
+    pub fn is_idle(&self) -> bool {
+        self.batch.is_empty() && self.rollups.is_empty()
     }
 
     /// Writes the batch once it is full.
@@ -168,10 +179,10 @@ impl Session {
     async fn written(&mut self, ctx: &Arc<Ctx>, written: Written) {
         for refused in &written.errors {
             let e = &refused.error;
-            let word = if refused.origin == FROM_INFLUX {
-                "influx"
-            } else {
-                "put"
+            let word = match refused.origin {
+                FROM_INFLUX => "influx",
+                FROM_ROLLUP => "rollup",
+                _ => "put",
             };
             self.replies.error(refusal_line(word, e));
         }
@@ -219,6 +230,7 @@ impl Session {
 fn refusal_line(word: &str, e: &PointError) -> String {
     match e {
         PointError::Uid(u @ UidError::NoSuchName { .. }) => format!("{word}: unknown metric: {u}"),
+        PointError::NoSuchRollup(_) => format!("{word}: No such rollup: {e}"),
         PointError::Uid(_) | PointError::Timestamp(_) | PointError::Rollup(_) => {
             format!("{word}: illegal argument: {e}")
         }

@@ -29,7 +29,7 @@ mod schema;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{
@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use self::chunks::{Row, RowsReader};
 use self::rpc::{ATTEMPTS, client_error, request, status_error, wait, with_retries};
 use crate::codec::KeyLayout;
-use crate::codec::rollup_cell::EXTERNAL_ROW_PREFIX;
+use crate::codec::rollup_cell::{EXTERNAL_ROW_PREFIX, external_row_prefix};
 use crate::config::BigtableConfig;
 use crate::storage::retention::RetentionView;
 use crate::storage::{
@@ -193,9 +193,9 @@ impl BigtableStore {
         let rollups = rollup_tables
             .iter()
             .map(|(interval, t)| {
-                let hours = u16::try_from(interval / 3600).unwrap_or(u16::MAX);
+                let [_, _, hi, lo] = external_row_prefix(*interval);
                 (
-                    hours.to_be_bytes(),
+                    [hi, lo],
                     format!(
                         "projects/{}/instances/{}/tables/{}{t}",
                         cfg.project, cfg.instance, cfg.table_prefix
@@ -254,6 +254,12 @@ impl BigtableStore {
             return Ok((name.to_string(), r.clone(), Vec::new()));
         }
         let end = if let Some(end) = r.end.strip_prefix(prefix) {
+            // An empty end would read as "to the end of the table".
+            if end.is_empty() {
+                return Err(StorageError::Unsupported(
+                    "an empty range of an OpenTSDB rollup table".into(),
+                ));
+            }
             end.to_vec()
         } else if r.end <= crate::storage::prefix_end(prefix) {
             // The rest of the table.
@@ -360,26 +366,42 @@ impl BigtableStore {
     fn mutate(&self, table: Table, batch: Vec<Mutation>) -> Result<()> {
         // By Bigtable table (a rollup-table batch may reach OpenTSDB's
         // rollup tables), rows as keyed there.
-        let mut by_name: Vec<(String, Vec<Mutation>)> = Vec::new();
+        let mut by_name: Vec<(String, bool, Vec<Mutation>)> = Vec::new();
         for mut m in batch {
             let (Mutation::Put { row, .. } | Mutation::Delete { row, .. }) = &mut m;
             let (name, key, prefix) = self.locate(table, row)?;
             let (name, cut) = (name.to_string(), prefix.len());
             debug_assert_eq!(key.len() + cut, row.len());
             row.drain(..cut);
-            match by_name.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, muts)) => muts.push(m),
-                None => by_name.push((name, vec![m])),
+            match by_name.iter_mut().find(|(n, _, _)| *n == name) {
+                Some((_, _, muts)) => muts.push(m),
+                None => by_name.push((name, cut > 0, vec![m])),
             }
         }
-        for (name, muts) in by_name {
-            self.mutate_table(table, name, muts)?;
+        for (name, rollup, muts) in by_name {
+            // OpenTSDB writes its rollup cells at the server's time: so do
+            // we there, so that a later write of a cell (by either) is the
+            // newer version, and a max-age rule ages cells from their write.
+            let at = rollup.then(|| {
+                let us = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+                us - us % 1000
+            });
+            self.mutate_table(table, name, at, muts)?;
         }
         Ok(())
     }
 
-    /// Writes mutations of `table` to the Bigtable table `table_name`.
-    fn mutate_table(&self, table: Table, table_name: String, batch: Vec<Mutation>) -> Result<()> {
+    /// Writes mutations of `table` to the Bigtable table `table_name`, at
+    /// cell time `at` (µs) if given.
+    fn mutate_table(
+        &self,
+        table: Table,
+        table_name: String,
+        at: Option<i64>,
+        batch: Vec<Mutation>,
+    ) -> Result<()> {
         // One entry per row, mutations in order (MutateRows applies an
         // entry atomically; entries of one request in no given order).
         let mut order: Vec<Vec<u8>> = Vec::new();
@@ -388,7 +410,7 @@ impl BigtableStore {
             let row = match m {
                 Mutation::Put { row, .. } | Mutation::Delete { row, .. } => row,
             };
-            let bt = schema::mutation(&self.layout, m)?;
+            let bt = schema::mutation(&self.layout, m, at)?;
             match by_row.get_mut(row) {
                 Some(v) => v.push(bt),
                 None => {
@@ -788,6 +810,7 @@ impl Store for BigtableStore {
                 column: column.to_vec(),
                 value,
             },
+            None,
         )?;
         let mut predicate = vec![schema::latest_only(), schema::column_filter(fam, q)];
         if let Some(v) = expected {

@@ -96,8 +96,13 @@ pub fn cell_timestamp(layout: &KeyLayout, table: Table, row: &[u8]) -> i64 {
     }
 }
 
-/// A store mutation as a Bigtable one (same row).
-pub fn mutation(layout: &KeyLayout, m: &Mutation) -> Result<BtMutation, StorageError> {
+/// A store mutation as a Bigtable one (same row), at cell time `at` (µs,
+/// a multiple of 1000) if given, else [`cell_timestamp`]'s.
+pub fn mutation(
+    layout: &KeyLayout,
+    m: &Mutation,
+    at: Option<i64>,
+) -> Result<BtMutation, StorageError> {
     let inner = match m {
         Mutation::Put {
             table,
@@ -109,7 +114,7 @@ pub fn mutation(layout: &KeyLayout, m: &Mutation) -> Result<BtMutation, StorageE
             mutation::Mutation::SetCell(mutation::SetCell {
                 family_name: fam.to_string(),
                 column_qualifier: q.to_vec(),
-                timestamp_micros: cell_timestamp(layout, *table, row),
+                timestamp_micros: at.unwrap_or_else(|| cell_timestamp(layout, *table, row)),
                 value: value.clone(),
             })
         }
@@ -233,6 +238,7 @@ mod tests {
                 row: key,
                 column: vec![family::DATA, 0, 0x10],
             },
+            None,
         )
         .unwrap();
         assert!(matches!(

@@ -1,0 +1,457 @@
+//! [`TokenStore`]: the access tokens of a server, in one file (by default
+//! `<data dir>/auth/tokens.json`, mode 0600) holding for each token its
+//! id, name, scope and an argon2id hash of its secret — never the secret.
+//!
+//! A token is `hgt_<id>_<secret>`: a 16-hex-digit id (public: it names
+//! the record, so a request costs one hash check, not one per token) and
+//! 32 random bytes in base64url. `hourglass token create` prints it once.
+//!
+//! The server reads the file at start and again within a second of a
+//! change (`hourglass token create|revoke` rewrite it while it runs): a
+//! revoked token stops working without a restart. A verified token is
+//! remembered in memory by the SHA-256 of what was presented, so that only
+//! its first use pays for argon2 (tens of milliseconds by design); the
+//! memory is cleared when the file changes. Hash checks run one at a time,
+//! so guessing cannot take more than one core.
+//!
+//! ```text
+//! {"version":1,"tokens":[{"id":"3f9a0c…","name":"grafana","scope":"read",
+//!   "hash":"$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>","created":1700000000}]}
+//! ```
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use super::Scope;
+
+/// The token file's format version.
+const VERSION: u32 = 1;
+/// How often a running server looks at the file for changes.
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
+/// Verified tokens remembered at most (a server has a few).
+const MAX_CACHED: usize = 4096;
+const PREFIX: &str = "hgt_";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("token file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("token file {path} is not readable: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no token named or numbered {0:?}")]
+    NotFound(String),
+    #[error("hashing a token: {0}")]
+    Hash(String),
+}
+
+/// One token as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TokenRecord {
+    pub id: String,
+    pub name: String,
+    pub scope: String,
+    /// argon2id hash of the secret (PHC string).
+    pub hash: String,
+    /// Creation time, seconds since the epoch.
+    pub created: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TokenFile {
+    version: u32,
+    tokens: Vec<TokenRecord>,
+}
+
+/// A presented token that checked out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub id: String,
+    pub name: String,
+    pub scope: Scope,
+}
+
+/// The records as last read, and when the file was last looked at.
+#[derive(Debug)]
+struct Loaded {
+    records: Vec<TokenRecord>,
+    stamp: Option<(SystemTime, u64)>,
+    checked: Instant,
+}
+
+/// The tokens a server accepts.
+#[derive(Debug)]
+pub struct TokenStore {
+    path: PathBuf,
+    loaded: Mutex<Loaded>,
+    /// SHA-256 of a presented token → what it verified as.
+    verified: Mutex<HashMap<[u8; 32], Verified>>,
+    /// Serialises hash checks.
+    checking: Mutex<()>,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> AuthError + '_ {
+    move |source| AuthError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The file's modification time and length (`None`: no file).
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+fn read_file(path: &Path) -> Result<Vec<TokenRecord>, AuthError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    let file: TokenFile = serde_json::from_str(&text).map_err(|e| AuthError::Corrupt {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if file.version != VERSION {
+        return Err(AuthError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!("unknown version {}", file.version),
+        });
+    }
+    for r in &file.tokens {
+        if Scope::parse(&r.scope).is_none() || PasswordHash::new(&r.hash).is_err() {
+            return Err(AuthError::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!("token {:?} has a bad scope or hash", r.id),
+            });
+        }
+    }
+    Ok(file.tokens)
+}
+
+/// Replaces the file: a new file beside it, synced, renamed over it.
+fn write_file(path: &Path, records: &[TokenRecord]) -> Result<(), AuthError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let body = serde_json::to_vec_pretty(&TokenFile {
+        version: VERSION,
+        tokens: records.to_vec(),
+    })
+    .map_err(|e| AuthError::Invalid(e.to_string()))?;
+    let tmp = path.with_extension("json.tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts.open(&tmp).map_err(io(&tmp))?;
+    f.write_all(&body).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(dir))
+}
+
+/// Runs `f` on the records under an exclusive lock of the file (two
+/// `hourglass token` commands at once do not lose each other's change).
+fn update<T>(
+    path: &Path,
+    f: impl FnOnce(&mut Vec<TokenRecord>) -> Result<T, AuthError>,
+) -> Result<T, AuthError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(io(dir))?;
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    lock.lock().map_err(io(&lock_path))?;
+    let mut records = read_file(path)?;
+    let out = f(&mut records)?;
+    write_file(path, &records)?;
+    Ok(out)
+}
+
+fn random<const N: usize>() -> Result<[u8; N], AuthError> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b).map_err(|e| AuthError::Hash(format!("no random source: {e}")))?;
+    Ok(b)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `hgt_<id>_<secret>` split; `None` if it is not a token's shape.
+fn split(token: &str) -> Option<(&str, &str)> {
+    let rest = token.strip_prefix(PREFIX)?;
+    let (id, secret) = rest.split_once('_')?;
+    (id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) && secret.len() == 43)
+        .then_some((id, secret))
+}
+
+impl TokenStore {
+    /// The token file of a configuration: `auth.tokens_file`, else
+    /// `<data dir>/auth/tokens.json`.
+    pub fn path_for(cfg: &crate::config::Config) -> PathBuf {
+        if cfg.auth.tokens_file.as_os_str().is_empty() {
+            cfg.storage.data_dir.join("auth").join("tokens.json")
+        } else {
+            cfg.auth.tokens_file.clone()
+        }
+    }
+
+    /// The store of `path` (no file yet: no token).
+    pub fn open(path: &Path) -> Result<TokenStore, AuthError> {
+        Ok(TokenStore {
+            path: path.to_path_buf(),
+            loaded: Mutex::new(Loaded {
+                records: read_file(path)?,
+                stamp: stamp(path),
+                checked: Instant::now(),
+            }),
+            verified: Mutex::new(HashMap::new()),
+            checking: Mutex::new(()),
+        })
+    }
+
+    /// Adds a token named `name` (letters, digits, `.`, `_`, `-`; up to 64;
+    /// unique) and returns its record and the token itself, which is not
+    /// kept anywhere.
+    pub fn create(
+        path: &Path,
+        name: &str,
+        scope: Scope,
+    ) -> Result<(TokenRecord, String), AuthError> {
+        let name_ok = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if !name_ok {
+            return Err(AuthError::Invalid(format!(
+                "invalid token name {name:?}: 1 to 64 letters, digits, '.', '_' or '-'"
+            )));
+        }
+        let id: String = random::<8>()?.iter().map(|b| format!("{b:02x}")).collect();
+        let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random::<32>()?);
+        let salt =
+            SaltString::encode_b64(&random::<16>()?).map_err(|e| AuthError::Hash(e.to_string()))?;
+        let hash = argon2::Argon2::default()
+            .hash_password(secret.as_bytes(), &salt)
+            .map_err(|e| AuthError::Hash(e.to_string()))?
+            .to_string();
+        let record = TokenRecord {
+            id: id.clone(),
+            name: name.to_string(),
+            scope: scope.as_str().to_string(),
+            hash,
+            created: now_secs(),
+        };
+        update(path, |records| {
+            if records.iter().any(|r| r.name == name) {
+                return Err(AuthError::Invalid(format!(
+                    "a token named {name:?} exists (revoke it first)"
+                )));
+            }
+            records.push(record.clone());
+            Ok(())
+        })?;
+        Ok((record, format!("{PREFIX}{id}_{secret}")))
+    }
+
+    /// The tokens of `path`.
+    pub fn list(path: &Path) -> Result<Vec<TokenRecord>, AuthError> {
+        read_file(path)
+    }
+
+    /// Removes the token whose id or name is `which`; returns it.
+    pub fn revoke(path: &Path, which: &str) -> Result<TokenRecord, AuthError> {
+        update(path, |records| {
+            let i = records
+                .iter()
+                .position(|r| r.id == which || r.name == which)
+                .ok_or_else(|| AuthError::NotFound(which.to_string()))?;
+            Ok(records.remove(i))
+        })
+    }
+
+    /// Reads the file again if it changed (looked at once a second at
+    /// most); a file that cannot be read keeps the tokens as they were.
+    fn refresh(&self) {
+        let mut loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if loaded.checked.elapsed() < RELOAD_EVERY {
+            return;
+        }
+        loaded.checked = Instant::now();
+        let now = stamp(&self.path);
+        if now == loaded.stamp {
+            return;
+        }
+        match read_file(&self.path) {
+            Ok(records) => {
+                loaded.records = records;
+                loaded.stamp = now;
+                self.verified
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clear();
+                tracing::info!(path = %self.path.display(), tokens = loaded.records.len(), "token file reloaded");
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "token file changed but cannot be read; keeping the tokens as they were")
+            }
+        }
+    }
+
+    fn digest(token: &str) -> [u8; 32] {
+        sha2::Sha256::digest(token.as_bytes()).into()
+    }
+
+    /// What `token` verified as before, without a hash check: `None` if it
+    /// was not verified since the file last changed.
+    pub fn verify_cached(&self, token: &str) -> Option<Verified> {
+        self.refresh();
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&Self::digest(token))
+            .cloned()
+    }
+
+    /// Checks `token` against its record (an argon2 hash check the first
+    /// time: blocking, call it off the reactor); `None` if it is not a
+    /// current token.
+    pub fn verify(&self, token: &str) -> Option<Verified> {
+        if let Some(v) = self.verify_cached(token) {
+            return Some(v);
+        }
+        let (id, secret) = split(token)?;
+        let record = {
+            let loaded = self
+                .loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            loaded.records.iter().find(|r| r.id == id)?.clone()
+        };
+        let scope = Scope::parse(&record.scope)?;
+        let ok = {
+            let _one = self
+                .checking
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            PasswordHash::new(&record.hash).is_ok_and(|h| {
+                argon2::Argon2::default()
+                    .verify_password(secret.as_bytes(), &h)
+                    .is_ok()
+            })
+        };
+        if !ok {
+            return None;
+        }
+        let v = Verified {
+            id: record.id,
+            name: record.name,
+            scope,
+        };
+        let mut cache = self
+            .verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(Self::digest(token), v.clone());
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_until_revoked_and_only_hashes_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth").join("tokens.json");
+        let (rec, token) = TokenStore::create(&path, "grafana", Scope::Read).unwrap();
+        let (_, writer) = TokenStore::create(&path, "telegraf", Scope::Write).unwrap();
+        assert!(token.starts_with("hgt_") && token.len() == 4 + 16 + 1 + 43);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let secret = token.rsplit('_').next().unwrap();
+        assert!(!text.contains(secret), "the secret is not stored");
+        assert!(text.contains("$argon2id$"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let store = TokenStore::open(&path).unwrap();
+        let v = store.verify(&token).unwrap();
+        assert_eq!((v.id.as_str(), v.scope), (rec.id.as_str(), Scope::Read));
+        assert_eq!(store.verify_cached(&token), Some(v));
+        assert_eq!(store.verify(&writer).unwrap().scope, Scope::Write);
+        // A wrong secret, a wrong id, a malformed token.
+        let mut wrong = token.clone();
+        let last = wrong.pop().unwrap();
+        wrong.push(if last == 'A' { 'B' } else { 'A' });
+        assert_eq!(store.verify(&wrong), None);
+        assert_eq!(
+            store.verify(&token.replacen(&rec.id, "0000000000000000", 1)),
+            None
+        );
+        assert_eq!(store.verify("hgt_x"), None);
+        assert_eq!(store.verify(""), None);
+        // Names are unique and checked.
+        assert!(TokenStore::create(&path, "grafana", Scope::Read).is_err());
+        assert!(TokenStore::create(&path, "no spaces", Scope::Read).is_err());
+        // Revoked: gone from the file, and from a running store within a
+        // second.
+        assert_eq!(TokenStore::revoke(&path, "grafana").unwrap().id, rec.id);
+        assert!(matches!(
+            TokenStore::revoke(&path, "grafana"),
+            Err(AuthError::NotFound(_))
+        ));
+        assert_eq!(TokenStore::list(&path).unwrap().len(), 1);
+        std::thread::sleep(RELOAD_EVERY + Duration::from_millis(50));
+        assert_eq!(store.verify(&token), None);
+        assert_eq!(store.verify(&writer).unwrap().name, "telegraf");
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        std::fs::write(&path, "{\"version\":1,\"tokens\":[{\"id\":\"x\"}]}").unwrap();
+        assert!(matches!(
+            TokenStore::open(&path),
+            Err(AuthError::Corrupt { .. })
+        ));
+        std::fs::write(&path, "{\"version\":7,\"tokens\":[]}").unwrap();
+        assert!(TokenStore::open(&path).is_err());
+    }
+}
