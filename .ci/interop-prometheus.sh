@@ -6,6 +6,9 @@
 #    prometheus_* series, with their labels (mapped as docs/http-api.md says);
 #  * Prometheus's /api/v1/query must evaluate rate() over a series that only
 #    hourglass holds (written with /api/put), i.e. through remote read.
+# hourglass runs with access control on (issue 19): Prometheus sends a write
+# token with `authorization` on remote write and a read token with
+# `basic_auth` on remote read, as its users configure it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
@@ -27,7 +30,14 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-start_server "$work/hg"
+bin=${HOURGLASS_BIN:-target/debug/hourglass}
+[ -x "$bin" ] || cargo build -q --bin hourglass
+token() { "$bin" token create --data-dir "$work/hg/data" --name "$1" --scope "$2" 2>/dev/null; }
+WRITE_TOKEN=$(token prometheus-write write)
+READ_TOKEN=$(token prometheus-read read)
+ADMIN_TOKEN=$(token ci admin)
+printf '[auth]\nenabled = true\n' > "$work/auth.toml"
+HG_CONFIG="$work/auth.toml" start_server "$work/hg"
 
 PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat > "$work/prometheus.yml" <<CONF
@@ -36,22 +46,25 @@ scrape_configs: [{job_name: self, static_configs: [{targets: ["127.0.0.1:$PROM_P
 remote_write:
   - url: http://$HG_ADDR/api/v1/write
     queue_config: {batch_send_deadline: 1s}
+    authorization: {credentials: $WRITE_TOKEN}
 remote_read:
   - url: http://$HG_ADDR/api/v1/read
     read_recent: true
+    basic_auth: {username: prometheus, password: $READ_TOKEN}
 CONF
 
 # A counter only hourglass holds: 12 points over the last minute, 10 to 120
 # in steps of 10 every 5 s. PromQL's rate() over [1m] at the last point
 # extrapolates to the whole minute: exactly 2/s.
 now=$(date +%s)
-python3 - "$HG_ADDR" "$now" <<'PY'
+python3 - "$HG_ADDR" "$now" "$WRITE_TOKEN" <<'PY'
 import json, sys, urllib.request
-addr, now = sys.argv[1], int(sys.argv[2])
+addr, now, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 pts = [{"metric": "ci.only_in_hourglass", "timestamp": now - 55 + 5 * i,
         "value": 10 * (i + 1), "tags": {"host": "ci"}} for i in range(12)]
 req = urllib.request.Request(f"http://{addr}/api/put", data=json.dumps(pts).encode(),
-                             headers={"Content-Type": "application/json"})
+                             headers={"Content-Type": "application/json",
+                                      "Authorization": f"Bearer {token}"})
 status = urllib.request.urlopen(req).status
 assert status == 204, f"/api/put answered {status}"
 print("wrote 12 points of ci.only_in_hourglass{host=ci} with /api/put")
@@ -64,14 +77,16 @@ echo "prometheus pid $PROM_PID on 127.0.0.1:$PROM_PORT; waiting 20 s"
 sleep 20
 kill -0 "$PROM_PID" 2>/dev/null || { echo "prometheus exited:"; cat "$work/prometheus.log"; exit 1; }
 
-if ! python3 - "$HG_ADDR" "127.0.0.1:$PROM_PORT" "$now" <<'PY'
+if ! python3 - "$HG_ADDR" "127.0.0.1:$PROM_PORT" "$now" "$ADMIN_TOKEN" <<'PY'
 import json, sys, time, urllib.parse, urllib.request, urllib.error
-hg, prom, now = sys.argv[1], sys.argv[2], int(sys.argv[3])
+hg, prom, now, token = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 prom_port = prom.rsplit(":", 1)[1]
 
 def get(addr, path):
+    headers = {"Authorization": f"Bearer {token}"} if addr == hg else {}
+    req = urllib.request.Request(f"http://{addr}{path}", headers=headers)
     try:
-        return json.load(urllib.request.urlopen(f"http://{addr}{path}", timeout=30))
+        return json.load(urllib.request.urlopen(req, timeout=30))
     except urllib.error.HTTPError as e:
         raise SystemExit(f"{addr}{path}: HTTP {e.code}: {e.read().decode()}")
 

@@ -87,3 +87,50 @@ for headers, suffix in (({}, "&format=arrow"), ({"Accept": "application/vnd.apac
 print("pyarrow:", len(want), "points, same as JSON")
 print("python interop: ok")
 PY
+
+# With access control (issue 19): a server with [auth] enabled, tokens from
+# `hourglass token create`; pyopentsdb on a requests session with Basic
+# auth (the token as the password) reads what opentsdb-client wrote over
+# the line protocol after `auth <token>`; without credentials, 401.
+kill "$HG_PID" 2>/dev/null || true
+bin=${HOURGLASS_BIN:-target/debug/hourglass}
+read_token=$("$bin" token create --data-dir "$work/auth/data" --name grafana --scope read)
+write_token=$("$bin" token create --data-dir "$work/auth/data" --name collector --scope write)
+printf '[auth]\nenabled = true\n' > "$work/auth.toml"
+HG_CONFIG="$work/auth.toml" start_server "$work/auth"
+timeout 120 "$venv/bin/python" - "$HG_ADDR" "$read_token" "$write_token" <<'PY'
+import datetime, socket, sys, time
+import requests
+from pyopentsdb import tsdb
+addr, read_token, write_token = sys.argv[1:4]
+host, port = addr.rsplit(":", 1)
+now = int(time.time())
+
+# The line protocol: refused before `auth`, stored after it.
+s = socket.create_connection((host, int(port)))
+s.sendall(f"put py.auth {now - 60} 1 host=a\nauth {write_token}\nput py.auth {now - 30} 2 host=a\nversion\n".encode())
+reply = b""
+while b"hourglass " not in reply:
+    reply += s.recv(4096)
+lines = reply.decode().splitlines()
+assert lines[0].startswith("put: authentication required"), lines
+assert lines[1] == "ok", lines
+s.close()
+
+# Without credentials: 401 with a challenge.
+r = requests.get(f"http://{addr}/api/version")
+assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer"), r
+# pyopentsdb over a session with Basic auth.
+session = requests.Session()
+session.auth = ("grafana", read_token)
+t = tsdb.tsdb_connection(f"http://{addr}", session=session)
+res = t.query(start=datetime.datetime.fromtimestamp(now - 3600),
+              metrics=[{"metric": "py.auth", "aggregator": "sum"}])
+assert len(res) == 1 and list(res[0]["dps"].values()) == [2], res
+assert "py.auth" in t.suggest(type="metrics", q="py")
+# The read token cannot write.
+r = session.post(f"http://{addr}/api/put",
+                 json={"metric": "py.auth", "timestamp": now, "value": 3, "tags": {"host": "a"}})
+assert r.status_code == 403, (r.status_code, r.text)
+print("python interop with auth: ok (Basic auth through pyopentsdb, auth on the line protocol)")
+PY

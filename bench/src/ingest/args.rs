@@ -53,7 +53,9 @@ pub struct IngestArgs {
     #[arg(long)]
     pub org: Option<String>,
 
-    /// Influx 2.x token (sent as `Authorization: Token <token>`).
+    /// Access token: `Authorization: Bearer <token>` on HTTP (`Token
+    /// <token>` on InfluxDB 2.x's endpoint), `auth <token>` as the first
+    /// line of a TCP connection (hourglass with `[auth] enabled`).
     #[arg(long)]
     pub token: Option<String>,
 

@@ -39,9 +39,6 @@ fn http_target(args: &IngestArgs) -> Option<HttpTarget> {
         }
         Protocol::InfluxV2 => {
             headers.push(s("content-type", "text/plain; charset=utf-8"));
-            if let Some(token) = &args.token {
-                headers.push(s("authorization", &format!("Token {token}")));
-            }
             let mut params = vec![("bucket", args.db.as_str())];
             if let Some(org) = &args.org {
                 params.push(("org", org));
@@ -64,6 +61,15 @@ fn http_target(args: &IngestArgs) -> Option<HttpTarget> {
         )
     {
         headers.push(s("content-encoding", "gzip"));
+    }
+    if let Some(token) = &args.token {
+        // InfluxDB 2's scheme on its endpoint; a bearer token elsewhere.
+        let scheme = if args.protocol == Protocol::InfluxV2 {
+            "Token"
+        } else {
+            "Bearer"
+        };
+        headers.push(s("authorization", &format!("{scheme} {token}")));
     }
     Some(HttpTarget {
         path: args.path.clone().unwrap_or(default_path),
@@ -130,6 +136,7 @@ pub fn plan(args: &IngestArgs, now_ms: i64) -> Result<Plan, BenchError> {
         pregen: args.pregen,
         pregen_max_bytes: args.pregen_max_mb.saturating_mul(1_000_000),
         progress: !args.no_progress && !args.json,
+        auth: args.token.clone(),
     };
     let series = u64::from(spec.hosts) * u64::from(spec.metrics);
     let total = spec.steps * series;

@@ -52,4 +52,7 @@ pub struct RunOptions {
     pub pregen: PregenMode,
     pub pregen_max_bytes: u64,
     pub progress: bool,
+    /// A TCP connection's first line: `auth <token>` (hourglass with access
+    /// control), answered `ok`.
+    pub auth: Option<String>,
 }

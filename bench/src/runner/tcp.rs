@@ -95,6 +95,11 @@ pub async fn run_connection(
         version_tx,
     )));
 
+    if let Some(token) = &ctx.opts.auth {
+        wr.write_all(format!("auth {token}\n").as_bytes())
+            .await
+            .map_err(|e| BenchError::io(format!("connection {id}: writing `auth` failed"), e))?;
+    }
     let (mut points, mut bytes) = (0u64, 0u64);
     let mut generator_wait = Duration::ZERO;
     while ctx.pacer.admit(points).await {
@@ -205,7 +210,8 @@ pub async fn read_replies(
             return Ok(());
         }
         let text = line.trim_ascii();
-        if text.is_empty() {
+        // `ok`: the answer to `auth`.
+        if text.is_empty() || text == b"ok" {
             continue;
         }
         if !is_error_line(text) && replies.version_sent.load(Ordering::SeqCst) {

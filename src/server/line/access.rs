@@ -44,6 +44,14 @@ pub async fn check(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: b
     let Some(tokens) = &ctx.tokens else {
         return Access::Proceed;
     };
+    // The hot path, without looking at the line's words: an admin token,
+    // or a write token's puts and InfluxDB lines.
+    if let Some(v) = &session.caller
+        && (v.scope == Scope::Admin
+            || (v.scope == Scope::Write && (influx || line.starts_with(b"put "))))
+    {
+        return Access::Proceed;
+    }
     let (word, needed) = needs(line, influx);
     if word == "auth" {
         let token = line
