@@ -9,4 +9,4 @@ mod scope;
 mod token_store;
 
 pub use scope::Scope;
-pub use token_store::{AuthError, TokenRecord, TokenStore, Verified};
+pub use token_store::{AuthError, Busy, TokenRecord, TokenStore, Verified};

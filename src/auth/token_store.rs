@@ -19,10 +19,10 @@
 //!   "hash":"$argon2id$v=19$m=4096,t=1,p=1$<salt>$<hash>","created":1700000000}]}
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -87,7 +87,7 @@ pub struct Verified {
 #[derive(Debug)]
 struct Loaded {
     records: Vec<TokenRecord>,
-    stamp: Option<(SystemTime, u64)>,
+    stamp: Option<Stamp>,
     checked: Instant,
 }
 
@@ -98,8 +98,16 @@ pub struct TokenStore {
     loaded: Mutex<Loaded>,
     /// SHA-256 of a presented token → what it verified as.
     verified: Mutex<HashMap<[u8; 32], Verified>>,
-    /// Serialises hash checks.
-    checking: Mutex<()>,
+    /// SHA-256 of presented tokens that failed a hash check since the file
+    /// last changed: presented again, they cost nothing.
+    failed: Mutex<HashSet<[u8; 32]>>,
+    /// One hash check at a time (they take a core each), and how many
+    /// wait for it: beyond [`MAX_WAITING`] a request is told to retry.
+    hashing: tokio::sync::Semaphore,
+    waiting: std::sync::atomic::AtomicUsize,
+    /// How many times the file was read again (a connection that verified
+    /// a token checks it again when this moves).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> AuthError + '_ {
@@ -109,13 +117,51 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> AuthError + '_ {
     }
 }
 
-/// The file's modification time and length (`None`: no file).
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// What tells one version of the file from another: its inode (a
+/// rewrite renames a new file over it), change and modification times in
+/// nanoseconds, and length (`None`: no file).
+type Stamp = (u64, u64, i64, i64, i64, i64, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
+    Some((
+        m.dev(),
+        m.ino(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.len(),
+    ))
+}
+
+/// The largest token file read (a few hundred bytes a token).
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// True for the argon2id hashes this store writes, with a cost a check can
+/// afford (a hash naming 4 GiB would make every check allocate it).
+fn hash_ok(hash: &str) -> bool {
+    let Ok(h) = PasswordHash::new(hash) else {
+        return false;
+    };
+    let param = |name: &str| h.params.get_decimal(name).unwrap_or(u32::MAX);
+    h.algorithm.as_str() == "argon2id"
+        && param("m") <= 65_536
+        && param("t") <= 16
+        && param("p") <= 4
 }
 
 fn read_file(path: &Path) -> Result<Vec<TokenRecord>, AuthError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return Err(AuthError::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!("{} bytes, more than a token file holds", m.len()),
+            });
+        }
+        _ => {}
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -132,7 +178,7 @@ fn read_file(path: &Path) -> Result<Vec<TokenRecord>, AuthError> {
         });
     }
     for r in &file.tokens {
-        if Scope::parse(&r.scope).is_none() || PasswordHash::new(&r.hash).is_err() {
+        if Scope::parse(&r.scope).is_none() || !hash_ok(&r.hash) {
             return Err(AuthError::Corrupt {
                 path: path.to_path_buf(),
                 reason: format!("token {:?} has a bad scope or hash", r.id),
@@ -150,12 +196,22 @@ fn write_file(path: &Path, records: &[TokenRecord]) -> Result<(), AuthError> {
         tokens: records.to_vec(),
     })
     .map_err(|e| AuthError::Invalid(e.to_string()))?;
-    let tmp = path.with_extension("json.tmp");
+    // A new file of a name no one else knows (never an existing file or a
+    // link planted there), mode 0600, owned as the file it replaces (a
+    // `sudo hourglass token …` must not leave a file the server cannot
+    // read).
+    let suffix: String = random::<8>()?.iter().map(|b| format!("{b:02x}")).collect();
+    let tmp = path.with_extension(format!("json.{suffix}.tmp"));
     let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
+    opts.write(true).create_new(true);
     std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
     let mut f = opts.open(&tmp).map_err(io(&tmp))?;
+    if let Ok(old) = std::fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        if let Err(e) = std::os::unix::fs::fchown(&f, Some(old.uid()), Some(old.gid())) {
+            tracing::warn!(error = %e, "the token file keeps its new owner: check the server can read it");
+        }
+    }
     f.write_all(&body).map_err(io(&tmp))?;
     f.sync_all().map_err(io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io(path))?;
@@ -173,7 +229,6 @@ fn update<T>(
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
-    #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir).map_err(io(dir))?;
     let lock_path = path.with_extension("lock");
@@ -245,7 +300,10 @@ impl TokenStore {
                 checked: Instant::now(),
             }),
             verified: Mutex::new(HashMap::new()),
-            checking: Mutex::new(()),
+            failed: Mutex::new(HashSet::new()),
+            hashing: tokio::sync::Semaphore::new(1),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            generation: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -310,12 +368,14 @@ impl TokenStore {
     }
 
     /// Reads the file again if it changed (looked at once a second at
-    /// most); a file that cannot be read keeps the tokens as they were.
+    /// most, by one caller at a time: the others go on with the tokens as
+    /// they are). A changed file that cannot be read leaves no token
+    /// accepted (a revocation must not be lost to a bad write) until it
+    /// can be.
     fn refresh(&self) {
-        let mut loaded = self
-            .loaded
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Ok(mut loaded) = self.loaded.try_lock() else {
+            return;
+        };
         if loaded.checked.elapsed() < RELOAD_EVERY {
             return;
         }
@@ -324,20 +384,54 @@ impl TokenStore {
         if now == loaded.stamp {
             return;
         }
+        loaded.stamp = now;
         match read_file(&self.path) {
             Ok(records) => {
                 loaded.records = records;
-                loaded.stamp = now;
-                self.verified
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .clear();
                 tracing::info!(path = %self.path.display(), tokens = loaded.records.len(), "token file reloaded");
             }
             Err(e) => {
-                tracing::error!(error = %e, "token file changed but cannot be read; keeping the tokens as they were")
+                loaded.records.clear();
+                tracing::error!(error = %e, "token file changed and cannot be read: no token is accepted until it can be");
             }
         }
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        // Verified tokens whose record is still there, as it was, stay.
+        let records = &loaded.records;
+        self.verified
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, v| {
+                records
+                    .iter()
+                    .any(|r| r.id == v.id && Scope::parse(&r.scope) == Some(v.scope))
+            });
+        self.failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Moves each time the file is read again.
+    pub fn generation(&self) -> u64 {
+        self.refresh();
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// `v` as the file now says (its scope may have changed); `None` if its
+    /// token was revoked. For connections that keep a verified token.
+    pub fn recheck(&self, v: &Verified) -> Option<Verified> {
+        let loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let r = loaded.records.iter().find(|r| r.id == v.id)?;
+        Some(Verified {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            scope: Scope::parse(&r.scope)?,
+        })
     }
 
     fn digest(token: &str) -> [u8; 32] {
@@ -355,52 +449,137 @@ impl TokenStore {
             .cloned()
     }
 
-    /// Checks `token` against its record (an argon2 hash check the first
-    /// time: blocking, call it off the reactor); `None` if it is not a
-    /// current token.
-    pub fn verify(&self, token: &str) -> Option<Verified> {
-        if let Some(v) = self.verify_cached(token) {
-            return Some(v);
-        }
+    /// What a hash check of `token` needs, if it may be a current token:
+    /// its shape, a record of its id, not failed before. Cheap.
+    fn pending(&self, token: &str) -> Option<Pending> {
         let (id, secret) = split(token)?;
-        let record = {
-            let loaded = self
-                .loaded
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            loaded.records.iter().find(|r| r.id == id)?.clone()
-        };
-        let scope = Scope::parse(&record.scope)?;
-        let ok = {
-            let _one = self
-                .checking
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            PasswordHash::new(&record.hash).is_ok_and(|h| {
+        let digest = Self::digest(token);
+        if self
+            .failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&digest)
+        {
+            return None;
+        }
+        let loaded = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let record = loaded.records.iter().find(|r| r.id == id)?.clone();
+        Some(Pending {
+            digest,
+            secret: secret.to_string(),
+            record,
+            generation: self.generation.load(std::sync::atomic::Ordering::Acquire),
+        })
+    }
+
+    /// The hash check of a pending token (blocking: a few milliseconds);
+    /// a success is remembered only if the file did not change meanwhile
+    /// (a revocation read during the check wins).
+    fn check(&self, p: Pending) -> Option<Verified> {
+        let scope = Scope::parse(&p.record.scope)?;
+        let ok = hash_ok(&p.record.hash)
+            && PasswordHash::new(&p.record.hash).is_ok_and(|h| {
                 argon2::Argon2::default()
-                    .verify_password(secret.as_bytes(), &h)
+                    .verify_password(p.secret.as_bytes(), &h)
                     .is_ok()
-            })
-        };
+            });
         if !ok {
+            let mut failed = self
+                .failed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if failed.len() >= MAX_CACHED {
+                failed.clear();
+            }
+            failed.insert(p.digest);
             return None;
         }
         let v = Verified {
-            id: record.id,
-            name: record.name,
+            id: p.record.id,
+            name: p.record.name,
             scope,
         };
         let mut cache = self
             .verified
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.generation.load(std::sync::atomic::Ordering::Acquire) != p.generation {
+            drop(cache);
+            return self.recheck(&v);
+        }
         if cache.len() >= MAX_CACHED {
             cache.clear();
         }
-        cache.insert(Self::digest(token), v.clone());
+        cache.insert(p.digest, v.clone());
         Some(v)
     }
+
+    /// Checks `token` (blocking; for tools and tests): `None` if it is not
+    /// a current token.
+    pub fn verify(&self, token: &str) -> Option<Verified> {
+        if let Some(v) = self.verify_cached(token) {
+            return Some(v);
+        }
+        self.check(self.pending(token)?)
+    }
+
+    /// Checks `token` from async code: a token seen before costs a lookup,
+    /// one of the wrong shape, an unknown id or a failed one before nothing
+    /// more; a hash check runs on the blocking pool, one at a time, the
+    /// same token's other requests waiting for its result. `Err(Busy)` when
+    /// too many checks wait (the client should retry).
+    pub async fn verify_async(self: &Arc<Self>, token: &str) -> Result<Option<Verified>, Busy> {
+        use std::sync::atomic::Ordering;
+        if let Some(v) = self.verify_cached(token) {
+            return Ok(Some(v));
+        }
+        if self.pending(token).is_none() {
+            return Ok(None);
+        }
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Busy);
+        }
+        let permit = tokio::time::timeout(MAX_WAIT, self.hashing.acquire()).await;
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        let Ok(Ok(_permit)) = permit else {
+            return Err(Busy);
+        };
+        // Another request may have checked the same token meanwhile.
+        if let Some(v) = self.verify_cached(token) {
+            return Ok(Some(v));
+        }
+        let Some(p) = self.pending(token) else {
+            return Ok(None);
+        };
+        let store = Arc::clone(self);
+        Ok(tokio::task::spawn_blocking(move || store.check(p))
+            .await
+            .ok()
+            .flatten())
+    }
 }
+
+/// What a hash check of a presented token needs.
+struct Pending {
+    digest: [u8; 32],
+    secret: String,
+    record: TokenRecord,
+    /// The file's generation when the record was read.
+    generation: u64,
+}
+
+/// Too many token checks wait: retry later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
+
+/// Hash checks that may wait for the one running.
+const MAX_WAITING: usize = 64;
+/// How long one waits at most.
+const MAX_WAIT: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -427,7 +606,8 @@ mod tests {
         let store = TokenStore::open(&path).unwrap();
         let v = store.verify(&token).unwrap();
         assert_eq!((v.id.as_str(), v.scope), (rec.id.as_str(), Scope::Read));
-        assert_eq!(store.verify_cached(&token), Some(v));
+        assert_eq!(store.verify_cached(&token), Some(v.clone()));
+        assert_eq!(store.recheck(&v), Some(v.clone()));
         assert_eq!(store.verify(&writer).unwrap().scope, Scope::Write);
         // A wrong secret, a wrong id, a malformed token.
         let mut wrong = token.clone();
@@ -445,6 +625,7 @@ mod tests {
         assert!(TokenStore::create(&path, "no spaces", Scope::Read).is_err());
         // Revoked: gone from the file, and from a running store within a
         // second.
+        let seen = store.generation();
         assert_eq!(TokenStore::revoke(&path, "grafana").unwrap().id, rec.id);
         assert!(matches!(
             TokenStore::revoke(&path, "grafana"),
@@ -452,8 +633,34 @@ mod tests {
         ));
         assert_eq!(TokenStore::list(&path).unwrap().len(), 1);
         std::thread::sleep(RELOAD_EVERY + Duration::from_millis(50));
+        assert_ne!(store.generation(), seen, "the change is noticed");
+        assert_eq!(store.recheck(&v), None, "a kept token is revoked too");
         assert_eq!(store.verify(&token), None);
         assert_eq!(store.verify(&writer).unwrap().name, "telegraf");
+    }
+
+    #[test]
+    fn costly_hashes_and_unreadable_changes_are_refused() {
+        assert!(!hash_ok(
+            "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA"
+        ));
+        assert!(!hash_ok(
+            "$argon2i$v=19$m=4096,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA"
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let (rec, token) = TokenStore::create(&path, "a", Scope::Admin).unwrap();
+        assert!(hash_ok(&rec.hash));
+        let store = TokenStore::open(&path).unwrap();
+        assert!(store.verify(&token).is_some());
+        // A wrong secret fails once, then costs nothing (remembered).
+        let wrong = format!("hgt_{}_{}", rec.id, "B".repeat(43));
+        assert_eq!(store.verify(&wrong), None);
+        assert!(store.pending(&wrong).is_none());
+        // A changed file that cannot be read: no token at all.
+        std::fs::write(&path, "{ not json").unwrap();
+        std::thread::sleep(RELOAD_EVERY + Duration::from_millis(50));
+        assert_eq!(store.verify(&token), None);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Ctx {
     pub http_series: series_cache::SharedSeriesCache,
     /// The tokens requests must present (`None`: auth off).
     pub tokens: Option<Arc<TokenStore>>,
+    /// Moves when names may map to other series (a UID rename, dropped
+    /// caches): line-protocol connections then drop their series caches.
+    pub names_epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Ctx {
@@ -66,11 +69,21 @@ impl Ctx {
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
             tokens,
+            names_epoch: std::sync::atomic::AtomicU64::new(0),
             config,
             limits,
             metrics,
             hostname: hostname(),
         })
+    }
+
+    /// Every series cache of the network front forgets what it holds: the
+    /// shared HTTP one now, each line-protocol connection's at its next
+    /// read.
+    pub fn forget_series(&self) {
+        self.http_series.clear();
+        self.names_epoch
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

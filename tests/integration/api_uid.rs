@@ -195,3 +195,41 @@ fn a_get_never_changes_state() {
     );
     assert_eq!(r.status, 403, "{}", r.text());
 }
+
+/// After a UID rename, a write of the old name makes a new series: the
+/// write-path caches (the HTTP one, and an open telnet connection's) no
+/// longer send it to the renamed one.
+#[test]
+fn a_renamed_name_written_again_is_a_new_series() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    let put = |v: i64, ts: i64| {
+        format!(r#"{{"metric":"ren.old","timestamp":{ts},"value":{v},"tags":{{"host":"a"}}}}"#)
+    };
+    assert_eq!(s.post_json("/api/put", &put(1, 1_356_998_400)).status, 204);
+    t.send("put ren.old 1356998401 1 host=a\n");
+    assert!(t.sync().is_empty());
+    let r = s.post_json(
+        "/api/uid/rename",
+        r#"{"metric":"ren.old","name":"ren.new"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The same series texts again, from the same caches.
+    assert_eq!(s.post_json("/api/put", &put(2, 1_356_998_402)).status, 204);
+    t.send("put ren.old 1356998403 2 host=a\n");
+    assert!(t.sync().is_empty());
+    let dps = |m: &str| {
+        let v = s.query(&format!(
+            "/api/query?start=1356998400&end=1356998404&m=sum:{m}%7Bhost=a%7D"
+        ));
+        crate::common::dps(&v[0])
+    };
+    assert_eq!(
+        dps("ren.new"),
+        crate::common::pts(&[(1_356_998_400, 1.0), (1_356_998_401, 1.0)])
+    );
+    assert_eq!(
+        dps("ren.old"),
+        crate::common::pts(&[(1_356_998_402, 2.0), (1_356_998_403, 2.0)])
+    );
+}

@@ -371,6 +371,30 @@ fn line_protocol_connections_authenticate_first() {
 }
 
 #[test]
+fn a_connection_without_a_token_is_closed_after_ten_seconds() {
+    let (s, _t, _tmp) = start();
+    let mut c = s.telnet();
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let started = std::time::Instant::now();
+    // (A connection that sends nothing is closed by the first-byte
+    // timeout before it is a line-protocol connection.)
+    assert!(c.sync().is_empty(), "`version` needs no token");
+    let line = c.read_line();
+    assert_eq!(
+        line.trim_end(),
+        "auth: no token within 10 s; closing the connection"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(c.read_line(), "", "closed");
+}
+
+#[test]
 fn a_revoked_token_stops_working_without_a_restart() {
     let (s, t, tmp) = start();
     let q = format!("/api/query?start={T0}&m=sum:x.m");
@@ -379,17 +403,28 @@ fn a_revoked_token_stops_working_without_a_restart() {
         s.http("GET", &q, &[("Authorization", &auth)], b"").status,
         400
     );
+    // A line-protocol connection that authenticated before the revocation.
+    let mut c = s.telnet();
+    c.send(&format!("auth {}\nput rev.m {T0} 1 host=a\n", t.write));
+    assert_eq!(c.sync(), ["ok"]);
+    token_cli(&tmp.path().join("data"), &["revoke", "telegraf"]);
     let out = token_cli(&tmp.path().join("data"), &["revoke", "grafana"]);
     assert!(out.starts_with("revoked token"), "{out}");
     let listed = token_cli(&tmp.path().join("data"), &["list"]);
     assert!(
-        !listed.contains("grafana") && listed.contains("telegraf"),
+        !listed.contains("grafana") && listed.contains("ops"),
         "{listed}"
     );
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
         s.http("GET", &q, &[("Authorization", &auth)], b"").status,
         401
+    );
+    // The open connection lost its rights too.
+    c.send(&format!("put rev.m {} 2 host=a\n", T0 + 1));
+    assert_eq!(
+        c.sync(),
+        ["put: authentication required (send `auth <token>` first)"]
     );
     // A new token works as soon as it is made.
     let fresh = token_cli(

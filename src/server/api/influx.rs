@@ -256,6 +256,33 @@ async fn write(
                 ctx.http_series.insert(key, refs.into());
             }
         }
+        // A cached series whose head slot was given up was registered
+        // again: cache the new one in its line's entry, or every later
+        // write registers it again.
+        let mut scratch = Vec::new();
+        let mut fields = Vec::new();
+        for (r, series) in &written.refreshed {
+            let Some(&(entry, pos)) = parsed.ref_fields.get(*r as usize) else {
+                continue;
+            };
+            fields.clear();
+            let Some(f) = parsed
+                .cached_lines
+                .get(entry)
+                .and_then(|line| influx::fast_line(line, precision, now_ms, &mut fields))
+            else {
+                continue;
+            };
+            SharedSeriesCache::line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
+            if let Some(refs) = ctx.http_series.get(&scratch)
+                && pos < refs.len()
+            {
+                let mut refs = refs.to_vec();
+                refs[pos] = series.clone();
+                ctx.http_series
+                    .insert(scratch.clone().into_boxed_slice(), refs.into());
+            }
+        }
         let refused = (!written.errors.is_empty()).then(|| {
             // Points the engine refused (unknown metric with auto-create
             // off, a time past what a row key holds): the client's fault.
@@ -307,6 +334,10 @@ struct Parsed<'a> {
     points: WriteBatch<'a>,
     /// Series of the points of cached lines.
     refs: Vec<SeriesRef>,
+    /// For each of `refs`: its line in `cached_lines` and its field's place
+    /// in the line (to cache a series the engine registered again).
+    ref_fields: Vec<(usize, usize)>,
+    cached_lines: Vec<&'a [u8]>,
     /// Lines parsed in full: the line, its number of fields, and its cache
     /// key, to cache once every field is resolved.
     new_series: Vec<(u32, usize, Box<[u8]>)>,
@@ -323,6 +354,8 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
         },
         points: WriteBatch::default(),
         refs: Vec::new(),
+        ref_fields: Vec::new(),
+        cached_lines: Vec::new(),
         new_series: Vec::new(),
     };
     let mut fields = Vec::new();
@@ -336,8 +369,11 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
             if let Some(refs) = ctx.http_series.get(&scratch)
                 && refs.len() == fields.len()
             {
-                for ((_, value), r) in fields.iter().zip(refs.iter()) {
+                out.cached_lines.push(entry);
+                let line = out.cached_lines.len() - 1;
+                for (pos, ((_, value), r)) in fields.iter().zip(refs.iter()).enumerate() {
                     out.refs.push(r.clone());
+                    out.ref_fields.push((line, pos));
                     let series = (out.refs.len() - 1) as u32;
                     out.points.known(series, f.timestamp.0, *value, origin);
                 }

@@ -14,7 +14,7 @@ use crate::server::http::{blocking, json_response, now_ms};
 
 pub async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.engine.drop_caches();
-    ctx.http_series.clear();
+    ctx.forget_series();
     Json(serde_json::json!({"status": "200", "message": "Caches dropped"})).into_response()
 }
 

@@ -342,8 +342,10 @@ fn rename(ctx: &Ctx, fields: &BTreeMap<String, String>) -> Result<Response, ApiE
     }
     match ctx.engine.uids().rename(*kind, old, new) {
         Ok(()) => {
-            // Cached series texts hold the old name.
+            // Cached series texts hold the old name: a write of it must
+            // make a new series, not land in the renamed one.
             ctx.engine.drop_caches();
+            ctx.forget_series();
             Ok(json_response(
                 StatusCode::OK,
                 json!({"result": "true"}).to_string(),

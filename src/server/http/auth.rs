@@ -21,23 +21,45 @@ use super::error::{ApiError, ErrorFormat};
 use crate::auth::{Scope, Verified, credentials};
 use crate::server::Ctx;
 
-/// The scope an endpoint needs; `None`: open.
+/// The scope an endpoint needs; `None`: open. A path not listed needs
+/// `admin`, so that a new endpoint is never open by omission.
 pub fn needed(method: &Method, path: &str) -> Option<Scope> {
     if method == Method::OPTIONS {
         return None;
     }
+    let read_method = method == Method::GET || method == Method::HEAD;
     Some(match path {
         "/" | "/ping" => return None,
         "/api/put" | "/api/rollup" | "/write" | "/api/v2/write" | "/api/v1/write"
         | "/api/uid/assign" => Scope::Write,
         "/api/dropcaches" | "/api/uid/rename" => Scope::Admin,
         "/api/query" if method == Method::DELETE => Scope::Admin,
-        "/api/annotation" | "/api/annotation/bulk" => match *method {
-            Method::GET => Scope::Read,
-            Method::DELETE => Scope::Admin,
-            _ => Scope::Write,
-        },
-        _ => Scope::Read,
+        "/api/annotation" | "/api/annotation/bulk" if read_method => Scope::Read,
+        "/api/annotation" | "/api/annotation/bulk" if method == Method::DELETE => Scope::Admin,
+        "/api/annotation" | "/api/annotation/bulk" => Scope::Write,
+        // InfluxDB 1's `/query`: reads, and the `CREATE DATABASE` Telegraf
+        // POSTs before writing (a no-op here).
+        "/query" if read_method => Scope::Read,
+        "/query" => Scope::Write,
+        "/api/query"
+        | "/api/query/last"
+        | "/api/suggest"
+        | "/api/search/lookup"
+        | "/api/uid/uidmeta"
+        | "/api/uid/tsmeta"
+        | "/api/annotations"
+        | "/api/version"
+        | "/api/aggregators"
+        | "/api/config"
+        | "/api/config/filters"
+        | "/api/serializers"
+        | "/api/stats"
+        | "/api/stats/query"
+        | "/metrics"
+        | "/api/v1/read"
+        | "/api/__unsupported_version" => Scope::Read,
+        p if p.starts_with("/api/search/") || p.starts_with("/api/uid/") => Scope::Read,
+        _ => Scope::Admin,
     })
 }
 
@@ -75,10 +97,12 @@ pub fn forbidden(scope: Scope, needed: Scope) -> ApiError {
 
 pub async fn layer(State(ctx): State<Arc<Ctx>>, mut req: Request, next: Next) -> Response {
     let Some(tokens) = ctx.tokens.clone() else {
+        req.extensions_mut().insert(Caller::open());
         return next.run(req).await;
     };
     let path = req.uri().path();
     let Some(need) = needed(req.method(), path) else {
+        req.extensions_mut().insert(Caller::open());
         return next.run(req).await;
     };
     let format = format_of(path);
@@ -92,14 +116,20 @@ pub async fn layer(State(ctx): State<Arc<Ctx>>, mut req: Request, next: Next) ->
         ctx.metrics.auth_refused.with_label_values(&["none"]).inc();
         return unauthorized("Authentication required", format);
     };
-    // A token seen before costs a lookup; a new one a hash check, off the
-    // reactor.
-    let verified = match tokens.verify_cached(&token) {
-        Some(v) => Some(v),
-        None => tokio::task::spawn_blocking(move || tokens.verify(&token))
-            .await
-            .ok()
-            .flatten(),
+    // The token in a query string (InfluxDB's `p`, and its `u`) goes no
+    // further: `/api/stats/query` shows what queries asked.
+    strip_credentials(&mut req);
+    let verified = match tokens.verify_async(&token).await {
+        Ok(v) => v,
+        Err(crate::auth::Busy) => {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Too many token checks at once; please try again later",
+            )
+            .with_retry_after(1)
+            .in_format(format)
+            .into_response();
+        }
     };
     let Some(v) = verified else {
         ctx.metrics
@@ -112,19 +142,63 @@ pub async fn layer(State(ctx): State<Arc<Ctx>>, mut req: Request, next: Next) ->
         ctx.metrics.auth_refused.with_label_values(&["scope"]).inc();
         return forbidden(v.scope, need).in_format(format).into_response();
     }
-    req.extensions_mut().insert(Caller(Some(v)));
+    req.extensions_mut().insert(Caller {
+        checked: true,
+        token: Some(v),
+    });
     next.run(req).await
 }
 
-/// Who made a request: the verified token, or `None` with auth off.
+/// The request's query string without `p` and `u`.
+fn strip_credentials(req: &mut Request) {
+    let Some(query) = req.uri().query() else {
+        return;
+    };
+    if !form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k == "p" || k == "u") {
+        return;
+    }
+    let kept: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(
+            form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k != "p" && k != "u"),
+        )
+        .finish();
+    let path_and_query = if kept.is_empty() {
+        req.uri().path().to_string()
+    } else {
+        format!("{}?{kept}", req.uri().path())
+    };
+    let mut parts = req.uri().clone().into_parts();
+    if let Ok(pq) = path_and_query.parse() {
+        parts.path_and_query = Some(pq);
+        if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+}
+
+/// Who made a request, as the access layer found it: its token (with
+/// access control on), or open (off, or an open endpoint). A request the
+/// layer did not see (`checked` false) is refused by [`Caller::require`].
 #[derive(Debug, Clone, Default)]
-pub struct Caller(pub Option<Verified>);
+pub struct Caller {
+    checked: bool,
+    pub token: Option<Verified>,
+}
 
 impl Caller {
-    /// Err(403) unless the caller may do what `needed` allows (always Ok
-    /// with auth off).
+    fn open() -> Caller {
+        Caller {
+            checked: true,
+            token: None,
+        }
+    }
+
+    /// Err(403) unless the caller may do what `needed` allows (Ok with
+    /// access control off).
     pub fn require(&self, needed: Scope) -> Result<(), ApiError> {
-        match &self.0 {
+        match &self.token {
+            _ if !self.checked => Err(ApiError::new(StatusCode::FORBIDDEN, "Forbidden")
+                .with_details("internal error: the request bypassed access control")),
             Some(v) if !v.scope.allows(needed) => Err(forbidden(v.scope, needed)),
             _ => Ok(()),
         }
@@ -171,7 +245,11 @@ mod tests {
             (&Method::DELETE, "/api/annotation/bulk", Some(Scope::Admin)),
             (&get, "/metrics", Some(Scope::Read)),
             (&get, "/api/version", Some(Scope::Read)),
-            (&get, "/no/such/path", Some(Scope::Read)),
+            (&Method::HEAD, "/api/annotation", Some(Scope::Read)),
+            (&get, "/query", Some(Scope::Read)),
+            (&Method::POST, "/query", Some(Scope::Write)),
+            (&get, "/api/search/tagk", Some(Scope::Read)),
+            (&get, "/no/such/path", Some(Scope::Admin)),
         ] {
             assert_eq!(needed(m, p), want, "{m} {p}");
         }

@@ -62,7 +62,21 @@ pub async fn read(
         bytes,
         _guard: mut guard,
     } = read_raw(ctx, headers, peer, body).await?;
-    let bytes = decode(headers, bytes, ctx.config.server.max_body_bytes)?;
+    let encoding = content_encoding(headers);
+    let limit = ctx.config.server.max_body_bytes;
+    let bytes = if matches!(encoding.as_str(), "" | "identity") {
+        bytes
+    } else {
+        // Inflating is CPU work of up to the body limit: off the reactor.
+        tokio::task::spawn_blocking(move || decode(&encoding, bytes, limit))
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("decompressing the request body failed: {e}"),
+                )
+            })??
+    };
     // Decoded points cost about as much again as their text.
     if !ctx
         .inflight
@@ -148,16 +162,21 @@ pub async fn read_raw(
     })
 }
 
-/// Inflates a gzip or deflate body, bounded by the body limit.
-pub fn decode(headers: &HeaderMap, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
-    let encoding = headers
+/// A request's `Content-Encoding`, lower-case (empty if none).
+fn content_encoding(headers: &HeaderMap) -> String {
+    headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// Inflates a body of `encoding` (gzip or deflate), bounded by the body
+/// limit. Blocking: CPU work.
+pub fn decode(encoding: &str, body: Bytes, limit: usize) -> Result<Bytes, ApiError> {
     let mut out = Vec::new();
-    let res = match encoding.as_str() {
+    let res = match encoding {
         "" | "identity" => return Ok(body),
         "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(&body[..])
             .take(limit as u64 + 1)

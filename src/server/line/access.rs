@@ -5,8 +5,11 @@
 //! `admin`; `version`, `help` and `exit` need nothing. Anything else is
 //! refused with `<command>: authentication required` (no token yet) or
 //! `<command>: forbidden: …` (too small a scope), and nothing is stored.
+//! The token is checked again on each read once the token file changed
+//! ([`recheck`]): revoking it ends its connections' rights too.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::session::Session;
 use crate::auth::Scope;
@@ -18,6 +21,30 @@ pub enum Access {
     Proceed,
     /// The line was answered here (an `auth`, or a refusal).
     Answered,
+}
+
+/// How long a connection may go without presenting a token, with access
+/// control on (it holds a connection slot meanwhile).
+pub const AUTH_WITHIN: Duration = Duration::from_secs(10);
+
+/// True if the connection must still present a token.
+pub fn unauthenticated(ctx: &Ctx, session: &Session) -> bool {
+    ctx.tokens.is_some() && session.caller.is_none()
+}
+
+/// Checks the connection's token again if the token file changed since
+/// (once per read: a revoked token stops working on open connections too,
+/// within a second and a read).
+pub fn recheck(ctx: &Ctx, session: &mut Session) {
+    let (Some(tokens), Some(caller)) = (&ctx.tokens, &session.caller) else {
+        return;
+    };
+    let generation = tokens.generation();
+    if generation == session.caller_checked {
+        return;
+    }
+    session.caller = tokens.recheck(caller);
+    session.caller_checked = generation;
 }
 
 /// The command word of a line and the scope it needs (`None`: none).
@@ -44,11 +71,13 @@ pub async fn check(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: b
     let Some(tokens) = &ctx.tokens else {
         return Access::Proceed;
     };
-    // The hot path, without looking at the line's words: an admin token,
-    // or a write token's puts and InfluxDB lines.
-    if let Some(v) = &session.caller
-        && (v.scope == Scope::Admin
-            || (v.scope == Scope::Write && (influx || line.starts_with(b"put "))))
+    // The hot path, without looking at the line's words: puts and
+    // InfluxDB lines of a token that may write.
+    if (influx || line.starts_with(b"put "))
+        && session
+            .caller
+            .as_ref()
+            .is_some_and(|v| v.scope.allows(Scope::Write))
     {
         return Access::Proceed;
     }
@@ -60,22 +89,25 @@ pub async fn check(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: b
             .nth(1)
             .map(|w| String::from_utf8_lossy(w).into_owned())
             .unwrap_or_default();
-        let tokens = Arc::clone(tokens);
-        let verified = tokio::task::spawn_blocking(move || tokens.verify(&token))
-            .await
-            .ok()
-            .flatten();
-        match verified {
-            Some(v) => {
+        // A failed `auth` leaves the connection with no token at all.
+        session.caller = None;
+        match tokens.verify_async(&token).await {
+            Ok(Some(v)) => {
                 session.caller = Some(v);
+                session.caller_checked = tokens.generation();
                 session.replies.reply("ok\n".into()).await;
             }
-            None => {
+            Ok(None) => {
                 ctx.metrics
                     .auth_refused
                     .with_label_values(&["invalid"])
                     .inc();
                 session.replies.error("auth: invalid token".into());
+            }
+            Err(crate::auth::Busy) => {
+                session
+                    .replies
+                    .error("auth: too many token checks at once; try again".into());
             }
         }
         return Access::Answered;

@@ -59,6 +59,7 @@ pub async fn serve(
     // idle between lines for ever (collectd does), but not in the middle of
     // one.
     let mut partial_since: Option<tokio::time::Instant> = None;
+    let opened = tokio::time::Instant::now();
     loop {
         buf.reserve(READ_CHUNK);
         // With points not yet written, more input already there joins the
@@ -81,11 +82,18 @@ pub async fn serve(
         let n = match ready {
             Some(n) => n,
             None => {
-                let deadline = match (partial_since, idle_timeout) {
+                let mut deadline = match (partial_since, idle_timeout) {
                     (Some(t), _) => Some(t + line_timeout),
                     (None, Some(d)) => Some(tokio::time::Instant::now() + d),
                     (None, None) => None,
                 };
+                // With access control on, a token within a bound of the
+                // connection's start, or the connection goes.
+                let auth_by = opened + super::access::AUTH_WITHIN;
+                let awaiting_auth = super::access::unauthenticated(&ctx, &session);
+                if awaiting_auth {
+                    deadline = Some(deadline.map_or(auth_by, |d| d.min(auth_by)));
+                }
                 let timer = async {
                     match deadline {
                         Some(d) => tokio::time::sleep_until(d).await,
@@ -97,7 +105,13 @@ pub async fn serve(
                     r = limited.read_buf(&mut buf) => match r { Ok(n) => n, Err(_) => break },
                     _ = stop.changed() => break,
                     () = timer => {
-                        if partial_since.is_some() {
+                        if awaiting_auth && tokio::time::Instant::now() >= auth_by {
+                            ctx.metrics.auth_refused.with_label_values(&["none"]).inc();
+                            session.replies.error(format!(
+                                "auth: no token within {} s; closing the connection",
+                                super::access::AUTH_WITHIN.as_secs()
+                            ));
+                        } else if partial_since.is_some() {
                             ctx.metrics.connections.with_label_values(&["line_timeout"]).inc();
                             session.replies.error(format!(
                                 "put: illegal argument: no end of line within {} s; closing the connection",
@@ -145,8 +159,29 @@ async fn take_read(
     session: &mut Session,
     partial_since: &mut Option<tokio::time::Instant>,
 ) -> Option<()> {
-    let _inflight = ctx.inflight.take(peer.ip(), buf.len()).await;
+    // The read's input is charged while its lines are handled and, for the
+    // lines the batch keeps, until the batch is written. Waiting for room
+    // with a batch held could wait on the connection's own charges: it is
+    // written first.
+    let charge = match ctx.inflight.try_take(peer.ip(), buf.len()) {
+        Some(c) => c,
+        None => {
+            session.flush(ctx).await;
+            ctx.inflight.take(peer.ip(), buf.len()).await
+        }
+    };
+    super::access::recheck(ctx, session);
+    // Names renamed since the last read: the series cache maps them to
+    // their old series.
+    let epoch = ctx.names_epoch.load(std::sync::atomic::Ordering::Acquire);
+    if epoch != session.names_epoch {
+        session.cache.clear();
+        session.names_epoch = epoch;
+    }
     let used = lines(ctx, framer, buf, session).await?;
+    if !session.is_idle() {
+        session.held.push(charge);
+    }
     buf.drain(..used);
     // An unfinished line keeps its start time while it only grows.
     *partial_since = match (buf.is_empty(), *partial_since) {

@@ -21,6 +21,7 @@ use hourglass_ingest::RollupPoint;
 use super::replies::Replies;
 use crate::engine::{EngineError, PointError};
 use crate::server::Ctx;
+use crate::server::limits::InflightGuard;
 use crate::server::series_cache::SeriesCache;
 use crate::server::write::{PointSink, WriteBatch, Written};
 use crate::uid::UidError;
@@ -52,14 +53,21 @@ pub struct Session {
     pub rollups: Vec<RollupPoint<'static>>,
     /// Input bytes whose lines the batch holds.
     batch_input: usize,
+    /// The in-flight memory charges of the reads whose lines the batch
+    /// holds (owned copies), returned once it is written.
+    pub held: Vec<InflightGuard>,
     /// Log positions of written batches not known to be durable yet,
     /// oldest first.
     in_flight: VecDeque<u64>,
     max_in_flight: usize,
     /// Lines of the connection so far (InfluxDB errors name them).
     pub line_no: u64,
-    /// The token the connection presented (`auth`), with access control on.
+    /// The token the connection presented (`auth`), with access control on,
+    /// and the token file's generation it was last checked against.
     pub caller: Option<crate::auth::Verified>,
+    pub caller_checked: u64,
+    /// `Ctx::names_epoch` when the series cache was last valid.
+    pub names_epoch: u64,
 }
 
 impl Session {
@@ -70,10 +78,13 @@ impl Session {
             batch: WriteBatch::default(),
             rollups: Vec::new(),
             batch_input: 0,
+            held: Vec::new(),
             in_flight: VecDeque::new(),
             max_in_flight: ctx.config.server.telnet_batches_in_flight.max(1),
             line_no: 0,
             caller: None,
+            caller_checked: 0,
+            names_epoch: ctx.names_epoch.load(std::sync::atomic::Ordering::Acquire),
         }
     }
 
@@ -102,6 +113,8 @@ impl Session {
     /// [`Session::settle`]); refusals become error lines.
     pub async fn flush(&mut self, ctx: &Arc<Ctx>) {
         self.batch_input = 0;
+        // Returned when the batch has been written (the end of this call).
+        let _held = std::mem::take(&mut self.held);
         if !self.rollups.is_empty() {
             self.flush_rollups(ctx).await;
         }
