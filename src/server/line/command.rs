@@ -35,7 +35,9 @@ pub enum Step {
 pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: bool) -> Step {
     session.line_no += 1;
     ctx.metrics.telnet_lines.inc();
-    if let Access::Answered = super::access::check(ctx, session, line, influx).await {
+    if !super::access::passes(ctx, session, line, influx)
+        && let Access::Answered = super::access::check(ctx, session, line, influx).await
+    {
         return Step::Next;
     }
     if influx {
