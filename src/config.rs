@@ -359,6 +359,20 @@ pub struct ServerConfig {
     pub cors_domains: Vec<String>,
     /// `Access-Control-Allow-Headers` (`tsd.http.request.cors_headers`).
     pub cors_headers: String,
+    /// TLS on the same port (`docs/security.md`).
+    pub tls: TlsConfig,
+}
+
+/// `[server.tls]`: TLS for HTTP and the line protocols on the server's port.
+#[derive(Debug, Clone, Deserialize, Serialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain (the server's first); empty: no TLS.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+    /// Refuse connections that do not start a TLS handshake.
+    pub required: bool,
 }
 
 impl ServerConfig {
@@ -394,6 +408,7 @@ impl Default for ServerConfig {
             idle_timeout_secs: 0,
             cors_domains: Vec::new(),
             cors_headers: "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since".into(),
+            tls: TlsConfig::default(),
         }
     }
 }

@@ -357,10 +357,14 @@ fn serve(
     } else {
         None
     };
+    let tls = server::tls::Tls::load(&cfg.server.tls)?.map(std::sync::Arc::new);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("hourglass-io")
         .build()?;
+    if let Some(tls) = &tls {
+        runtime.spawn(reload_tls_on_sighup(std::sync::Arc::clone(tls)));
+    }
     let engine = Engine::open(&cfg, Metrics::new())?;
     let background = engine.start_background()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind((
@@ -384,7 +388,7 @@ fn serve(
         "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {data}",
         env!("CARGO_PKG_VERSION"),
     );
-    let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg, tokens);
+    let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg, tokens, tls);
     runtime.block_on(server::run(
         listener,
         ctx,
@@ -398,6 +402,26 @@ fn serve(
     }
     res?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the TLS certificate and key again on each SIGHUP (a renewed
+/// certificate without a restart; open connections keep theirs).
+async fn reload_tls_on_sighup(tls: std::sync::Arc<server::tls::Tls>) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match tls.reload() {
+                Ok(()) => tracing::info!("TLS certificate and key reloaded"),
+                Err(e) => {
+                    tracing::error!(error = %e, "TLS reload failed; the certificate in use stays")
+                }
+            }
+        }
+    }
 }
 
 async fn shutdown_signal() {

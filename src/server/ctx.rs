@@ -33,14 +33,22 @@ pub struct Ctx {
     pub http_series: series_cache::SharedSeriesCache,
     /// The tokens requests must present (`None`: auth off).
     pub tokens: Option<Arc<TokenStore>>,
+    /// TLS on the port (`None`: plain text only).
+    pub tls: Option<Arc<super::tls::Tls>>,
     /// Moves when names may map to other series (a UID rename, dropped
     /// caches): line-protocol connections then drop their series caches.
     pub names_epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Ctx {
-    /// `tokens`: the token store when `[auth] enabled`.
-    pub fn new(engine: Arc<Engine>, config: Config, tokens: Option<Arc<TokenStore>>) -> Arc<Self> {
+    /// `tokens`: the token store when `[auth] enabled`; `tls`: when
+    /// `[server.tls]` names a certificate.
+    pub fn new(
+        engine: Arc<Engine>,
+        config: Config,
+        tokens: Option<Arc<TokenStore>>,
+        tls: Option<Arc<super::tls::Tls>>,
+    ) -> Arc<Self> {
         let limits = Limits {
             max_tags: config.schema.max_tags,
             max_name_len: config.schema.max_name_bytes,
@@ -69,6 +77,7 @@ impl Ctx {
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
             tokens,
+            tls,
             names_epoch: std::sync::atomic::AtomicU64::new(0),
             config,
             limits,

@@ -3,7 +3,8 @@
 //! connection → frame → command):
 //!
 //! * `listener` — accepts connections within the server's bounds, drains at shutdown.
-//! * `connection` — the first bytes decide: HTTP, or the line protocol.
+//! * `connection` — the first bytes decide: TLS (then the decrypted bytes
+//!   decide: [`tls`], `prefixed`), HTTP, or the line protocol.
 //! * [`line`] — the line protocol: the connection's read loop, framing, commands, its session and replies.
 //! * [`http`] — serving an HTTP connection and what every endpoint shares (bodies, errors, CORS, requests).
 //! * [`router`] — the HTTP routes, and nothing else.
@@ -19,8 +20,10 @@ pub mod http;
 pub mod limits;
 pub mod line;
 mod listener;
+mod prefixed;
 pub mod router;
 pub mod series_cache;
+pub mod tls;
 pub mod write;
 
 pub use ctx::{Ctx, version_lines};

@@ -20,3 +20,4 @@ mod rollup;
 mod rollup_api;
 mod telnet;
 mod timestamps;
+mod tls;

@@ -1,9 +1,8 @@
 //! Serving one HTTP/1.1 connection (hyper) with the router's service, each
-//! request carrying the client's address ([`PeerAddr`]).
+//! request carrying the client's address ([`PeerAddr`]); plain TCP or TLS.
 
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tower::util::MapRequest;
 
@@ -16,13 +15,15 @@ pub type AppService = MapRequest<axum::Router, fn(Incoming) -> Incoming>;
 /// Serves one HTTP/1.1 connection until it closes or the server stops.
 /// Headers must arrive within `header_timeout_secs` (bodies have their own
 /// deadline, see `body.rs`).
-pub async fn serve(
-    stream: TcpStream,
+pub async fn serve<S>(
+    stream: S,
     app: AppService,
     mut stop: watch::Receiver<bool>,
     header_timeout_secs: u64,
     peer: std::net::SocketAddr,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let svc = MapRequest::new(app, move |mut req: Incoming| {
         req.extensions_mut().insert(PeerAddr(peer));
         req

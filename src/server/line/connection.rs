@@ -15,8 +15,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use std::future::Future;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::watch;
 
 use super::command::{self, Step};
@@ -27,13 +28,20 @@ use crate::server::Ctx;
 
 const READ_CHUNK: usize = 64 << 10;
 
-pub async fn serve(
+/// Serves a line-protocol connection read from `rd` and answered on `wr`
+/// (a TCP connection's halves, or a TLS stream's), whose first bytes
+/// `initial` were read already.
+pub async fn serve<R, W>(
     ctx: Arc<Ctx>,
-    stream: TcpStream,
+    mut rd: R,
+    wr: W,
+    initial: Vec<u8>,
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
-) {
-    let (mut rd, wr) = stream.into_split();
+) where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (replies, writer) = Replies::start(
         wr,
         ctx.config.server.telnet_error_queue,
@@ -60,7 +68,26 @@ pub async fn serve(
     // one.
     let mut partial_since: Option<tokio::time::Instant> = None;
     let opened = tokio::time::Instant::now();
+    let mut initial = !initial.is_empty() && {
+        buf.extend_from_slice(&initial);
+        true
+    };
     loop {
+        // Bytes read before the connection was known to be this protocol.
+        if std::mem::take(&mut initial) {
+            let taken = take_read(
+                &ctx,
+                &framer,
+                &mut buf,
+                peer,
+                &mut session,
+                &mut partial_since,
+            );
+            if taken.await.is_none() {
+                break;
+            }
+            continue;
+        }
         buf.reserve(READ_CHUNK);
         // With points not yet written, more input already there joins the
         // batch; a pause writes it.
@@ -70,13 +97,13 @@ pub async fn serve(
             if stop.has_changed().unwrap_or(true) {
                 break;
             }
-            match rd.try_read_buf(&mut buf) {
-                Ok(n) => Some(n),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            match try_read(&mut rd, &mut buf) {
+                Some(Ok(n)) => Some(n),
+                None => {
                     session.flush(&ctx).await;
                     None
                 }
-                Err(_) => break,
+                Some(Err(_)) => break,
             }
         };
         let n = match ready {
@@ -147,6 +174,17 @@ pub async fn serve(
     session.settle(&ctx).await;
     drop(session);
     writer.finish(peer).await;
+}
+
+/// A read of what is there already, without waiting: `None` if nothing is.
+fn try_read<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> Option<std::io::Result<usize>> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut limited = (&mut *rd).take(READ_CHUNK as u64);
+    let mut read = std::pin::pin!(limited.read_buf(buf));
+    match read.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(r) => Some(r),
+        std::task::Poll::Pending => None,
+    }
 }
 
 /// Handles the complete lines a read completed in `buf` and

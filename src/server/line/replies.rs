@@ -9,8 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -29,7 +28,10 @@ pub struct ReplyWriter {
 
 impl Replies {
     /// A queue of `capacity` replies and the task that writes them to `wr`.
-    pub fn start(wr: OwnedWriteHalf, capacity: usize, metrics: Metrics) -> (Self, ReplyWriter) {
+    pub fn start<W>(wr: W, capacity: usize, metrics: Metrics) -> (Self, ReplyWriter)
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(capacity.max(1));
         let mut wr = wr;
         let task = tokio::spawn(async move {
