@@ -21,6 +21,7 @@ trap 'kill $HG_PID 2>/dev/null || true; wait $HG_PID 2>/dev/null || true; rm -rf
 cert() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+    -addext "basicConstraints=critical,CA:FALSE" -addext "extendedKeyUsage=serverAuth" \
     -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 }
 cert

@@ -19,7 +19,7 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 
 use crate::error::BenchError;
-use crate::net::{AbortOnDrop, connect, host_port};
+use crate::net::{AbortOnDrop, connect_stream, host_port};
 
 /// Longest response body kept in error messages.
 const SNIPPET: usize = 300;
@@ -80,7 +80,7 @@ impl HttpClient {
     }
 
     async fn open(&mut self) -> Result<(), BenchError> {
-        let stream = connect(&self.addr, self.connect_timeout).await?;
+        let stream = connect_stream(&self.addr, self.connect_timeout).await?;
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| BenchError::Protocol(format!("HTTP handshake with {}: {e}", self.addr)))?;

@@ -59,6 +59,11 @@ pub struct IngestArgs {
     #[arg(long)]
     pub token: Option<String>,
 
+    /// Speak TLS (HTTPS, and the line protocol over TLS) to a server with
+    /// `[server.tls]`, trusting the PEM certificates of this file.
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+
     /// Create the Influx database first (`POST /query` `CREATE DATABASE`), as Telegraf does.
     #[arg(long)]
     pub create_db: bool,

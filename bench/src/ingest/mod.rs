@@ -29,6 +29,9 @@ const EXIT_SERVER_ERRORS: u8 = 3;
 /// Runs the ingest mode: the plan, a dry run or the run itself, and the report.
 pub fn run(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, BenchError> {
     let mut plan = plan::plan(args, now_ms()?)?;
+    if let Some(ca) = &args.tls_ca {
+        crate::net::use_tls(ca)?;
+    }
     let workload = Arc::new(Workload::new(plan.spec.clone()));
     plan.config.distinct_series = workload.distinct_series();
 

@@ -31,7 +31,7 @@ use self::pacing::Lockstep;
 use self::payload::{PregenMode, Production, Share, Source, pregenerate};
 use crate::error::BenchError;
 use crate::http::HttpClient;
-use crate::net::connect;
+use crate::net::connect_stream;
 use crate::workload::{Workload, partition_hosts};
 
 /// How payloads were prepared.
@@ -120,7 +120,7 @@ pub async fn run_ingest(
     let result = if opts.protocol.is_tcp() {
         let mut streams = Vec::with_capacity(shares.len());
         for _ in &shares {
-            streams.push(connect(&opts.addr, opts.connect_timeout).await?);
+            streams.push(connect_stream(&opts.addr, opts.connect_timeout).await?);
         }
         drive(streams, sources, ctx, tcp::run_connection).await
     } else {

@@ -23,16 +23,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf};
 use tokio::sync::oneshot;
 
 use super::connection::{ConnCtx, ConnResult, MAX_ERROR_SAMPLES};
 use super::options::TcpAck;
 use super::payload::Source;
 use crate::error::BenchError;
-use crate::net::AbortOnDrop;
+use crate::net::{AbortOnDrop, Stream};
 
 /// How long to wait for the server to close after we half-close.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -82,11 +80,11 @@ impl Replies {
 /// Runs one connection's share of the load.
 pub async fn run_connection(
     ctx: ConnCtx,
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     mut source: Source,
 ) -> Result<ConnResult, BenchError> {
     let id = ctx.id;
-    let (rd, mut wr) = stream.into_split();
+    let (rd, mut wr) = tokio::io::split(stream);
     let replies = Arc::new(Replies::default());
     let (version_tx, version_rx) = oneshot::channel();
     let mut reader = AbortOnDrop(tokio::spawn(read_replies(
@@ -197,7 +195,7 @@ pub async fn run_connection(
 /// arrival time is sent on `version_tx`. Later non-error lines (the rest of a
 /// multi-line version reply) are ignored.
 pub async fn read_replies(
-    rd: OwnedReadHalf,
+    rd: ReadHalf<Box<dyn Stream>>,
     replies: Arc<Replies>,
     version_tx: oneshot::Sender<(Instant, String)>,
 ) -> io::Result<()> {
