@@ -120,7 +120,7 @@ impl Metrics {
             connections: counter_vec(
                 &r,
                 "hourglass_connections_total",
-                "Connections accepted by protocol, or refused (rejected: max_connections, rejected_address: max_connections_per_address)",
+                "Connections accepted by protocol (http, telnet; tls, then https or telnet_tls), or refused (rejected: max_connections, rejected_address: max_connections_per_address, plain_refused: plain text where TLS is required)",
                 &["type"],
             ),
             connections_open: gauge(&r, "hourglass_connections_open", "Open connections"),
