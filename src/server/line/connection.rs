@@ -39,7 +39,7 @@ pub async fn serve<R, W>(
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
 ) where
-    R: AsyncRead + Unpin + Send,
+    R: LineRead,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (replies, writer) = Replies::start(
@@ -97,7 +97,7 @@ pub async fn serve<R, W>(
             if stop.has_changed().unwrap_or(true) {
                 break;
             }
-            match try_read(&mut rd, &mut buf) {
+            match rd.try_read_now(&mut buf) {
                 Some(Ok(n)) => Some(n),
                 None => {
                     session.flush(&ctx).await;
@@ -176,14 +176,32 @@ pub async fn serve<R, W>(
     writer.finish(peer).await;
 }
 
-/// A read of what is there already, without waiting: `None` if nothing is.
-fn try_read<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> Option<std::io::Result<usize>> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    let mut limited = (&mut *rd).take(READ_CHUNK as u64);
-    let mut read = std::pin::pin!(limited.read_buf(buf));
-    match read.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(r) => Some(r),
-        std::task::Poll::Pending => None,
+/// The read side of a line-protocol connection: any async reader, and a
+/// read of what is there already without waiting (`None` if nothing is).
+pub trait LineRead: AsyncRead + Unpin + Send {
+    fn try_read_now(&mut self, buf: &mut Vec<u8>) -> Option<std::io::Result<usize>>;
+}
+
+/// A plain TCP connection: the socket's own non-blocking read.
+impl LineRead for tokio::net::tcp::OwnedReadHalf {
+    fn try_read_now(&mut self, buf: &mut Vec<u8>) -> Option<std::io::Result<usize>> {
+        match self.try_read_buf(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+            other => Some(other),
+        }
+    }
+}
+
+/// A TLS connection: one poll of a read (decrypted bytes may be buffered).
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> LineRead for tokio::io::ReadHalf<S> {
+    fn try_read_now(&mut self, buf: &mut Vec<u8>) -> Option<std::io::Result<usize>> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut limited = (&mut *self).take(READ_CHUNK as u64);
+        let mut read = std::pin::pin!(limited.read_buf(buf));
+        match read.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => Some(r),
+            std::task::Poll::Pending => None,
+        }
     }
 }
 
