@@ -96,16 +96,7 @@ impl ExternalTable {
     /// The first interval start (seconds, a multiple of the interval)
     /// still read at `now` by the TTL.
     pub fn horizon(&self, now: i64) -> i64 {
-        match self.ttl {
-            None => 0,
-            Some(ttl) => {
-                let h = now
-                    .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
-                    .max(0);
-                let i = i64::from(self.interval.max(1));
-                (h + i - 1) / i * i
-            }
-        }
+        super::ttl_horizon(self.ttl, self.interval, now)
     }
 }
 

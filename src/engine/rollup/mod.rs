@@ -187,15 +187,21 @@ impl Tier {
 
     /// The first interval start (seconds) still kept at `now` by the TTL.
     pub fn horizon(&self, now: i64) -> i64 {
-        match self.ttl {
-            None => 0,
-            Some(ttl) => {
-                let h = now
-                    .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
-                    .max(0);
-                let i = i64::from(self.interval);
-                (h + i - 1) / i * i
-            }
+        ttl_horizon(self.ttl, self.interval, now)
+    }
+}
+
+/// The first interval start (seconds, a multiple of `interval`) a TTL of
+/// `ttl` seconds (`None`: forever) still keeps at `now`.
+pub fn ttl_horizon(ttl: Option<u64>, interval: u32, now: i64) -> i64 {
+    match ttl {
+        None => 0,
+        Some(ttl) => {
+            let h = now
+                .saturating_sub(i64::try_from(ttl).unwrap_or(i64::MAX))
+                .max(0);
+            let i = i64::from(interval.max(1));
+            (h + i - 1) / i * i
         }
     }
 }
