@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
 work=$(mktemp -d)
-trap 'kill $HG_PID 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${HG_PID:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 cargo build -q -p hourglass-bench --bin hourglass-bench
 start_server "$work"
 bench=target/debug/hourglass-bench

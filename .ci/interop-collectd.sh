@@ -14,7 +14,7 @@ if [ ! -x /usr/sbin/collectd ] || [ ! -f /usr/lib/collectd/write_tsdb.so ]; then
 fi
 
 work=$(mktemp -d)
-trap 'kill $HG_PID 2>/dev/null || true; [ -f "$work/collectd.pid" ] && kill "$(cat "$work/collectd.pid")" 2>/dev/null || true' EXIT
+trap 'kill ${HG_PID:-} 2>/dev/null || true; [ -f "$work/collectd.pid" ] && kill "$(cat "$work/collectd.pid")" 2>/dev/null || true' EXIT
 start_server "$work"
 
 cat > "$work/collectd.conf" <<CONF

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 . .ci/lib.sh
 
 work=$(mktemp -d)
-trap 'kill $HG_PID 2>/dev/null || true' EXIT
+trap 'kill ${HG_PID:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 venv=${HG_PY_VENV:-$work/venv}
 if [ ! -x "$venv/bin/python" ]; then
   if ! python3 -m venv "$venv" 2>/dev/null; then
@@ -21,7 +21,7 @@ if [ ! -x "$venv/bin/python" ]; then
     apt-get update -qq && apt-get install -y -qq python3-venv python3-pip >/dev/null
     python3 -m venv "$venv"
   fi
-  "$venv/bin/pip" install -q opentsdb-client==0.6.1 potsdb==1.0.3 pyopentsdb==0.2.1 pyarrow
+  "$venv/bin/pip" install -q --no-cache-dir opentsdb-client==0.6.1 potsdb==1.0.3 pyopentsdb==0.2.1 pyarrow
 fi
 start_server "$work"
 

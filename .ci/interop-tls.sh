@@ -17,7 +17,7 @@ for tool in openssl curl; do
   fi
 done
 work=$(mktemp -d)
-trap 'kill $HG_PID 2>/dev/null || true; wait $HG_PID 2>/dev/null || true; rm -rf "$work" || true' EXIT
+trap 'kill ${HG_PID:-} 2>/dev/null || true; wait ${HG_PID:-} 2>/dev/null || true; rm -rf "$work" || true' EXIT
 cert() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
 work=$(mktemp -d)
-trap 'kill $HG_PID 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${HG_PID:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 cargo build -q -p hourglass-bench --bin hourglass-bench
 cargo build -q --bin hourglass
 printf '[server]\nhttp_body_timeout_secs = 10\n' >"$work/soak.toml"
