@@ -9,7 +9,9 @@
 //!
 //! * [`telnet`] — OpenTSDB telnet line framing ([`next_line`]) and command / `put` parsing.
 //! * [`json`] — the HTTP `/api/put` body ([`decode_put_body`]) and per-point checks ([`JsonPoint`]).
+//! * [`jsonl`] — export and import lines: VictoriaMetrics' JSON lines, OpenTSDB's import text.
 //! * [`influx`] — InfluxDB line protocol: `/write` bodies ([`influx::parse_body`]) and lines.
+//! * [`selector`] — series selectors as text (`name{label="value"}`), the `match[]` of exports.
 //! * [`prom`] — Prometheus remote write and remote read: the facade of the `prom::` modules below.
 //! * `prom::write` — remote write: a `WriteRequest`, series by series, into points.
 //! * `prom::read` — remote read: the request, its matchers, stored series as `TimeSeries`.
@@ -32,6 +34,7 @@
 pub mod influx;
 mod java;
 pub mod json;
+pub mod jsonl;
 pub mod limits;
 pub mod messages;
 pub mod name_chars;
@@ -41,6 +44,7 @@ pub mod point;
 pub mod port;
 pub mod prom;
 pub mod rollup;
+pub mod selector;
 pub mod telnet;
 pub mod timestamp;
 pub mod validate;
@@ -52,7 +56,8 @@ pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
 pub use rollup::{RollupPoint, RollupSpec};
 pub use telnet::{
-    Command, FastPut, LineResult, fast_put, next_line, parse_line, unknown_command_line,
+    Command, FastPut, LineResult, fast_put, next_line, parse_import_line, parse_line,
+    unknown_command_line,
 };
 pub use timestamp::{
     MAX_TIMESTAMP_MS, MAX_TIMESTAMP_SECS, TimestampError, parse_query_timestamp, parse_timestamp,

@@ -223,6 +223,13 @@ pub fn fast_put(line: &[u8]) -> Option<FastPut<'_>> {
 }
 
 /// `put` steps 1–7 of OpenTSDB's `PutDataPointRpc.importDataPoint`, in order.
+/// A line of OpenTSDB's import text (`tsdb import`, what `tsdb scan
+/// --import` writes): a `put` line without the `put` word, `metric
+/// timestamp value tagk=tagv…`, checked as a `put` is.
+pub fn parse_import_line<'a>(line: &'a str, limits: &Limits) -> Result<Point<'a>, PutError> {
+    parse_put(line.split(' ').filter(|w| !w.is_empty()), limits)
+}
+
 fn parse_put<'a>(
     mut args: impl Iterator<Item = &'a str>,
     limits: &Limits,

@@ -1,0 +1,250 @@
+//! The export and import line formats:
+//!
+//! * VictoriaMetrics' JSON lines (`/api/v1/export`, `/api/v1/import`): one
+//!   series a line, its points in order,
+//!   `{"metric":{"__name__":"sys.cpu","host":"a"},"values":[1,2.5],"timestamps":[1700000000000,1700000010000]}`,
+//!   timestamps in milliseconds. A series may span several lines.
+//! * OpenTSDB's import text (`tsdb import`): `sys.cpu 1700000000 1 host=a`,
+//!   one point a line, parsed as a `put` is ([`crate::parse_import_line`]).
+//!
+//! Values are written in the text that [`crate::parse_value`] classifies
+//! back into the same value (an integer without a point, a float with one),
+//! so an export read back by an import stores the same bits. Names are
+//! written as stored; on import a name that is valid as it is stays as it
+//! is (an exported name is always valid), any other is `%XX`-encoded
+//! ([`crate::encode_name`]) as other foreign names are.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Deserialize;
+
+use crate::limits::Limits;
+use crate::names::encode_name;
+use crate::point::{Point, Value};
+use crate::timestamp::timestamp_from_millis;
+use crate::validate::{check_point, validate_name};
+
+/// One line of JSON lines, decoded and checked: its points share the
+/// series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonlSeries<'a> {
+    pub points: Vec<Point<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    metric: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+    values: Vec<serde_json::Number>,
+    timestamps: Vec<i64>,
+}
+
+/// A stored name as given when it is valid, else encoded.
+fn as_name<'a>(what: &str, name: Cow<'a, str>, limits: &Limits) -> Cow<'a, str> {
+    if validate_name(what, &name, limits.max_name_len).is_ok() {
+        return name;
+    }
+    match name {
+        Cow::Borrowed(b) => encode_name(b),
+        Cow::Owned(o) => Cow::Owned(encode_name(&o).into_owned()),
+    }
+}
+
+/// Decodes one JSON line into its points; the error says what is wrong
+/// (nothing of a bad line is used).
+pub fn parse_jsonl_line<'a>(line: &'a [u8], limits: &Limits) -> Result<JsonlSeries<'a>, String> {
+    let decoded: Line<'a> =
+        serde_json::from_slice(line).map_err(|e| format!("not a JSON line of a series: {e}"))?;
+    if decoded.values.len() != decoded.timestamps.len() {
+        return Err(format!(
+            "{} values and {} timestamps: they must pair up",
+            decoded.values.len(),
+            decoded.timestamps.len()
+        ));
+    }
+    let mut metric = None;
+    let mut tags = Vec::with_capacity(decoded.metric.len());
+    for (k, v) in decoded.metric {
+        if k == "__name__" {
+            metric = Some(as_name("metric", v, limits));
+        } else {
+            tags.push((as_name("tagk", k, limits), as_name("tagv", v, limits)));
+        }
+    }
+    let metric = metric.ok_or("the series has no __name__")?;
+    let mut points = Vec::with_capacity(decoded.values.len());
+    for (n, ts) in decoded.values.iter().zip(&decoded.timestamps) {
+        let value = match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => match n.as_f64() {
+                Some(f) if f.is_finite() => Value::from_double(f),
+                _ => return Err(format!("value {n} is not a finite number")),
+            },
+        };
+        let timestamp = timestamp_from_millis(*ts).map_err(|e| format!("timestamp {ts}: {e}"))?;
+        let point = Point {
+            metric: metric.clone(),
+            timestamp,
+            value,
+            tags: tags.clone(),
+        };
+        check_point(&point, limits).map_err(|e| e.to_string())?;
+        points.push(point);
+    }
+    Ok(JsonlSeries { points })
+}
+
+/// Appends a value in the text that parses back into it.
+pub fn write_value(out: &mut Vec<u8>, value: Value) {
+    let _ = write!(out, "{value}");
+}
+
+/// Appends one JSON line: a series (`metric`, `tags`) and its points
+/// (milliseconds, values), ending in `\n`.
+pub fn write_jsonl_line(
+    out: &mut Vec<u8>,
+    metric: &str,
+    tags: &[(&str, &str)],
+    points: &[(i64, Value)],
+) {
+    let quote = |out: &mut Vec<u8>, s: &str| {
+        let _ = serde_json::to_writer(&mut *out, s);
+    };
+    out.extend_from_slice(b"{\"metric\":{\"__name__\":");
+    quote(out, metric);
+    for (k, v) in tags {
+        out.push(b',');
+        quote(out, k);
+        out.push(b':');
+        quote(out, v);
+    }
+    out.extend_from_slice(b"},\"values\":[");
+    for (i, (_, v)) in points.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_value(out, *v);
+    }
+    out.extend_from_slice(b"],\"timestamps\":[");
+    for (i, (t, _)) in points.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = write!(out, "{t}");
+    }
+    out.extend_from_slice(b"]}\n");
+}
+
+/// Appends one OpenTSDB import line per point: seconds when the point is
+/// on a whole second, else milliseconds.
+pub fn write_import_lines(
+    out: &mut Vec<u8>,
+    metric: &str,
+    tags: &[(&str, &str)],
+    points: &[(i64, Value)],
+) {
+    for (t, v) in points {
+        out.extend_from_slice(metric.as_bytes());
+        if t % 1000 == 0 {
+            let _ = write!(out, " {} ", t / 1000);
+        } else {
+            let _ = write!(out, " {t} ");
+        }
+        write_value(out, *v);
+        for (k, tv) in tags {
+            let _ = write!(out, " {k}={tv}");
+        }
+        out.push(b'\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_import_line;
+
+    fn values() -> Vec<(i64, Value)> {
+        vec![
+            (1_700_000_000_000, Value::Int(42)),
+            (1_700_000_000_500, Value::Float(1.1)),
+            (1_700_000_001_000, Value::Double(0.1)),
+            (1_700_000_002_000, Value::Float(2.0)),
+            (1_700_000_003_000, Value::Int(i64::MIN)),
+            (1_700_000_004_000, Value::Double(1e300)),
+        ]
+    }
+
+    #[test]
+    fn json_lines_round_trip_bit_for_bit() {
+        let limits = Limits::default();
+        let mut out = Vec::new();
+        write_jsonl_line(
+            &mut out,
+            "sys.cpu/user",
+            &[("host", "web-1"), ("dc", "eu")],
+            &values(),
+        );
+        let line = out.strip_suffix(b"\n").unwrap();
+        let series = parse_jsonl_line(line, &limits).unwrap();
+        assert_eq!(series.points.len(), 6);
+        for (p, (t, v)) in series.points.iter().zip(values()) {
+            assert_eq!(p.metric, "sys.cpu/user");
+            assert_eq!(p.timestamp.as_millis() as i64, t);
+            assert_eq!(p.value, v, "{}", String::from_utf8_lossy(line));
+        }
+        assert_eq!(series.points[0].tags.len(), 2);
+    }
+
+    #[test]
+    fn import_text_round_trips_bit_for_bit() {
+        let limits = Limits::default();
+        let mut out = Vec::new();
+        write_import_lines(&mut out, "sys.cpu", &[("host", "a")], &values());
+        let text = String::from_utf8(out).unwrap();
+        for (line, (t, v)) in text.lines().zip(values()) {
+            let p = parse_import_line(line, &limits).unwrap();
+            assert_eq!((p.timestamp.as_millis() as i64, p.value), (t, v), "{line}");
+        }
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        let limits = Limits::default();
+        for (line, says) in [
+            (
+                r#"{"metric":{"__name__":"m","a":"b"},"values":[1],"timestamps":[]}"#,
+                "pair up",
+            ),
+            (
+                r#"{"metric":{"a":"b"},"values":[1],"timestamps":[1700000000000]}"#,
+                "no __name__",
+            ),
+            (
+                r#"{"metric":{"__name__":"m"},"values":[1],"timestamps":[1700000000000]}"#,
+                "tag",
+            ),
+            (
+                r#"{"metric":{"__name__":"m","a":"b"},"values":[1],"timestamps":[-5]}"#,
+                "timestamp -5",
+            ),
+            (
+                r#"{"metric":{"__name__":"m","a":"b"},"values":["x"],"timestamps":[1]}"#,
+                "JSON",
+            ),
+            ("not json", "JSON"),
+        ] {
+            let err = parse_jsonl_line(line.as_bytes(), &limits).unwrap_err();
+            assert!(err.contains(says), "{line}: {err}");
+        }
+        // Foreign names are encoded, valid ones kept as they are.
+        let s = parse_jsonl_line(
+            br#"{"metric":{"__name__":"a:b","path":"/x y"},"values":[1],"timestamps":[1700000000000]}"#,
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(s.points[0].metric, "a%3Ab");
+        assert_eq!(s.points[0].tags[0].1, "/x%20y");
+    }
+}
