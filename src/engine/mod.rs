@@ -57,6 +57,7 @@ pub mod retention;
 pub mod rollup;
 mod row_compactor;
 mod shared;
+pub mod snapshot;
 pub mod wal;
 mod write;
 
@@ -106,6 +107,10 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Damaged(String),
+    #[error("no snapshot named {0}")]
+    NoSuchSnapshot(String),
+    #[error("{0:?} is not a file of the snapshot")]
+    BadSnapshotPath(String),
 }
 
 /// Why one point of a batch was not written.
@@ -369,6 +374,12 @@ impl Engine {
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.checkpoint_locked(log).map(|_| ())
+    }
+
+    /// [`Engine::checkpoint`] with the flush lock held; returns the new
+    /// checkpoint's segment and path.
+    fn checkpoint_locked(&self, log: &LocalLog) -> Result<(u64, PathBuf), EngineError> {
         let (segment, lsn) = log.wal.rotate();
         log.wal.wait_durable_blocking(lsn, segment)?;
         let (snapshot, points) = {
@@ -382,7 +393,7 @@ impl Engine {
         // older.
         self.store.sync()?;
         let now = self.clock.now_ms().max(0) as u64;
-        checkpoint::write(&log.head_dir, segment, &snapshot, points, now)?;
+        let path = checkpoint::write(&log.head_dir, segment, &snapshot, points, now)?;
         log.wal.remove_before(segment)?;
         for (n, old) in checkpoint::list(&log.head_dir)? {
             if n < segment {
@@ -391,7 +402,7 @@ impl Engine {
         }
         self.metrics.checkpoints.inc();
         self.metrics.wal_bytes.set(log.wal.total_bytes() as i64);
-        Ok(())
+        Ok((segment, path))
     }
 
     /// Stops the background work, flushes closed hours, checkpoints the

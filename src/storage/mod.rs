@@ -16,10 +16,12 @@
 //!   several hourglass nodes.
 //! * [`fanout`] — runs per-range work on the calling thread, then on helper
 //!   threads once it lasts (the embedded store's parallel scans).
+//! * [`copy`] — links and copies of a live store's files, for snapshots.
 //! * [`open`] — the backend factory, chosen by `[storage] backend`.
 
 #[cfg(feature = "bigtable")]
 pub mod bigtable;
+pub mod copy;
 pub mod embedded;
 pub mod fanout;
 mod open;
@@ -136,7 +138,8 @@ pub enum StorageError {
         message: String,
         retryable: bool,
     },
-    /// The configuration names something this build or backend cannot do.
+    /// The configuration or a request names something this build or backend
+    /// cannot do; the message says what to use instead.
     #[error("{0}")]
     Unsupported(String),
 }
@@ -415,6 +418,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// an offset), so a later consistency error can point at it.
     fn recovery_notes(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Copies a consistent cut of the store into the new directory `dest`
+    /// while writes go on: every write that returned before the call is in
+    /// it, and `dest` opens as a store of its own. Only a store with local
+    /// files can (a shared store has its own backups).
+    fn snapshot(&self, dest: &std::path::Path) -> Result<copy::CopyStats> {
+        Err(StorageError::Unsupported(format!(
+            "the {} backend takes no snapshots (use its own backups); {} was not written",
+            self.backend_name(),
+            dest.display()
+        )))
     }
 
     /// Whether other processes (hourglass nodes, OpenTSDB) write to this

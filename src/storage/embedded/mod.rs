@@ -34,6 +34,7 @@
 //! * `open` — opening, recovery and the documented repairs; `salvage` — a damaged table file's intact blocks.
 //! * `read` — the read path (memtable and files merged, grouped into rows).
 //! * `write` — the write path (store log and memtable, window files, publishing).
+//! * `snapshot` — a consistent copy of the store while writes go on.
 //! * `store_log` — the store log's batches; `memtable` — the meta tables' recent writes.
 //! * `file_set` — the live files and the directory's file names; `keys` — internal row keys.
 //! * `manifest` — the manifest file; `table` — table files (format, writer, reader, range scans).
@@ -53,6 +54,7 @@ mod open;
 mod options;
 mod read;
 mod salvage;
+mod snapshot;
 mod store;
 mod store_log;
 pub mod table;

@@ -227,4 +227,8 @@ impl Store for EmbeddedStore {
     fn recovery_notes(&self) -> Vec<String> {
         self.notes.clone()
     }
+
+    fn snapshot(&self, dest: &Path) -> Result<crate::storage::copy::CopyStats> {
+        self.snapshot_into(dest)
+    }
 }

@@ -177,6 +177,12 @@ impl TableReader {
         })
     }
 
+    /// The open file: its bytes stay readable after compaction unlinks the
+    /// name (snapshots copy from it).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
