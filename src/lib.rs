@@ -46,21 +46,23 @@
 //! * `engine::read` — queries (one scan per salt bucket, merged with the head); `engine::last` —
 //!   `/api/query/last`; `engine::index` — the series index; `engine::annotations` — notes.
 //! * `engine::delete`, `engine::retention`, `engine::shared` (a shared store's write path),
-//!   `engine::open`, `engine::clock`.
+//!   `engine::open`, `engine::clock`; `engine::snapshot` — online snapshots.
 //!
 //! [`server`] — the network front, shaped like its path
 //! * `server::listener` → `server::connection` (sniffs the protocol) → `server::line` (the line
 //!   protocol: `connection`, `frame`, `command`, `session`, `replies`) or `server::http::serve`.
 //! * `server::router` — the HTTP routes only; `server::api` — one file per endpoint family (`put`,
 //!   `query`, `arrow`, `suggest`, `last`, `search`, `uid`, `annotation`, `config`, `info`,
-//!   `stats`, `influx`, `prom`).
+//!   `stats`, `influx`, `prom`, `admin`).
 //! * `server::http` — HTTP plumbing: `serve`, `normalize`, `request`, `body`, `cors`, `error`,
-//!   `helpers`.
+//!   `helpers`, `stream`.
 //! * `server::write` — the sink between the parsers and the engine (`sink`, `batch`).
 //! * `server::ctx`, `server::limits` (in-flight memory, connections per address, query
 //!   admission), `server::series_cache`.
 //!
-//! [`tools`] — offline `fsck` and `compact` on a stopped server's data directory.
+//! [`tools`] — offline `fsck`, `compact` and `restore` on a stopped server's data directory.
+//!
+//! [`client`] — command-line clients of a running server: `backup` (and its HTTP `remote`).
 //!
 //! [`auth`] — access tokens and their scopes, which the server checks.
 //!
@@ -72,6 +74,7 @@
 
 pub mod auth;
 pub mod checksum;
+pub mod client;
 pub mod codec;
 pub mod config;
 pub mod engine;

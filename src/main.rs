@@ -5,16 +5,23 @@
 //! * `hourglass fsck [--config FILE] [--data-dir DIR] [--repair]`
 //! * `hourglass compact [--config FILE] [--data-dir DIR]`
 //! * `hourglass rollup rebuild [--config FILE] [--data-dir DIR] [--from TIME]`
+//! * `hourglass token create|list|revoke`
+//! * `hourglass backup --url URL [--token T] --to DEST`, `hourglass restore --from DEST --data-dir DIR`
+//! * `hourglass export --url URL --start S [--metric M]… --format opentsdb|jsonl`, `hourglass import --url URL FILE…`
 
-use std::path::PathBuf;
+mod cli_location;
+mod cli_remote;
+
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
-use hourglass::config::{Backend, Config};
+use clap::{Parser, Subcommand};
+use hourglass::config::Backend;
 use hourglass::engine::Engine;
 use hourglass::metrics::Metrics;
 use hourglass::server::{self, Ctx};
+
+use crate::cli_location::Location;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,64 +32,6 @@ use hourglass::server::{self, Ctx};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Where the configuration and data are.
-#[derive(Args, Debug)]
-struct Location {
-    /// TOML config file (see config/hourglass.toml for every option).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Data directory (overrides storage.data_dir).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Storage backend, `embedded` or `bigtable` (overrides
-    /// storage.backend).
-    #[arg(long, value_enum)]
-    backend: Option<BackendArg>,
-    /// Bigtable project (overrides storage.bigtable.project).
-    #[arg(long)]
-    bigtable_project: Option<String>,
-    /// Bigtable instance (overrides storage.bigtable.instance).
-    #[arg(long)]
-    bigtable_instance: Option<String>,
-    /// Prefix of the Bigtable table names (overrides
-    /// storage.bigtable.table_prefix).
-    #[arg(long)]
-    bigtable_table_prefix: Option<String>,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum BackendArg {
-    Embedded,
-    Bigtable,
-}
-
-impl Location {
-    fn load(self) -> Result<Config, Box<dyn std::error::Error>> {
-        let mut cfg = Config::read(self.config.as_deref())?;
-        if let Some(d) = self.data_dir {
-            cfg.storage.data_dir = d;
-        }
-        if let Some(b) = self.backend {
-            cfg.storage.backend = match b {
-                BackendArg::Embedded => Backend::Embedded,
-                BackendArg::Bigtable => Backend::Bigtable,
-            };
-        }
-        let bt = &mut cfg.storage.bigtable;
-        for (arg, key) in [
-            (self.bigtable_project, &mut bt.project),
-            (self.bigtable_instance, &mut bt.instance),
-            (self.bigtable_table_prefix, &mut bt.table_prefix),
-        ] {
-            if let Some(v) = arg {
-                *key = v;
-            }
-        }
-        cfg.validate()?;
-        Ok(cfg)
-    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -135,6 +84,18 @@ enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Copy a running server's snapshot into a backup directory
+    /// (incrementally: files already there are not copied again).
+    Backup(cli_remote::BackupArgs),
+    /// Make a new data directory from a backup (the server stopped or
+    /// elsewhere), then check it as fsck does.
+    Restore(cli_remote::RestoreArgs),
+    /// Stream a running server's points to stdout: OpenTSDB's import text
+    /// or VictoriaMetrics' JSON lines.
+    Export(cli_remote::ExportArgs),
+    /// Send files of points (OpenTSDB's import text or VictoriaMetrics'
+    /// JSON lines) to a running server.
+    Import(cli_remote::ImportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -197,6 +158,10 @@ fn main() -> ExitCode {
             allow_unauthenticated,
         } => serve(at, port, bind, auth, allow_unauthenticated),
         Command::Token { action } => token(action),
+        Command::Backup(args) => cli_remote::backup(args),
+        Command::Restore(args) => cli_remote::restore(args),
+        Command::Export(args) => cli_remote::export(args),
+        Command::Import(args) => cli_remote::import(args),
         Command::Fsck { at, repair } => fsck(at, repair),
         Command::Compact { at } => compact(at),
         Command::Rollup {

@@ -16,7 +16,8 @@ use tower::util::MapRequest;
 
 use super::Ctx;
 use super::api::{
-    annotation, config, influx, info, last, prom, put, query, rollup, search, stats, suggest, uid,
+    admin, annotation, config, export, import, influx, info, last, prom, put, query, rollup,
+    search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, auth, cors, normalize};
@@ -86,6 +87,18 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/v1/write", post(prom::remote_write))
         .route("/api/v1/read", post(prom::remote_read))
         .route("/metrics", get(stats::metrics))
+        .route("/api/v1/export", get(export::export))
+        .route("/api/v1/import", post(import::import))
+        .route("/api/admin/snapshot", post(admin::take))
+        .route("/api/admin/snapshots", get(admin::list))
+        .route(
+            "/api/admin/snapshots/{name}",
+            get(admin::describe).delete(admin::delete),
+        )
+        .route(
+            "/api/admin/snapshots/{name}/files/{*path}",
+            get(admin::file),
+        )
         .route("/", get(home))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

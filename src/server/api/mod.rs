@@ -6,11 +6,16 @@
 //! (`/api/config`, `/api/serializers`), `info` (version, aggregators,
 //! filters), `stats` (`/api/stats[/query]`, `/metrics`, `/api/dropcaches`),
 //! `influx` (InfluxDB's write API) and `prom` (Prometheus remote write and
-//! read).
+//! read); `admin` (`/api/admin/*`: snapshots); `export` and `import`
+//! (`/api/v1/export`, `/api/v1/import`: JSON lines and OpenTSDB's import text);
+//! `select` (series chosen by label matchers, for remote read and export).
 
+pub mod admin;
 pub mod annotation;
 pub mod arrow;
 pub mod config;
+pub mod export;
+pub mod import;
 pub mod influx;
 pub mod info;
 pub mod last;
@@ -19,6 +24,7 @@ pub mod put;
 pub mod query;
 pub mod rollup;
 pub mod search;
+pub mod select;
 pub mod stats;
 pub mod suggest;
 pub mod uid;

@@ -27,7 +27,8 @@
 //! (`query.max_points`, `query.max_values`, `query.timeout_secs`, the shared
 //! memory pool); over budget it is refused with the same 413 text, which
 //! Prometheus shows as the PromQL error. A query without a `__name__="…"`
-//! matcher looks at every metric name, at most [`MAX_METRICS_PER_QUERY`].
+//! matcher looks at every metric name, at most `select::MAX_METRICS`
+//! (the selection is `select.rs`'s).
 
 use std::sync::Arc;
 
@@ -35,20 +36,15 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use hourglass_ingest::prom::{self, MatchTarget, OpenTsdbMatcher, pb};
-use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
-use hourglass_query::filter::TagFilter;
-use regex::Regex;
+use hourglass_ingest::prom::{self, pb};
 
+use super::select::{Names, Selection};
 use crate::engine::{Engine, PointError};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Run, blocking, respond};
 use crate::server::write::{PointSink, WriteBatch};
-use crate::uid::{UidError, UidKind};
-
-/// Metric names one remote-read query without `__name__="…"` may look at.
-pub const MAX_METRICS_PER_QUERY: usize = 10_000;
+use crate::uid::UidError;
 
 /// `POST /api/v1/write`.
 pub async fn remote_write(
@@ -267,41 +263,6 @@ pub async fn remote_read(
     )
 }
 
-/// A matcher ready to apply: the OpenTSDB form plus its anchored regex.
-struct Matcher {
-    m: OpenTsdbMatcher,
-    re: Option<Regex>,
-}
-
-impl Matcher {
-    fn new(lm: &pb::LabelMatcher) -> Result<Self, ApiError> {
-        let m = prom::map_matcher(lm)?;
-        let re = match m.op {
-            pb::MatchType::Re | pb::MatchType::Nre => {
-                Some(Regex::new(&format!("^(?:{})$", m.value)).map_err(|e| {
-                    ApiError::bad_request(format!("invalid regular expression {:?}: {e}", m.value))
-                })?)
-            }
-            _ => None,
-        };
-        Ok(Self { m, re })
-    }
-
-    /// Whether a value (OpenTSDB form; `None` when the label is absent)
-    /// passes, with Prometheus's semantics.
-    fn matches(&self, stored: Option<&str>, decoded: impl FnOnce(&str) -> String) -> bool {
-        match self.m.op {
-            pb::MatchType::Eq => stored.unwrap_or("") == self.m.value,
-            pb::MatchType::Neq => stored.unwrap_or("") != self.m.value,
-            pb::MatchType::Re | pb::MatchType::Nre => {
-                let text = stored.map(decoded).unwrap_or_default();
-                let hit = self.re.as_ref().is_some_and(|re| re.is_match(&text));
-                hit == (self.m.op == pb::MatchType::Re)
-            }
-        }
-    }
-}
-
 fn summary(req: &pb::ReadRequest) -> String {
     let ops = ["=", "!=", "=~", "!~"];
     let mut out = String::from("remote read:");
@@ -364,10 +325,6 @@ async fn read(
         .into_response())
 }
 
-fn source_error(e: SourceError) -> ApiError {
-    ApiError::from(hourglass_query::error::QueryError::Source(e.to_string()))
-}
-
 /// One remote-read query: its series with the samples in
 /// `[start_timestamp_ms, end_timestamp_ms]`.
 fn run_query(
@@ -378,98 +335,19 @@ fn run_query(
     let matchers = q
         .matchers
         .iter()
-        .map(Matcher::new)
+        .map(prom::map_matcher)
         .collect::<Result<Vec<_>, _>>()?;
+    let selection = Selection::new(matchers, Names::Prometheus)?;
     let (start, end) = (q.start_timestamp_ms.max(0), q.end_timestamp_ms);
     if end < start {
         return Ok(pb::QueryResult::default());
     }
-    let (name_matchers, tag_matchers): (Vec<&Matcher>, Vec<&Matcher>) = matchers
-        .iter()
-        .partition(|m| m.m.target == MatchTarget::Metric);
-    let metrics: Vec<String> = match name_matchers.iter().find(|m| m.m.op == pb::MatchType::Eq) {
-        Some(m) => vec![m.m.value.clone()],
-        None => {
-            let names = engine
-                .uids()
-                .suggest(UidKind::Metric, "", MAX_METRICS_PER_QUERY + 1)
-                .map_err(ApiError::from)?;
-            if names.len() > MAX_METRICS_PER_QUERY {
-                return Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "a remote-read query without a __name__=\"...\" matcher may look at no more than {MAX_METRICS_PER_QUERY} metrics, and there are more; add a metric name to the selector"
-                    ),
-                ));
-            }
-            names
-        }
-    };
-    // `label="value"` with a value is pushed down to the storage scan.
-    let mut filters = Vec::new();
-    for m in &tag_matchers {
-        if let (pb::MatchType::Eq, MatchTarget::Tag(k)) = (m.m.op, &m.m.target)
-            && !m.m.value.is_empty()
-        {
-            filters
-                .push(TagFilter::new("literal_or", k, &m.m.value, false).map_err(ApiError::from)?);
-        }
-    }
     let mut out = Vec::new();
-    for metric in &metrics {
-        let passes_name = name_matchers.iter().all(|m| {
-            m.matches(Some(metric), |s| {
-                prom::opentsdb_metric_to_prom(s).into_owned()
-            })
-        });
-        if !passes_name {
-            continue;
-        }
-        budget.check().map_err(ApiError::from)?;
-        let req = FetchRequest {
-            metric,
-            filters: &filters,
-            explicit_tags: false,
-            rollup_usage: hourglass_query::rollup::RollupUsage::Raw,
-            tsuids: None,
-            scan_start_ms: start,
-            scan_end_ms: end.saturating_add(1),
-            downsample: None,
-            budget,
-        };
-        let series: Vec<Series> = match engine.fetch(&req) {
-            Ok(s) => s,
-            // An unknown metric or tag value: nothing matches.
-            Err(SourceError::NoSuchName { .. }) => continue,
-            Err(e @ SourceError::TooManyPoints { .. }) => {
-                return Err(ApiError::from(hourglass_query::error::QueryError::Limit(
-                    e.to_string(),
-                )));
-            }
-            Err(e) => return Err(source_error(e)),
-        };
-        budget.check_points().map_err(ApiError::from)?;
-        for s in series {
-            let keep = tag_matchers.iter().all(|m| {
-                let MatchTarget::Tag(k) = &m.m.target else {
-                    return true;
-                };
-                let v = s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
-                m.matches(v, |s| hourglass_ingest::decode_name(s).into_owned())
-            });
-            if !keep {
-                continue;
-            }
+    for metric in selection.metrics(engine)? {
+        for s in selection.fetch(engine, &metric, start, end, budget)? {
             let tags: Vec<(&str, &str)> = s.tags.iter().map(|t| (&*t.key, &*t.value)).collect();
-            let samples = s
-                .points
-                .iter()
-                .filter(|(t, _)| (start..=end).contains(t))
-                .map(|&(t, v)| (t, v.as_f64()));
-            let mut ts = prom::series_to_prom(metric, &tags, samples);
-            if ts.samples.is_empty() {
-                continue;
-            }
+            let samples = s.points.iter().map(|&(t, v)| (t, v.as_f64()));
+            let mut ts = prom::series_to_prom(&metric, &tags, samples);
             prom::prometheus_safe_labels(&mut ts);
             out.push(ts);
         }

@@ -31,7 +31,7 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
     Some(match path {
         "/" | "/ping" => return None,
         "/api/put" | "/api/rollup" | "/write" | "/api/v2/write" | "/api/v1/write"
-        | "/api/uid/assign" => Scope::Write,
+        | "/api/v1/import" | "/api/uid/assign" => Scope::Write,
         "/api/dropcaches" | "/api/uid/rename" => Scope::Admin,
         "/api/query" if method == Method::DELETE => Scope::Admin,
         "/api/annotation" | "/api/annotation/bulk" if read_method => Scope::Read,
@@ -57,6 +57,7 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
         | "/api/stats/query"
         | "/metrics"
         | "/api/v1/read"
+        | "/api/v1/export"
         | "/api/__unsupported_version" => Scope::Read,
         p if p.starts_with("/api/search/") || p.starts_with("/api/uid/") => Scope::Read,
         _ => Scope::Admin,

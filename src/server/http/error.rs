@@ -191,6 +191,7 @@ impl From<WalError> for ApiError {
 pub(crate) fn storage_error(e: &StorageError) -> ApiError {
     match e {
         StorageError::Poisoned => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        StorageError::Unsupported(_) => ApiError::new(StatusCode::NOT_IMPLEMENTED, e.to_string()),
         e if e.is_retryable() => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).with_retry_after(1)
         }
@@ -245,6 +246,8 @@ impl From<EngineError> for ApiError {
             }
             EngineError::Storage(s) => storage_error(&s),
             EngineError::Uid(u) => u.into(),
+            EngineError::NoSuchSnapshot(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            EngineError::BadSnapshotPath(_) => ApiError::bad_request(e.to_string()),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
     }

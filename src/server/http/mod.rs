@@ -2,7 +2,8 @@
 //! ([`serve`]), the path rules applied before routing ([`normalize`]),
 //! reading bodies within bounds ([`body`]), who may change state from a
 //! browser ([`cors`]), which token may call what ([`auth`]), errors and their status codes ([`error`]), a request
-//! as the endpoints read it ([`request`]), and what every endpoint shares
+//! as the endpoints read it ([`request`]), bodies streamed from blocking
+//! producers ([`stream`]), and what every endpoint shares
 //! ([`helpers`]). The routes are `router.rs`'s, the
 //! endpoints `api/`'s.
 
@@ -14,6 +15,7 @@ pub mod helpers;
 pub mod normalize;
 pub mod request;
 pub mod serve;
+pub mod stream;
 
 pub use auth::Caller;
 pub use error::{ApiError, ErrorFormat};

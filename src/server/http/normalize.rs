@@ -3,13 +3,25 @@
 //! versions get 501, and the endpoint name is case-insensitive. The three
 //! foreign paths under `/api/` are kept as they are before that rule
 //! applies: `/api/v1/write` and `/api/v1/read` are Prometheus's (OpenTSDB
-//! has no `/api/write` or `/api/read`), `/api/v2/write` is InfluxDB 2.x's.
+//! has no `/api/write` or `/api/read`), `/api/v2/write` is InfluxDB 2.x's,
+//! `/api/v1/export` and `/api/v1/import` VictoriaMetrics'. Below
+//! `/api/admin/snapshots/` only the endpoint is case-insensitive: what
+//! follows names a snapshot and its files, which keep their case.
 
 use axum::http::Uri;
 
 /// Paths under `/api/` that belong to other systems' APIs and so escape
 /// OpenTSDB's version rule (`/api/v1/x` = `/api/x`, `/api/v2/...` = 501).
-const FOREIGN_API_PATHS: [&str; 3] = ["/api/v1/write", "/api/v1/read", "/api/v2/write"];
+const FOREIGN_API_PATHS: [&str; 5] = [
+    "/api/v1/write",
+    "/api/v1/read",
+    "/api/v2/write",
+    "/api/v1/export",
+    "/api/v1/import",
+];
+
+/// Endpoints whose path goes on with names that keep their case.
+const NAMED_TAILS: [&str; 1] = ["/api/admin/snapshots/"];
 
 /// Rewrites the request path to its canonical route.
 pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
@@ -22,6 +34,8 @@ pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     let lower = p.to_ascii_lowercase();
     if FOREIGN_API_PATHS.contains(&lower.as_str()) {
         p = lower;
+    } else if let Some(prefix) = NAMED_TAILS.iter().find(|t| lower.starts_with(*t)) {
+        p = format!("{prefix}{}", &p[prefix.len()..]);
     } else if lower == "/api" || lower.starts_with("/api/") {
         let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
         if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
@@ -77,6 +91,15 @@ mod tests {
         // Prometheus and InfluxDB 2.x paths are not OpenTSDB's.
         assert_eq!(path_of("/api/v1/write"), "/api/v1/write");
         assert_eq!(path_of("/api/v1/read/"), "/api/v1/read");
+        assert_eq!(
+            path_of("/api/v1/export?match[]=x"),
+            "/api/v1/export?match[]=x"
+        );
+        assert_eq!(path_of("/API/V1/IMPORT"), "/api/v1/import");
+        assert_eq!(
+            path_of("/API/Admin/Snapshots/20261126T053512Z-0/files/SNAPSHOT"),
+            "/api/admin/snapshots/20261126T053512Z-0/files/SNAPSHOT"
+        );
         assert_eq!(
             path_of("/api/v2/write?bucket=b&precision=s"),
             "/api/v2/write?bucket=b&precision=s"

@@ -1,0 +1,77 @@
+//! Response bodies produced by blocking code (a file read, an export scan)
+//! and sent as they are made: a bounded channel of chunks, so a slow client
+//! holds back the producer instead of the server buffering the whole answer.
+//! A producer's error after the headers went out ends the body abruptly
+//! (the client sees a truncated transfer, never a complete-looking one).
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body_util::channel::{Channel, Sender};
+
+/// Chunks in flight between the producer and the connection.
+const DEPTH: usize = 4;
+/// Bytes per chunk read from a file.
+const FILE_CHUNK: usize = 256 << 10;
+
+/// Where a blocking producer writes a streamed body.
+#[derive(Debug)]
+pub struct BodyWriter {
+    sender: Sender<Bytes, std::io::Error>,
+    handle: tokio::runtime::Handle,
+}
+
+impl BodyWriter {
+    /// Sends one chunk, waiting while the channel is full; an error when the
+    /// client has gone (stop producing).
+    pub fn send(&mut self, chunk: Bytes) -> std::io::Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        self.handle
+            .block_on(self.sender.send_data(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client went away"))
+    }
+
+    /// Ends the body with an error: the transfer is cut short.
+    pub fn fail(self, error: std::io::Error) {
+        self.sender.abort(error);
+    }
+}
+
+/// A body filled by `produce` on a blocking thread. Call from the runtime.
+pub fn streamed<F>(produce: F) -> Body
+where
+    F: FnOnce(&mut BodyWriter) -> std::io::Result<()> + Send + 'static,
+{
+    let (sender, body) = Channel::<Bytes, std::io::Error>::new(DEPTH);
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let mut writer = BodyWriter { sender, handle };
+        if let Err(e) = produce(&mut writer)
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            tracing::warn!(error = %e, "a streamed answer failed part way; its body was cut short");
+            writer.fail(e);
+        }
+    });
+    Body::new(body)
+}
+
+/// A file's bytes, read off the reactor.
+pub fn file(path: PathBuf) -> Body {
+    streamed(move |out| {
+        let mut f = std::fs::File::open(&path)?;
+        loop {
+            let mut buf = vec![0u8; FILE_CHUNK];
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.truncate(n);
+            out.send(Bytes::from(buf))?;
+        }
+    })
+}
