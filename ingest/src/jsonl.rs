@@ -22,9 +22,9 @@ use serde::Deserialize;
 
 use crate::limits::Limits;
 use crate::names::encode_name;
-use crate::point::{Point, Value};
-use crate::timestamp::timestamp_from_millis;
-use crate::validate::{check_point, validate_name};
+use crate::point::{Point, Timestamp, Value};
+use crate::timestamp::{timestamp_from_millis, timestamp_from_secs};
+use crate::validate::{check_series, validate_name};
 
 /// One line of JSON lines, decoded and checked: its points share the
 /// series.
@@ -33,10 +33,20 @@ pub struct JsonlSeries<'a> {
     pub points: Vec<Point<'a>>,
 }
 
+/// One line of JSON lines split, its series not yet read: the `metric`
+/// object's text as sent (a key for a cache of series) and the points.
+#[derive(Debug)]
+pub struct JsonlLine<'a> {
+    /// The `metric` object's JSON text.
+    pub series: &'a str,
+    values: Vec<serde_json::Number>,
+    timestamps: Vec<i64>,
+}
+
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(borrow)]
-    metric: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
+    metric: &'a serde_json::value::RawValue,
     values: Vec<serde_json::Number>,
     timestamps: Vec<i64>,
 }
@@ -52,10 +62,9 @@ fn as_name<'a>(what: &str, name: Cow<'a, str>, limits: &Limits) -> Cow<'a, str> 
     }
 }
 
-/// Decodes one JSON line into its points; the error says what is wrong
-/// (nothing of a bad line is used).
-pub fn parse_jsonl_line<'a>(line: &'a [u8], limits: &Limits) -> Result<JsonlSeries<'a>, String> {
-    let decoded: Line<'a> =
+/// Splits one JSON line; the error says what is wrong.
+pub fn split_jsonl_line(line: &[u8]) -> Result<JsonlLine<'_>, String> {
+    let decoded: Line<'_> =
         serde_json::from_slice(line).map_err(|e| format!("not a JSON line of a series: {e}"))?;
     if decoded.values.len() != decoded.timestamps.len() {
         return Err(format!(
@@ -64,36 +73,77 @@ pub fn parse_jsonl_line<'a>(line: &'a [u8], limits: &Limits) -> Result<JsonlSeri
             decoded.timestamps.len()
         ));
     }
-    let mut metric = None;
-    let mut tags = Vec::with_capacity(decoded.metric.len());
-    for (k, v) in decoded.metric {
-        if k == "__name__" {
-            metric = Some(as_name("metric", v, limits));
-        } else {
-            tags.push((as_name("tagk", k, limits), as_name("tagv", v, limits)));
+    Ok(JsonlLine {
+        series: decoded.metric.get(),
+        values: decoded.values,
+        timestamps: decoded.timestamps,
+    })
+}
+
+/// A series: metric and tags.
+pub type SeriesNames<'a> = (Cow<'a, str>, Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'a> JsonlLine<'a> {
+    /// The series, its names checked as a `put`'s are.
+    pub fn names(&self, limits: &Limits) -> Result<SeriesNames<'a>, String> {
+        let labels: BTreeMap<Cow<'a, str>, Cow<'a, str>> = serde_json::from_str(self.series)
+            .map_err(|e| format!("the metric of a series is not an object of strings: {e}"))?;
+        let mut metric = None;
+        let mut tags = Vec::with_capacity(labels.len());
+        for (k, v) in labels {
+            if k == "__name__" {
+                metric = Some(as_name("metric", v, limits));
+            } else {
+                tags.push((as_name("tagk", k, limits), as_name("tagv", v, limits)));
+            }
         }
+        let metric = metric.ok_or("the series has no __name__")?;
+        check_series(&metric, &tags, limits).map_err(|e| e.to_string())?;
+        Ok((metric, tags))
     }
-    let metric = metric.ok_or("the series has no __name__")?;
-    let mut points = Vec::with_capacity(decoded.values.len());
-    for (n, ts) in decoded.values.iter().zip(&decoded.timestamps) {
-        let value = match n.as_i64() {
-            Some(i) => Value::Int(i),
-            None => match n.as_f64() {
-                Some(f) if f.is_finite() => Value::from_double(f),
-                _ => return Err(format!("value {n} is not a finite number")),
-            },
-        };
-        let timestamp = timestamp_from_millis(*ts).map_err(|e| format!("timestamp {ts}: {e}"))?;
-        let point = Point {
-            metric: metric.clone(),
-            timestamp,
-            value,
-            tags: tags.clone(),
-        };
-        check_point(&point, limits).map_err(|e| e.to_string())?;
-        points.push(point);
+
+    /// The points: timestamps in range, values finite.
+    pub fn points(&self) -> Result<Vec<(Timestamp, Value)>, String> {
+        let mut points = Vec::with_capacity(self.values.len());
+        for (n, ts) in self.values.iter().zip(&self.timestamps) {
+            let value = match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => match n.as_f64() {
+                    Some(f) if f.is_finite() => Value::from_double(f),
+                    _ => return Err(format!("value {n} is not a finite number")),
+                },
+            };
+            // On a whole second, stored as seconds (how points written with
+            // second timestamps are stored), else as milliseconds.
+            let timestamp = if ts % 1000 == 0 {
+                timestamp_from_secs(ts / 1000)
+            } else {
+                timestamp_from_millis(*ts)
+            }
+            .map_err(|e| format!("timestamp {ts}: {e}"))?;
+            points.push((timestamp, value));
+        }
+        Ok(points)
     }
-    Ok(JsonlSeries { points })
+}
+
+/// Decodes one JSON line into its points; the error says what is wrong
+/// (nothing of a bad line is used).
+pub fn parse_jsonl_line<'a>(line: &'a [u8], limits: &Limits) -> Result<JsonlSeries<'a>, String> {
+    let split = split_jsonl_line(line)?;
+    let (metric, tags) = split.names(limits)?;
+    let points = split.points()?;
+    Ok(JsonlSeries {
+        points: points
+            .into_iter()
+            .map(|(timestamp, value)| Point {
+                metric: metric.clone(),
+                timestamp,
+                value,
+                tags: tags.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// Appends a value in the text that parses back into it.

@@ -56,7 +56,7 @@ pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
 pub use rollup::{RollupPoint, RollupSpec};
 pub use telnet::{
-    Command, FastPut, LineResult, fast_put, next_line, parse_import_line, parse_line,
+    Command, FastPut, LineResult, fast_import, fast_put, next_line, parse_import_line, parse_line,
     unknown_command_line,
 };
 pub use timestamp::{

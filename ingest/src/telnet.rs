@@ -199,7 +199,11 @@ fn memchr_space(bytes: &[u8]) -> usize {
 /// both succeed, the timestamp and value are [`parse_line`]'s. Anything
 /// else (`None`) goes through [`parse_line`], which gives the exact error.
 pub fn fast_put(line: &[u8]) -> Option<FastPut<'_>> {
-    let rest = line.strip_prefix(b"put ")?;
+    fast_put_words(line.strip_prefix(b"put ")?)
+}
+
+/// [`fast_put`] after the `put` word.
+fn fast_put_words(rest: &[u8]) -> Option<FastPut<'_>> {
     let (metric, rest) = word(rest);
     let (ts, rest) = word(rest);
     let (value, rest) = word(rest);
@@ -222,7 +226,6 @@ pub fn fast_put(line: &[u8]) -> Option<FastPut<'_>> {
     })
 }
 
-/// `put` steps 1–7 of OpenTSDB's `PutDataPointRpc.importDataPoint`, in order.
 /// A line of OpenTSDB's import text (`tsdb import`, what `tsdb scan
 /// --import` writes): a `put` line without the `put` word, `metric
 /// timestamp value tagk=tagv…`, checked as a `put` is.
@@ -230,6 +233,13 @@ pub fn parse_import_line<'a>(line: &'a str, limits: &Limits) -> Result<Point<'a>
     parse_put(line.split(' ').filter(|w| !w.is_empty()), limits)
 }
 
+/// [`fast_put`] for a line of import text (no `put` word): the same
+/// promise, with [`parse_import_line`] as the full parser.
+pub fn fast_import(line: &[u8]) -> Option<FastPut<'_>> {
+    fast_put_words(line)
+}
+
+/// `put` steps 1–7 of OpenTSDB's `PutDataPointRpc.importDataPoint`, in order.
 fn parse_put<'a>(
     mut args: impl Iterator<Item = &'a str>,
     limits: &Limits,

@@ -11,17 +11,19 @@
 //! `hourglass import` sends a file in bodies of whole lines and adds its
 //! own offset to the line numbers.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use hourglass_ingest::jsonl::parse_jsonl_line;
-use hourglass_ingest::{Point, parse_import_line};
+
+use hourglass_ingest::jsonl::{SeriesNames, split_jsonl_line};
+use hourglass_ingest::{Point, Value, fast_import, parse_import_line};
 use serde_json::json;
 
-use crate::engine::PointError;
+use crate::engine::{PointError, SeriesRef};
 use crate::server::Ctx;
 use crate::server::http::{ApiError, Params, PeerAddr, blocking, json_response, param, respond};
 use crate::server::write::{PointSink, WriteBatch};
@@ -82,7 +84,16 @@ async fn run(
             )));
         }
     };
-    let read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
+    let mut read = crate::server::http::body::read(ctx, headers, peer.ip(), body).await?;
+    // A point held for writing costs about 70 bytes: five times its JSON
+    // line text (~16 bytes a point), one and a half times an import line.
+    let held = read.bytes.len().saturating_mul(match format {
+        Format::Jsonl => 5,
+        Format::OpenTsdb => 3,
+    });
+    if !ctx.inflight.try_grow(&mut read._guard, held) {
+        return Err(crate::server::http::body::overloaded());
+    }
     let writer = Arc::clone(ctx);
     let outcome = blocking(move || write_lines(&writer, &read.bytes, format, stop)).await?;
     if outcome.lsn > 0 {
@@ -112,13 +123,153 @@ async fn run(
     Ok(json_response(status, answer.to_string()))
 }
 
+/// A point waiting for its series: timestamp, value, line.
+type Waiting = (u64, Value, u32);
+
+/// A series resolved by its first point: key, the first point's line, and
+/// the points after it.
+type Pending = (Box<[u8]>, u32, Vec<Waiting>);
+
+/// What writing a body's points did: the log position to wait for, the
+/// points written, and the refused ones (line, why).
+type Wrote = (u64, usize, Vec<(usize, String)>);
+
+/// Points grouped by series while a body is read: a series the shared
+/// cache knows is written by reference; an unknown one is resolved by
+/// writing its first point by name (checked as a `put` is), and its other
+/// points follow by reference once that write has resolved it. Each series'
+/// names are read and checked once a body, not once a point.
+#[derive(Default)]
+struct Resolver<'a> {
+    /// First points of the series to resolve (phase 1).
+    first: WriteBatch<'a>,
+    /// Points of known series (phase 2), by index into `refs`.
+    known: Vec<(u32, u64, Value, u32)>,
+    refs: Vec<SeriesRef>,
+    /// Series key → index into `refs` (cached series) or, negated minus one,
+    /// into `pending` (series resolved in phase 1).
+    seen: HashMap<Box<[u8]>, i64>,
+    /// Keys of the series phase 1 resolves, the line of their first
+    /// point, and their points after the first.
+    pending: Vec<Pending>,
+}
+
+impl<'a> Resolver<'a> {
+    /// Takes one point of the series `key`; `named` builds the point with
+    /// its names when the series is new to this body (its error is the
+    /// line's).
+    fn take(
+        &mut self,
+        ctx: &Ctx,
+        key: &[u8],
+        timestamp: u64,
+        value: Value,
+        line: u32,
+        named: impl FnOnce() -> Result<Point<'a>, String>,
+    ) -> Result<(), String> {
+        if let Some(&at) = self.seen.get(key) {
+            if at >= 0 {
+                self.known.push((at as u32, timestamp, value, line));
+            } else {
+                self.pending[(-at - 1) as usize]
+                    .2
+                    .push((timestamp, value, line));
+            }
+            return Ok(());
+        }
+        if let Some(series) = ctx.http_series.get(key)
+            && let [series] = &series[..]
+        {
+            self.refs.push(series.clone());
+            let at = (self.refs.len() - 1) as u32;
+            self.seen.insert(key.into(), i64::from(at));
+            self.known.push((at, timestamp, value, line));
+            return Ok(());
+        }
+        let point = named()?;
+        self.first.named(point, line, Some(key.into()));
+        self.pending.push((key.into(), line, Vec::new()));
+        self.seen.insert(key.into(), -(self.pending.len() as i64));
+        Ok(())
+    }
+
+    /// Writes phase 1, caches what it resolved, then writes phase 2.
+    /// Returns the log position to wait for, the points written and the
+    /// refused ones (line, why).
+    fn write(mut self, ctx: &Ctx) -> Result<Wrote, ApiError> {
+        let mut errors = Vec::new();
+        let reason = |e: &PointError| match e {
+            PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
+            other => other.to_string(),
+        };
+        let first = self.first.write(&ctx.engine, &[])?;
+        let mut refused_first: HashMap<u32, String> = HashMap::new();
+        for refused in &first.errors {
+            let why = reason(&refused.error);
+            errors.push((refused.origin as usize, why.clone()));
+            refused_first.insert(refused.origin, why);
+        }
+        let mut resolved: HashMap<Box<[u8]>, SeriesRef> = HashMap::new();
+        for (key, series) in first.new_series {
+            ctx.http_series
+                .insert(key.clone(), Arc::from([series.clone()]));
+            resolved.insert(key, series);
+        }
+        let mut batch = WriteBatch::default();
+        for (at, ts, value, line) in self.known {
+            batch.known(at, ts, value, line);
+        }
+        for (key, first_line, rest) in self.pending {
+            match resolved.remove(&key) {
+                Some(series) => {
+                    self.refs.push(series);
+                    let at = (self.refs.len() - 1) as u32;
+                    for (ts, value, line) in rest {
+                        batch.known(at, ts, value, line);
+                    }
+                }
+                // Its first point was refused: so are the others, for the
+                // same reason (the series could not be resolved).
+                None => {
+                    let why = refused_first
+                        .get(&first_line)
+                        .cloned()
+                        .unwrap_or_else(|| "the series could not be resolved".to_string());
+                    for (_, _, line) in rest {
+                        errors.push((line as usize, why.clone()));
+                    }
+                }
+            }
+        }
+        let second = batch.write(&ctx.engine, &self.refs)?;
+        for refused in &second.errors {
+            errors.push((refused.origin as usize, reason(&refused.error)));
+        }
+        for (r, series) in &second.refreshed {
+            if let Some((key, _)) = self.seen.iter().find(|(_, at)| **at == i64::from(*r)) {
+                ctx.http_series
+                    .insert(key.clone(), Arc::from([series.clone()]));
+            }
+        }
+        // One error a line (a line's points share their series and its fate).
+        errors.sort_by_key(|e| e.0);
+        errors.dedup_by_key(|e| e.0);
+        Ok((
+            first.lsn.max(second.lsn),
+            first.accepted + second.accepted,
+            errors,
+        ))
+    }
+}
+
 /// Parses every line, then writes the points of the lines taken
 /// (blocking).
 fn write_lines(ctx: &Ctx, body: &[u8], format: Format, stop: bool) -> Result<Outcome, ApiError> {
-    let mut batch = WriteBatch::default();
+    let mut resolver = Resolver::default();
     let mut errors: Vec<(usize, String)> = Vec::new();
     let mut stopped_at = None;
     let mut lines = 0usize;
+    let mut key = Vec::with_capacity(256);
     for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
         let number = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -126,18 +277,15 @@ fn write_lines(ctx: &Ctx, body: &[u8], format: Format, stop: bool) -> Result<Out
             continue;
         }
         lines += 1;
-        match parse(raw, format, &ctx.limits) {
-            Ok(points) => {
-                for p in points {
-                    batch.named(p, number as u32, None);
-                }
-            }
-            Err(e) => {
-                errors.push((number, e));
-                if stop {
-                    stopped_at = Some(number);
-                    break;
-                }
+        let taken = match format {
+            Format::Jsonl => take_json(ctx, &mut resolver, raw, number as u32, &mut key),
+            Format::OpenTsdb => take_text(ctx, &mut resolver, raw, number as u32, &mut key),
+        };
+        if let Err(e) = taken {
+            errors.push((number, e));
+            if stop {
+                stopped_at = Some(number);
+                break;
             }
         }
     }
@@ -147,36 +295,69 @@ fn write_lines(ctx: &Ctx, body: &[u8], format: Format, stop: bool) -> Result<Out
             .with_label_values(&["invalid"])
             .inc_by(errors.len() as u64);
     }
-    let written = batch.write(&ctx.engine, &[])?;
-    for refused in &written.errors {
-        let msg = match &refused.error {
-            PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),
-            other => other.to_string(),
-        };
-        errors.push((refused.origin as usize, msg));
-    }
+    let (lsn, points, refused) = resolver.write(ctx)?;
+    errors.extend(refused);
     errors.sort_by_key(|e| e.0);
+    errors.dedup_by_key(|e| e.0);
     Ok(Outcome {
         lines,
-        lsn: written.lsn,
-        points: written.accepted,
+        lsn,
+        points,
         errors,
         stopped_at,
     })
 }
 
-fn parse<'a>(
+/// A JSON line: its series by the `metric` object's text.
+fn take_json<'a>(
+    ctx: &Ctx,
+    resolver: &mut Resolver<'a>,
     raw: &'a [u8],
-    format: Format,
-    limits: &hourglass_ingest::Limits,
-) -> Result<Vec<Point<'a>>, String> {
-    match format {
-        Format::Jsonl => parse_jsonl_line(raw, limits).map(|s| s.points),
-        Format::OpenTsdb => {
-            let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
-            parse_import_line(text.trim(), limits)
-                .map(|p| vec![p])
-                .map_err(|e| e.to_string())
-        }
+    line: u32,
+    key: &mut Vec<u8>,
+) -> Result<(), String> {
+    let split = split_jsonl_line(raw)?;
+    let points = split.points()?;
+    key.clear();
+    key.push(4);
+    key.extend_from_slice(split.series.as_bytes());
+    for (timestamp, value) in points {
+        // Called once a body per series: its names are read and checked then.
+        resolver.take(ctx, key, timestamp.0, value, line, || {
+            let (metric, tags): SeriesNames<'a> = split.names(&ctx.limits)?;
+            Ok(Point {
+                metric,
+                timestamp,
+                value,
+                tags,
+            })
+        })?;
     }
+    Ok(())
+}
+
+/// A line of import text: its series by its metric and tag words as sent.
+fn take_text<'a>(
+    ctx: &Ctx,
+    resolver: &mut Resolver<'a>,
+    raw: &'a [u8],
+    line: u32,
+    key: &mut Vec<u8>,
+) -> Result<(), String> {
+    let text = || std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"));
+    let Some(fast) = fast_import(raw) else {
+        // The full parser gives the exact error (or takes a line the
+        // quick split does not).
+        let point = parse_import_line(text()?.trim(), &ctx.limits).map_err(|e| e.to_string())?;
+        resolver.first.named(point, line, None);
+        return Ok(());
+    };
+    key.clear();
+    key.push(5);
+    key.extend_from_slice(fast.metric);
+    key.push(0);
+    key.extend_from_slice(fast.tags);
+    resolver.take(ctx, key, fast.timestamp.0, fast.value, line, || {
+        parse_import_line(text()?.trim(), &ctx.limits).map_err(|e| e.to_string())
+    })
 }
