@@ -177,7 +177,10 @@ pub fn export(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     }
     let mut remote = args.remote.connect()?;
     let mut selectors = args.selectors;
-    selectors.extend(args.metric.iter().map(|m| format!("{{__name__={m:?}}}")));
+    selectors.extend(args.metric.iter().map(|m| {
+        let quoted = m.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("{{__name__=\"{quoted}\"}}")
+    }));
     let opts = ExportOptions {
         selectors,
         start: args.start,

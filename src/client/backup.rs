@@ -9,13 +9,16 @@
 //! The server takes a snapshot (`POST /api/admin/snapshot`) and lists its
 //! files; each file goes into `<name>.partial/`: an immutable file (a table
 //! file, a head checkpoint) that an earlier backup or the interrupted run
-//! already holds with the same name and size is hard-linked or kept, not
+//! already holds with the same name and fingerprint (size and both ends'
+//! checksum: `storage::copy::fingerprint`) is hard-linked or kept, not
 //! copied again; every other file is downloaded to a temporary name,
 //! fsynced and renamed. Only when every file is there is the directory
-//! renamed to `<name>` and `CURRENT` replaced (written, fsynced, renamed):
-//! a kill at any moment leaves the previous backup complete and named by
-//! `CURRENT`. Then the oldest backups beyond `--keep` are removed, and the
-//! server's snapshot is deleted (it pins disk space there).
+//! renamed to a name no backup has (`<name>`, else `<name>-2`…) and
+//! `CURRENT` replaced (written, fsynced, renamed): a kill at any moment
+//! leaves the previous backup complete and named by `CURRENT`. Then the
+//! oldest backups beyond `--keep` are removed, and the server's snapshot is
+//! deleted (it pins disk space there). `DEST/LOCK` keeps two backups from
+//! writing into one directory at once.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,7 +28,8 @@ use http_body_util::BodyExt;
 use hyper::Method;
 
 use super::{ClientError, Remote};
-use crate::engine::snapshot::{SnapshotFile, SnapshotInfo};
+use crate::engine::snapshot::{SnapshotFile, SnapshotInfo, valid_name};
+use crate::storage::copy::fingerprint;
 
 /// The file naming the newest complete backup.
 pub const CURRENT: &str = "CURRENT";
@@ -60,6 +64,20 @@ pub struct BackupOptions {
 pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupReport, ClientError> {
     let dest = &opts.dest;
     std::fs::create_dir_all(dest).map_err(ClientError::io(dest))?;
+    let lock_path = dest.join("LOCK");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(ClientError::io(&lock_path))?;
+    if lock.try_lock().is_err() {
+        return Err(ClientError::Usage(format!(
+            "another backup is writing into {} (it holds {})",
+            dest.display(),
+            lock_path.display()
+        )));
+    }
     let taken_here = opts.snapshot.is_none();
     let name = match &opts.snapshot {
         Some(n) => n.clone(),
@@ -70,7 +88,7 @@ pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupRepo
             info.name
         }
     };
-    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+    if !valid_name(&name) {
         return Err(ClientError::Protocol(format!("bad snapshot name {name:?}")));
     }
     let described = remote
@@ -94,10 +112,10 @@ pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupRepo
         }
         report.files += 1;
         report.bytes += file.size;
-        if file.immutable
+        if let (true, Some(print)) = (file.immutable, file.fingerprint.as_deref())
             && reuse(
                 &dst,
-                file.size,
+                print,
                 &earlier.iter().map(|b| b.join(rel)).collect::<Vec<_>>(),
             )?
         {
@@ -109,17 +127,26 @@ pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupRepo
         report.copied_bytes += file.size;
     }
     sync_tree(&partial)?;
-    let done = dest.join(&name);
-    if done.exists() {
-        std::fs::remove_dir_all(&done).map_err(ClientError::io(&done))?;
+    // A new name: the backup CURRENT names is never touched before CURRENT
+    // names another.
+    let mut done = dest.join(&name);
+    let mut n = 1;
+    while done.exists() {
+        n += 1;
+        done = dest.join(format!("{name}-{n}"));
     }
+    let done_name = done
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(&name)
+        .to_string();
     std::fs::rename(&partial, &done).map_err(ClientError::io(&done))?;
-    set_current(dest, &name)?;
+    set_current(dest, &done_name)?;
     report.path = done;
     // Older complete backups beyond `keep`, oldest first; unfinished ones
     // of other snapshots too (this run superseded them).
     let mut complete = complete_backups(dest)?;
-    complete.retain(|p| p.file_name().and_then(|n| n.to_str()) != Some(name.as_str()));
+    complete.retain(|p| p.file_name().and_then(|n| n.to_str()) != Some(done_name.as_str()));
     let excess = (complete.len() + 1).saturating_sub(opts.keep.max(1));
     for old in complete.iter().take(excess) {
         std::fs::remove_dir_all(old).map_err(ClientError::io(old))?;
@@ -152,7 +179,7 @@ pub fn current(dest: &Path) -> Result<Option<PathBuf>, ClientError> {
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let name = text.trim();
-            if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            if !valid_name(name) {
                 return Err(ClientError::Damaged(format!(
                     "{} names no backup ({name:?})",
                     path.display()
@@ -196,12 +223,17 @@ fn partial_backups(dest: &Path) -> Result<Vec<PathBuf>, ClientError> {
 
 /// Keeps `dst` if the interrupted run finished it, else hard-links (or
 /// copies) the same file from an earlier backup; false if neither has it.
-fn reuse(dst: &Path, size: u64, earlier: &[PathBuf]) -> Result<bool, ClientError> {
-    if std::fs::metadata(dst).is_ok_and(|m| m.is_file() && m.len() == size) {
+/// Same means the same fingerprint, not only the same name.
+fn reuse(dst: &Path, print: &str, earlier: &[PathBuf]) -> Result<bool, ClientError> {
+    let same = |p: &Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
+            && fingerprint(p).is_ok_and(|f| format!("{f:016x}") == print)
+    };
+    if same(dst) {
         return Ok(true);
     }
     for src in earlier.iter().rev() {
-        if !std::fs::metadata(src).is_ok_and(|m| m.is_file() && m.len() == size) {
+        if !same(src) {
             continue;
         }
         let _ = std::fs::remove_file(dst);
@@ -241,6 +273,13 @@ async fn download(
             frame.map_err(|e| ClientError::Protocol(format!("downloading {}: {e}", file.path)))?;
         if let Ok(data) = frame.into_data() {
             got += data.len() as u64;
+            if got > file.size {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(ClientError::Protocol(format!(
+                    "{}: more bytes than the listing's {}",
+                    file.path, file.size
+                )));
+            }
             out.write_all(&data).map_err(ClientError::io(&tmp))?;
         }
     }

@@ -232,13 +232,14 @@ fn read_inputs(
         let mut next_line = 1u64;
         let mut format = opts.format;
         let mut eof = false;
-        while !eof {
+        // Bytes to gather before cutting: a batch, more while one line is
+        // longer than that.
+        let mut want = opts.batch_bytes.max(1 << 10);
+        while !eof || !pending.is_empty() {
             if stop.load(Ordering::Acquire) {
                 return Ok(());
             }
-            // Fill to a batch, then cut after the last newline.
-            let want = opts.batch_bytes.max(1 << 10);
-            while pending.len() < want {
+            while !eof && pending.len() < want {
                 let start = pending.len();
                 pending.resize(want.max(start + (64 << 10)), 0);
                 let n = source
@@ -247,7 +248,6 @@ fn read_inputs(
                 pending.truncate(start + n);
                 if n == 0 {
                     eof = true;
-                    break;
                 }
             }
             let cut = if eof {
@@ -261,10 +261,14 @@ fn read_inputs(
                             path.display()
                         )));
                     }
-                    // A line longer than a batch: read on.
-                    None => continue,
+                    // A line longer than a batch: gather more.
+                    None => {
+                        want = pending.len().saturating_mul(2).min(MAX_LINE);
+                        continue;
+                    }
                 }
             };
+            want = opts.batch_bytes.max(1 << 10);
             let rest = pending.split_off(cut);
             let body = std::mem::replace(&mut pending, rest);
             if body.iter().all(u8::is_ascii_whitespace) {

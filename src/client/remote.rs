@@ -101,6 +101,15 @@ impl Remote {
         })
     }
 
+    /// `host:port`, an IPv6 address in brackets.
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, ClientError> {
         let addr = format!("{}:{}", self.host, self.port);
         let connect_err = |e: String| ClientError::Connect(format!("{addr}: {e}"));
@@ -205,7 +214,7 @@ impl Remote {
             let mut req = Request::builder()
                 .method(method.clone())
                 .uri(format!("{}{path}", self.prefix))
-                .header(hyper::header::HOST, format!("{}:{}", self.host, self.port));
+                .header(hyper::header::HOST, self.authority());
             if let Some(t) = &self.token {
                 req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
             }

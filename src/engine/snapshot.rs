@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, EngineError, checkpoint};
-use crate::storage::copy::{CopyStats, link_or_copy};
+use crate::storage::copy::{CopyStats, fingerprint, link_or_copy};
 
 /// The snapshots' directory under the data directory.
 pub const DIR: &str = "snapshots";
@@ -53,9 +53,12 @@ pub struct SnapshotInfo {
 pub struct SnapshotFile {
     pub path: String,
     pub size: u64,
-    /// Never rewritten under this name (table files and head checkpoints):
-    /// a copy of the same name and size is the same file.
+    /// Never rewritten under this name (table files and head checkpoints).
     pub immutable: bool,
+    /// An immutable file's identity ([`crate::storage::copy::fingerprint`],
+    /// hex): a copy with the same one is the same file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// Tells snapshots taken within the same second apart.
@@ -117,7 +120,7 @@ impl Engine {
         };
         let marker = tmp.join(MARKER);
         let text = serde_json::to_vec_pretty(&info).unwrap_or_default();
-        std::fs::write(&marker, text).map_err(|e| dir_err(&marker, e))?;
+        write_synced(&marker, &text)?;
         crate::logfile::sync_dir(&tmp)?;
         std::fs::rename(&tmp, &path).map_err(|e| dir_err(&path, e))?;
         crate::logfile::sync_dir(&root)?;
@@ -151,14 +154,23 @@ impl Engine {
             stats.merge(self.store.snapshot(&dest.join("store"))?);
         }
         for rel in extra {
+            // Only a path inside the data directory (a configured file
+            // elsewhere is not the snapshot's to copy).
+            if !Path::new(rel)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)))
+            {
+                continue;
+            }
             let src = self.data_dir.join(rel);
             let dst = dest.join(rel);
             match std::fs::read(&src) {
                 Ok(bytes) => {
                     if let Some(parent) = dst.parent() {
                         std::fs::create_dir_all(parent).map_err(|e| dir_err(parent, e))?;
+                        write_synced(&dst, &bytes)?;
+                        crate::logfile::sync_dir(parent)?;
                     }
-                    std::fs::write(&dst, &bytes).map_err(|e| dir_err(&dst, e))?;
                     stats.add(bytes.len() as u64, false);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -242,9 +254,16 @@ impl Engine {
         Ok(path)
     }
 
-    /// Deletes a snapshot (the live data directory keeps its own links).
+    /// Deletes a snapshot (the live data directory keeps its own links),
+    /// also one whose description cannot be read.
     pub fn delete_snapshot(&self, name: &str) -> Result<(), EngineError> {
-        let dir = self.snapshot_info(name)?.path;
+        let _taking = TAKING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = self.snapshot_dir(name)?;
+        if !dir.is_dir() {
+            return Err(EngineError::NoSuchSnapshot(name.to_string()));
+        }
         // Renamed first, so a half-deleted snapshot is never listed.
         let doomed = self.snapshots_dir().join(format!("{name}.deleting.tmp"));
         std::fs::rename(&dir, &doomed).map_err(|e| dir_err(&dir, e))?;
@@ -253,18 +272,26 @@ impl Engine {
     }
 
     fn snapshot_dir(&self, name: &str) -> Result<PathBuf, EngineError> {
-        let valid = !name.is_empty()
-            && name.len() <= 128
-            && !name.starts_with('.')
-            && !name.ends_with(".tmp")
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-        if !valid {
+        if !valid_name(name) {
             return Err(EngineError::NoSuchSnapshot(name.to_string()));
         }
         Ok(self.snapshots_dir().join(name))
     }
+}
+
+/// Whether `name` can name a snapshot (or a backup of one): letters,
+/// digits, `-`, `_`, `.`, not starting with `.`, not a temporary or
+/// partial name — safe in a path and a URL as it is.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && !name.ends_with(".tmp")
+        && !name.ends_with(".partial")
+        && !matches!(name, "CURRENT" | "LOCK")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Removes what an interrupted snapshot or deletion left (`*.tmp`).
@@ -299,20 +326,43 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<SnapshotFile>) -> Result<(), Eng
         if kind.is_dir() {
             walk(&entry.path(), &rel, out)?;
         } else if kind.is_file() {
-            let size = entry
-                .metadata()
-                .map_err(|e| dir_err(&entry.path(), e))?
-                .len();
+            // A file gone since the listing (a server serving the snapshot
+            // directory replaced it) is not listed.
+            let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+            let size = match entry.metadata() {
+                Ok(m) => m.len(),
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(dir_err(&entry.path(), e)),
+            };
             let immutable = (rel.starts_with("store/") && name.ends_with(".sst"))
                 || (rel.starts_with("head/") && name.starts_with("ckpt-"));
+            let fingerprint = if immutable {
+                match fingerprint(&entry.path()) {
+                    Ok(print) => Some(format!("{print:016x}")),
+                    Err(e) if gone(&e) => continue,
+                    Err(e) => return Err(dir_err(&entry.path(), e)),
+                }
+            } else {
+                None
+            };
             out.push(SnapshotFile {
                 path: rel,
                 size,
                 immutable,
+                fingerprint,
             });
         }
     }
     Ok(())
+}
+
+/// Writes a small file and fsyncs it.
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    use std::io::Write as _;
+    let mut f = std::fs::File::create(path).map_err(|e| dir_err(path, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| dir_err(path, e))
 }
 
 fn dir_err(path: &Path, source: std::io::Error) -> EngineError {

@@ -63,6 +63,29 @@ pub fn copy_prefix(src: &File, len: u64, dst: &Path) -> std::io::Result<()> {
     out.sync_all()
 }
 
+/// Bytes read from each end of a file for its fingerprint.
+const FINGERPRINT_EDGE: u64 = 4096;
+
+/// A cheap identity of an immutable file: a checksum of its size and its
+/// first and last 4 KiB. A table file's last bytes hold the checksum of its
+/// metadata (sequence numbers, window, counts) and a head checkpoint's
+/// first frame its creation time, so two different files of the same name
+/// and size do not share one: a backup reuses a file only when they match.
+pub fn fingerprint(path: &Path) -> std::io::Result<u64> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let head_len = size.min(FINGERPRINT_EDGE);
+    let tail_at = size.saturating_sub(FINGERPRINT_EDGE).max(head_len);
+    let mut bytes = size.to_le_bytes().to_vec();
+    let mut head = vec![0u8; head_len as usize];
+    file.read_exact_at(&mut head, 0)?;
+    bytes.extend_from_slice(&head);
+    let mut tail = vec![0u8; (size - tail_at) as usize];
+    file.read_exact_at(&mut tail, tail_at)?;
+    bytes.extend_from_slice(&tail);
+    Ok(crate::checksum::of(&bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +105,24 @@ mod tests {
         );
         assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"immutable");
         assert!(link_or_copy(&src, &open, 9, &dir.path().join("c")).is_err());
+    }
+
+    #[test]
+    fn fingerprints_tell_files_of_one_size_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        let mut big = vec![7u8; 20_000];
+        std::fs::write(&a, &big).unwrap();
+        std::fs::write(&b, &big).unwrap();
+        big[19_999] = 8;
+        std::fs::write(&c, &big).unwrap();
+        assert_eq!(fingerprint(&a).unwrap(), fingerprint(&b).unwrap());
+        assert_ne!(fingerprint(&a).unwrap(), fingerprint(&c).unwrap());
+        std::fs::write(&c, b"short").unwrap();
+        assert_ne!(fingerprint(&a).unwrap(), fingerprint(&c).unwrap());
     }
 }

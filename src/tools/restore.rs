@@ -34,7 +34,7 @@ pub fn source_of(from: &Path) -> Result<PathBuf, RestoreError> {
     if current.is_file() {
         let name = std::fs::read_to_string(&current).map_err(io(&current))?;
         let name = name.trim();
-        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        if !crate::engine::snapshot::valid_name(name) {
             return Err(RestoreError::Refused(format!(
                 "{} names no backup ({name:?})",
                 current.display()

@@ -159,7 +159,9 @@ fn a_snapshot_under_write_load_holds_every_point_acknowledged_before_it() {
         b"",
     )
     .json();
-    let files = described["files"].as_array().expect("files");
+    let files = described["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no files in {described}"));
     assert!(
         files.iter().any(|f| f["path"] == "store/MANIFEST")
             && files.iter().any(|f| f["path"]

@@ -44,6 +44,8 @@ const WINDOW_MS: i64 = 86_400_000;
 const MAX_EMPTY_WINDOW_MS: i64 = 4096 * WINDOW_MS;
 /// The narrowest: a window this small over the point limit is an error.
 const MIN_WINDOW_MS: i64 = 60_000;
+/// `match[]` selectors one export may have.
+const MAX_SELECTORS: usize = 64;
 /// Bytes gathered before a chunk is sent.
 const CHUNK: usize = 256 << 10;
 
@@ -98,6 +100,12 @@ async fn start(
         .filter(|(k, _)| k == "match[]" || k == "match")
         .map(|(_, v)| v.as_str())
         .collect();
+    if selectors.len() > MAX_SELECTORS {
+        return Err(ApiError::bad_request(format!(
+            "{} match[] selectors: at most {MAX_SELECTORS}",
+            selectors.len()
+        )));
+    }
     if selectors.is_empty() {
         return Err(ApiError::bad_request(
             "missing match[]: a series selector such as match[]=sys.cpu.user{host=\"web-1\"} or match[]={__name__=~\".+\"} for everything",
@@ -160,10 +168,13 @@ async fn start(
                         let budget = QueryBudget::new(limits).with_cancel_flag(Arc::clone(&cancel));
                         match selection.fetch(&engine, metric, from, to, &budget) {
                             Ok(series) => {
+                                // Over empty stretches the window grows; where
+                                // there are points it stays at most a day (and
+                                // as narrow as the point limit made it).
                                 window = if series.is_empty() {
                                     window.saturating_mul(4).min(MAX_EMPTY_WINDOW_MS)
                                 } else {
-                                    WINDOW_MS
+                                    window.min(WINDOW_MS)
                                 };
                                 let written = Written {
                                     earlier: &earlier,

@@ -23,6 +23,24 @@ const FOREIGN_API_PATHS: [&str; 5] = [
 /// Endpoints whose path goes on with names that keep their case.
 const NAMED_TAILS: [&str; 1] = ["/api/admin/snapshots/"];
 
+/// A path below one of [`NAMED_TAILS`] (`/api/v1/…` too): the endpoint in
+/// lower case, the rest as sent.
+fn named_tail(path: &str, lower: &str) -> Option<String> {
+    // `/api/v1/x` is `/api/x`: the version goes first. (Lower-casing ASCII
+    // keeps every byte where it was, so `path` and `lower` index alike.)
+    let (path, lower) = match lower.strip_prefix("/api/v1/") {
+        Some(rest) => (
+            format!("/api/{}", &path["/api/v1/".len()..]),
+            format!("/api/{rest}"),
+        ),
+        None => (path.to_string(), lower.to_string()),
+    };
+    NAMED_TAILS
+        .iter()
+        .find(|t| lower.starts_with(*t))
+        .map(|prefix| format!("{prefix}{}", &path[prefix.len()..]))
+}
+
 /// Rewrites the request path to its canonical route.
 pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     let uri = req.uri();
@@ -34,8 +52,8 @@ pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
     let lower = p.to_ascii_lowercase();
     if FOREIGN_API_PATHS.contains(&lower.as_str()) {
         p = lower;
-    } else if let Some(prefix) = NAMED_TAILS.iter().find(|t| lower.starts_with(*t)) {
-        p = format!("{prefix}{}", &p[prefix.len()..]);
+    } else if let Some(named) = named_tail(&p, &lower) {
+        p = named;
     } else if lower == "/api" || lower.starts_with("/api/") {
         let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
         if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
@@ -99,6 +117,10 @@ mod tests {
         assert_eq!(
             path_of("/API/Admin/Snapshots/20261126T053512Z-0/files/SNAPSHOT"),
             "/api/admin/snapshots/20261126T053512Z-0/files/SNAPSHOT"
+        );
+        assert_eq!(
+            path_of("/api/v1/admin/snapshots/Ab-1/"),
+            "/api/admin/snapshots/Ab-1"
         );
         assert_eq!(
             path_of("/api/v2/write?bucket=b&precision=s"),

@@ -13,6 +13,8 @@ use http_body_util::channel::{Channel, Sender};
 
 /// Chunks in flight between the producer and the connection.
 const DEPTH: usize = 4;
+/// How long a chunk may wait for a client that reads nothing.
+const STALLED: std::time::Duration = std::time::Duration::from_secs(60);
 /// Bytes per chunk read from a file.
 const FILE_CHUNK: usize = 256 << 10;
 
@@ -30,9 +32,22 @@ impl BodyWriter {
         if chunk.is_empty() {
             return Ok(());
         }
-        self.handle
-            .block_on(self.sender.send_data(chunk))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "client went away"))
+        let sent = self
+            .handle
+            .block_on(async { tokio::time::timeout(STALLED, self.sender.send_data(chunk)).await });
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "client went away",
+            )),
+            // A reader that takes nothing for this long holds a thread and
+            // (for an export) a query slot: it is cut off.
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {} s", STALLED.as_secs()),
+            )),
+        }
     }
 
     /// Ends the body with an error: the transfer is cut short.
