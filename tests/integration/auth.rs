@@ -86,6 +86,22 @@ fn endpoints(metric: &str) -> Vec<(&'static str, String, String, &'static str)> 
         ),
         ("POST", "/api/v1/write".into(), String::new(), "write"),
         ("POST", "/api/v1/read".into(), String::new(), "read"),
+        (
+            "GET",
+            format!("/api/v1/export?match%5B%5D={metric}"),
+            String::new(),
+            "read",
+        ),
+        (
+            "POST",
+            "/api/v1/import".into(),
+            format!(
+                r#"{{"metric":{{"__name__":"{metric}","host":"a"}},"values":[1],"timestamps":[{T0}000]}}"#
+            ),
+            "write",
+        ),
+        ("POST", "/api/admin/snapshot".into(), String::new(), "admin"),
+        ("GET", "/api/admin/snapshots".into(), String::new(), "admin"),
         ("GET", format!("/api/query?{q}"), String::new(), "read"),
         (
             "POST",
