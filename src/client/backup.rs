@@ -63,7 +63,7 @@ pub struct BackupOptions {
 /// Runs one backup.
 pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupReport, ClientError> {
     let dest = &opts.dest;
-    std::fs::create_dir_all(dest).map_err(ClientError::io(dest))?;
+    private_dir(dest)?;
     let lock_path = dest.join("LOCK");
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -108,7 +108,7 @@ pub async fn run(remote: &mut Remote, opts: &BackupOptions) -> Result<BackupRepo
         let rel = safe_relative(&file.path)?;
         let dst = partial.join(rel);
         if let Some(parent) = dst.parent() {
-            std::fs::create_dir_all(parent).map_err(ClientError::io(parent))?;
+            private_dir(parent)?;
         }
         report.files += 1;
         report.bytes += file.size;
@@ -265,7 +265,16 @@ async fn download(
         )
         .await?;
     let tmp = tmp_name(dst);
-    let mut out = std::fs::File::create(&tmp).map_err(ClientError::io(&tmp))?;
+    let mut out = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(ClientError::io(&tmp))?
+    };
     let mut body = resp.into_body();
     let mut got = 0u64;
     while let Some(frame) = body.frame().await {
@@ -293,6 +302,17 @@ async fn download(
     out.sync_all().map_err(ClientError::io(&tmp))?;
     drop(out);
     std::fs::rename(&tmp, dst).map_err(ClientError::io(dst))
+}
+
+/// A backup holds the data and the token hashes: only its owner may read
+/// it.
+fn private_dir(dir: &Path) -> Result<(), ClientError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(ClientError::io(dir))
 }
 
 fn tmp_name(dst: &Path) -> PathBuf {

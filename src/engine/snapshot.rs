@@ -86,7 +86,8 @@ impl Engine {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let root = self.snapshots_dir();
-        std::fs::create_dir_all(&root).map_err(|e| dir_err(&root, e))?;
+        // Snapshots hold the token file: the directory is the server user's.
+        private_dir(&root)?;
         remove_unfinished(&root);
         let now = self.clock.now_ms().max(0) as u64;
         let name = loop {
@@ -167,7 +168,7 @@ impl Engine {
             match std::fs::read(&src) {
                 Ok(bytes) => {
                     if let Some(parent) = dst.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| dir_err(parent, e))?;
+                        private_dir(parent)?;
                         write_synced(&dst, &bytes)?;
                         crate::logfile::sync_dir(parent)?;
                     }
@@ -356,13 +357,31 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<SnapshotFile>) -> Result<(), Eng
     Ok(())
 }
 
-/// Writes a small file and fsyncs it.
+/// Writes a small file, readable by the server's user only (the token
+/// file's hashes), and fsyncs it.
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
     use std::io::Write as _;
-    let mut f = std::fs::File::create(path).map_err(|e| dir_err(path, e))?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| dir_err(path, e))?;
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
         .map_err(|e| dir_err(path, e))
+}
+
+/// Creates a directory (and its parents) only the server's user may enter.
+fn private_dir(dir: &Path) -> Result<(), EngineError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| dir_err(dir, e))
 }
 
 fn dir_err(path: &Path, source: std::io::Error) -> EngineError {
