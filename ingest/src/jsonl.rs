@@ -188,7 +188,9 @@ pub fn write_jsonl_line(
 }
 
 /// Appends one OpenTSDB import line per point: seconds when the point is
-/// on a whole second, else milliseconds.
+/// on a whole second, else `<seconds>.<milliseconds>` (which reads back as
+/// the same instant for every millisecond a point can have, where 13-digit
+/// milliseconds cannot say one before 2001-09-09).
 pub fn write_import_lines(
     out: &mut Vec<u8>,
     metric: &str,
@@ -200,7 +202,7 @@ pub fn write_import_lines(
         if t % 1000 == 0 {
             let _ = write!(out, " {} ", t / 1000);
         } else {
-            let _ = write!(out, " {t} ");
+            let _ = write!(out, " {}.{:03} ", t / 1000, t % 1000);
         }
         write_value(out, *v);
         for (k, tv) in tags {
@@ -223,6 +225,8 @@ mod tests {
             (1_700_000_002_000, Value::Float(2.0)),
             (1_700_000_003_000, Value::Int(i64::MIN)),
             (1_700_000_004_000, Value::Double(1e300)),
+            // A millisecond instant 13 digits cannot write.
+            (4_294_967_296, Value::Int(1)),
         ]
     }
 
@@ -238,7 +242,7 @@ mod tests {
         );
         let line = out.strip_suffix(b"\n").unwrap();
         let series = parse_jsonl_line(line, &limits).unwrap();
-        assert_eq!(series.points.len(), 6);
+        assert_eq!(series.points.len(), 7);
         for (p, (t, v)) in series.points.iter().zip(values()) {
             assert_eq!(p.metric, "sys.cpu/user");
             assert_eq!(p.timestamp.as_millis() as i64, t);
