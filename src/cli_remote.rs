@@ -12,6 +12,7 @@ use hourglass::client::backup::{self, BackupOptions};
 
 use hourglass::client::export::{self, ExportOptions};
 use hourglass::client::import::{self, ImportOptions};
+use hourglass_ingest::jsonl::LineFormat;
 
 use crate::cli_location::Location;
 
@@ -249,9 +250,7 @@ pub struct ImportArgs {
 pub fn import(args: ImportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let format = match args.format.as_deref() {
         None => None,
-        Some("jsonl") => Some(import::Format::Jsonl),
-        Some("opentsdb") => Some(import::Format::OpenTsdb),
-        Some(other) => return Err(format!("--format {other}: jsonl or opentsdb").into()),
+        named => Some(LineFormat::from_param(named).map_err(|e| format!("--format: {e}"))?),
     };
     let skip = match args.on_error.as_str() {
         "stop" => false,

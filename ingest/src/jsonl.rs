@@ -26,6 +26,45 @@ use crate::point::{Point, Timestamp, Value};
 use crate::timestamp::{timestamp_from_millis, timestamp_from_secs};
 use crate::validate::{check_series, validate_name};
 
+/// The two line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineFormat {
+    /// VictoriaMetrics' JSON lines.
+    Jsonl,
+    /// OpenTSDB's import text.
+    OpenTsdb,
+}
+
+impl LineFormat {
+    /// The format a `format` parameter or option names (`jsonl`, the
+    /// default, or `opentsdb`); the error says what is accepted.
+    pub fn from_param(name: Option<&str>) -> Result<LineFormat, String> {
+        match name.unwrap_or("") {
+            "jsonl" | "json" | "" => Ok(LineFormat::Jsonl),
+            "opentsdb" => Ok(LineFormat::OpenTsdb),
+            other => Err(format!(
+                "unknown format {other:?}: jsonl (VictoriaMetrics' JSON lines) or opentsdb (tsdb import text)"
+            )),
+        }
+    }
+
+    /// Its name as a parameter.
+    pub fn param(self) -> &'static str {
+        match self {
+            LineFormat::Jsonl => "jsonl",
+            LineFormat::OpenTsdb => "opentsdb",
+        }
+    }
+
+    /// The format of text by its first line: JSON lines start with `{`.
+    pub fn detect(head: &[u8]) -> LineFormat {
+        match head.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => LineFormat::Jsonl,
+            _ => LineFormat::OpenTsdb,
+        }
+    }
+}
+
 /// One line of JSON lines, decoded and checked: its points share the
 /// series.
 #[derive(Debug, Clone, PartialEq)]

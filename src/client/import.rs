@@ -18,40 +18,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use tokio::sync::{Mutex, mpsc};
 
+use hourglass_ingest::jsonl::LineFormat;
+
 use super::{ClientError, Remote};
 
 /// Longest line taken (a JSON line carries a whole series' window).
 pub const MAX_LINE: usize = 64 << 20;
 
-/// The line format of an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Jsonl,
-    OpenTsdb,
-}
-
-impl Format {
-    fn param(self) -> &'static str {
-        match self {
-            Format::Jsonl => "jsonl",
-            Format::OpenTsdb => "opentsdb",
-        }
-    }
-
-    /// JSON lines start with `{`; anything else is import text.
-    fn detect(head: &[u8]) -> Format {
-        match head.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => Format::Jsonl,
-            _ => Format::OpenTsdb,
-        }
-    }
-}
-
 /// How an import runs.
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
     /// `None`: detected per input.
-    pub format: Option<Format>,
+    pub format: Option<LineFormat>,
     /// Skip bad lines (else stop at the first).
     pub skip: bool,
     /// Bytes of whole lines per request.
@@ -76,7 +54,7 @@ pub struct ImportReport {
 struct Chunk {
     input: usize,
     first_line: u64,
-    format: Format,
+    format: LineFormat,
     bytes: Bytes,
 }
 
@@ -275,7 +253,7 @@ fn read_inputs(
                 next_line += body.iter().filter(|&&b| b == b'\n').count() as u64;
                 continue;
             }
-            let chunk_format = *format.get_or_insert_with(|| Format::detect(&body));
+            let chunk_format = *format.get_or_insert_with(|| LineFormat::detect(&body));
             let lines = body.iter().filter(|&&b| b == b'\n').count() as u64;
             let chunk = Chunk {
                 input: index,

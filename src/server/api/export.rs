@@ -28,7 +28,7 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use hourglass_ingest::Value;
-use hourglass_ingest::jsonl::{write_import_lines, write_jsonl_line};
+use hourglass_ingest::jsonl::{LineFormat, write_import_lines, write_jsonl_line};
 use hourglass_query::{Num, QueryBudget, QueryLimits};
 
 use super::select::{FetchError, Names, Selection};
@@ -49,12 +49,6 @@ const MAX_SELECTORS: usize = 64;
 /// Bytes gathered before a chunk is sent.
 const CHUNK: usize = 256 << 10;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Jsonl,
-    OpenTsdb,
-}
-
 pub async fn export(
     State(ctx): State<Arc<Ctx>>,
     Query(params): Query<Params>,
@@ -73,15 +67,7 @@ async fn start(
     headers: &HeaderMap,
     peer: PeerAddr,
 ) -> Result<Response, ApiError> {
-    let format = match param(params, "format").unwrap_or("jsonl") {
-        "jsonl" | "json" | "" => Format::Jsonl,
-        "opentsdb" => Format::OpenTsdb,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "unknown format {other:?}: jsonl (VictoriaMetrics' JSON lines) or opentsdb (tsdb import text)"
-            )));
-        }
-    };
+    let format = LineFormat::from_param(param(params, "format")).map_err(ApiError::bad_request)?;
     let now = now_ms();
     let time = |name: &str, default: i64| -> Result<i64, ApiError> {
         match param(params, name) {
@@ -204,8 +190,8 @@ async fn start(
         result
     });
     let content_type = match format {
-        Format::Jsonl => "application/stream+json",
-        Format::OpenTsdb => "text/plain; charset=UTF-8",
+        LineFormat::Jsonl => "application/stream+json",
+        LineFormat::OpenTsdb => "text/plain; charset=UTF-8",
     };
     let mut resp = (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response();
     if gzip {
@@ -245,7 +231,7 @@ fn write_series(
     sink: &mut Sink<'_>,
     metric: &str,
     series: Vec<hourglass_query::exec::Series>,
-    format: Format,
+    format: LineFormat,
     written: Written<'_>,
 ) -> std::io::Result<()> {
     // Tags by name and series by their tags: the same data exports to the
@@ -278,8 +264,8 @@ fn write_series(
             )
         }));
         match format {
-            Format::Jsonl => write_jsonl_line(&mut sink.buf, metric, &tags, &points),
-            Format::OpenTsdb => write_import_lines(&mut sink.buf, metric, &tags, &points),
+            LineFormat::Jsonl => write_jsonl_line(&mut sink.buf, metric, &tags, &points),
+            LineFormat::OpenTsdb => write_import_lines(&mut sink.buf, metric, &tags, &points),
         }
         sink.maybe_send()?;
     }

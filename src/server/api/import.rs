@@ -19,7 +19,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use hourglass_ingest::jsonl::{SeriesNames, split_jsonl_line};
+use hourglass_ingest::jsonl::{LineFormat, SeriesNames, split_jsonl_line};
 use hourglass_ingest::{Point, Value, fast_import, parse_import_line};
 use serde_json::json;
 
@@ -31,12 +31,6 @@ use crate::uid::UidError;
 
 /// Errors listed in one answer.
 pub const MAX_REPORTED: usize = 100;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Jsonl,
-    OpenTsdb,
-}
 
 pub async fn import(
     State(ctx): State<Arc<Ctx>>,
@@ -66,15 +60,7 @@ async fn run(
     peer: PeerAddr,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let format = match param(params, "format").unwrap_or("jsonl") {
-        "jsonl" | "json" | "" => Format::Jsonl,
-        "opentsdb" => Format::OpenTsdb,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "unknown format {other:?}: jsonl (VictoriaMetrics' JSON lines) or opentsdb (tsdb import text)"
-            )));
-        }
-    };
+    let format = LineFormat::from_param(param(params, "format")).map_err(ApiError::bad_request)?;
     let stop = match param(params, "on_error").unwrap_or("stop") {
         "stop" => true,
         "skip" => false,
@@ -88,8 +74,8 @@ async fn run(
     // A point held for writing costs about 70 bytes: five times its JSON
     // line text (~16 bytes a point), one and a half times an import line.
     let held = read.bytes.len().saturating_mul(match format {
-        Format::Jsonl => 5,
-        Format::OpenTsdb => 3,
+        LineFormat::Jsonl => 5,
+        LineFormat::OpenTsdb => 3,
     });
     if !ctx.inflight.try_grow(&mut read._guard, held) {
         return Err(crate::server::http::body::overloaded());
@@ -264,7 +250,12 @@ impl<'a> Resolver<'a> {
 
 /// Parses every line, then writes the points of the lines taken
 /// (blocking).
-fn write_lines(ctx: &Ctx, body: &[u8], format: Format, stop: bool) -> Result<Outcome, ApiError> {
+fn write_lines(
+    ctx: &Ctx,
+    body: &[u8],
+    format: LineFormat,
+    stop: bool,
+) -> Result<Outcome, ApiError> {
     let mut resolver = Resolver::default();
     let mut errors: Vec<(usize, String)> = Vec::new();
     let mut stopped_at = None;
@@ -278,8 +269,8 @@ fn write_lines(ctx: &Ctx, body: &[u8], format: Format, stop: bool) -> Result<Out
         }
         lines += 1;
         let taken = match format {
-            Format::Jsonl => take_json(ctx, &mut resolver, raw, number as u32, &mut key),
-            Format::OpenTsdb => take_text(ctx, &mut resolver, raw, number as u32, &mut key),
+            LineFormat::Jsonl => take_json(ctx, &mut resolver, raw, number as u32, &mut key),
+            LineFormat::OpenTsdb => take_text(ctx, &mut resolver, raw, number as u32, &mut key),
         };
         if let Err(e) = taken {
             errors.push((number, e));
