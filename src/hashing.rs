@@ -29,3 +29,30 @@ impl std::hash::Hasher for KeyHasher {
 
 /// A map keyed by bytes, hashed with [`KeyHasher`].
 pub type BytesMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+/// A 128-bit digest of a series' text, seeded per process: the engine's
+/// series cache is keyed by it instead of the text (16 bytes a series
+/// instead of an allocation of the text). The seed is random, so texts
+/// cannot be chosen ahead to collide; by chance, two of a billion series
+/// collide with a probability below 10⁻²¹.
+#[derive(Debug, Clone, Copy)]
+pub struct TextDigest {
+    seed: u64,
+}
+
+impl TextDigest {
+    /// A digest with a random seed (a fixed one if the system has no
+    /// random source: still collision-free by chance).
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 8];
+        let seed = match getrandom::fill(&mut bytes) {
+            Ok(()) => u64::from_le_bytes(bytes),
+            Err(_) => 0x9e37_79b9_7f4a_7c15,
+        };
+        TextDigest { seed }
+    }
+
+    pub fn of(&self, text: &str) -> u128 {
+        xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), self.seed)
+    }
+}

@@ -161,8 +161,10 @@ pub struct Engine {
     /// head is a cache of recent points (and of the rows to pack).
     log: Option<LocalLog>,
     head: Mutex<Head>,
-    /// Series text → (series id, generation): the write path's cache.
-    series_cache: Cache<Box<str>, (u32, u32)>,
+    /// Series text (by its digest) → (series id, generation): the write
+    /// path's cache.
+    series_cache: Cache<u128, (u32, u32)>,
+    series_digest: crate::hashing::TextDigest,
     flush_lock: Mutex<()>,
     retention: Arc<Retention>,
     /// Rollup tiers (none on a shared store or when `[rollup]` is off).

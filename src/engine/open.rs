@@ -145,6 +145,7 @@ impl Engine {
             log,
             head: Mutex::new(head),
             series_cache: Cache::new(cfg.head.max_series.clamp(1024, 1 << 24)),
+            series_digest: crate::hashing::TextDigest::random(),
             flush_lock: Mutex::new(()),
             retention,
             tiers,

@@ -203,7 +203,7 @@ impl Engine {
                 Item::Known(r, ..) => slots.push(Slot::At(r.id, r.generation)),
                 Item::Named(p) => {
                     series_text(p, &mut text, &mut order);
-                    match self.series_cache.get(text.as_str()) {
+                    match self.series_cache.get(&self.series_digest.of(&text)) {
                         Some((id, g)) => slots.push(Slot::At(id, g)),
                         None => {
                             misses.push(i);
@@ -239,7 +239,7 @@ impl Engine {
                 if let Item::Named(p) = &items[i] {
                     series_text(p, &mut text, &mut order);
                     self.series_cache
-                        .insert(text.clone().into_boxed_str(), (id, generation));
+                        .insert(self.series_digest.of(&text), (id, generation));
                 }
                 slots[i] = Slot::At(id, generation);
             }
