@@ -17,9 +17,12 @@
 //! file and offset (never loaded in part), unless repair is on.
 //!
 //! The snapshot is taken after the WAL has rotated to segment `N` and
-//! while writes go on, so it may already hold some points that segment `N`
-//! also holds. Replaying those again is harmless: a point at an existing
-//! timestamp is the same write, and the newest write wins.
+//! while writes go on, a piece of at most [`BATCH`] series at a time with
+//! the head's lock let go between pieces (writers never wait for the whole
+//! head to be copied, and no copy of the whole head is held), so it may
+//! already hold some points that segment `N` also holds. Replaying those
+//! again is harmless: a point at an existing timestamp is the same write,
+//! and the newest write wins.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,12 +76,20 @@ pub struct SeriesSnapshot {
     pub hours: Vec<(u32, Vec<u8>, Vec<u8>)>,
 }
 
-/// Copies the head's open hours (under the head lock; cells are compact,
-/// so this is a memcpy-sized job).
-pub fn snapshot(head: &Head) -> (Vec<SeriesSnapshot>, u64) {
+/// Copies the open hours of the series in slots `from..` (under the head
+/// lock), at most [`BATCH`] series: one piece of a checkpoint. Returns them,
+/// their points, and the slot to go on from (`None`: the last piece).
+pub fn snapshot_from(head: &Head, from: usize) -> (Vec<SeriesSnapshot>, u64, Option<usize>) {
     let mut out = Vec::new();
     let mut points = 0u64;
-    for e in head.all_series() {
+    let end = head.slot_count();
+    let mut slot = from;
+    while slot < end && out.len() < BATCH {
+        let entry = head.entry(slot as u32).filter(|e| !e.hours.is_empty());
+        slot += 1;
+        let Some(e) = entry else {
+            continue;
+        };
         let mut hours = Vec::with_capacity(e.hours.len());
         for h in &e.hours {
             let mut cell = Vec::new();
@@ -99,17 +110,30 @@ pub fn snapshot(head: &Head) -> (Vec<SeriesSnapshot>, u64) {
             hours,
         });
     }
-    (out, points)
+    (out, points, (slot < end).then_some(slot))
 }
 
-/// Writes a checkpoint valid from WAL segment `segment` and makes it
+/// The whole head at once (tests).
+#[cfg(test)]
+pub fn snapshot(head: &Head) -> (Vec<SeriesSnapshot>, u64) {
+    let (mut all, mut points, mut next) = (Vec::new(), 0, Some(0));
+    while let Some(from) = next {
+        let (piece, n, rest) = snapshot_from(head, from);
+        all.extend(piece);
+        points += n;
+        next = rest;
+    }
+    (all, points)
+}
+
+/// Writes a checkpoint valid from WAL segment `segment` from the pieces
+/// `next` gives (series and their points; `None` when done) and makes it
 /// durable. Returns its path.
 pub fn write(
     dir: &Path,
     segment: u64,
-    series: &[SeriesSnapshot],
-    points: u64,
     now_ms: u64,
+    next: &mut dyn FnMut() -> Option<(Vec<SeriesSnapshot>, u64)>,
 ) -> Result<PathBuf, LogError> {
     std::fs::create_dir_all(dir).map_err(|source| LogError::Io {
         path: dir.to_path_buf(),
@@ -132,25 +156,30 @@ pub fn write(
             varint::put(b, segment);
             varint::put(b, now_ms);
         })?)?;
-        for chunk in series.chunks(BATCH) {
-            w.append(&frame(&mut |b| {
-                b.push(SERIES);
-                varint::put(b, chunk.len() as u64);
-                for s in chunk {
-                    varint::put_bytes(b, &s.key);
-                    varint::put(b, s.metric);
-                    varint::put(b, s.hours.len() as u64);
-                    for (base, cell, ooo) in &s.hours {
-                        b.extend_from_slice(&base.to_le_bytes());
-                        varint::put_bytes(b, cell);
-                        varint::put_bytes(b, ooo);
+        let (mut series, mut points) = (0u64, 0u64);
+        while let Some((piece, piece_points)) = next() {
+            series += piece.len() as u64;
+            points += piece_points;
+            for chunk in piece.chunks(BATCH) {
+                w.append(&frame(&mut |b| {
+                    b.push(SERIES);
+                    varint::put(b, chunk.len() as u64);
+                    for s in chunk {
+                        varint::put_bytes(b, &s.key);
+                        varint::put(b, s.metric);
+                        varint::put(b, s.hours.len() as u64);
+                        for (base, cell, ooo) in &s.hours {
+                            b.extend_from_slice(&base.to_le_bytes());
+                            varint::put_bytes(b, cell);
+                            varint::put_bytes(b, ooo);
+                        }
                     }
-                }
-            })?)?;
+                })?)?;
+            }
         }
         w.append(&frame(&mut |b| {
             b.push(END);
-            varint::put(b, series.len() as u64);
+            varint::put(b, series);
             varint::put(b, points);
         })?)?;
         w.sync()
@@ -324,7 +353,8 @@ mod tests {
         head.insert(id, 1_700_000_005, StoredValue::Int(7)); // out of order
         let (snap, points) = snapshot(&head);
         assert_eq!(points, 501);
-        let file = write(dir.path(), 9, &snap, points, 1).unwrap();
+        let mut pieces = vec![(snap, points)];
+        let file = write(dir.path(), 9, 1, &mut || pieces.pop()).unwrap();
         assert_eq!(list(dir.path()).unwrap(), vec![(9, file.clone())]);
         let mut back = Head::default();
         let loaded = read(&file, &mut |k, m, b, c, o| {

@@ -217,6 +217,11 @@ impl Head {
         self.by_key.len()
     }
 
+    /// Slots (live or free): series ids are below this.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
     pub fn entry(&self, id: u32) -> Option<&SeriesEntry> {
         self.slots.get(id as usize)?.as_ref()
     }

@@ -384,10 +384,6 @@ impl Engine {
     fn checkpoint_locked(&self, log: &LocalLog) -> Result<(u64, PathBuf), EngineError> {
         let (segment, lsn) = log.wal.rotate();
         log.wal.wait_durable_blocking(lsn, segment)?;
-        let (snapshot, points) = {
-            let head = self.head();
-            checkpoint::snapshot(&head)
-        };
         // What the store holds buffered for the hours flushed from the
         // segments about to go (index rows of the series they define, the
         // rollup tier values of their hours) is made durable before the
@@ -395,7 +391,18 @@ impl Engine {
         // older.
         self.store.sync()?;
         let now = self.clock.now_ms().max(0) as u64;
-        let path = checkpoint::write(&log.head_dir, segment, &snapshot, points, now)?;
+        // The head is copied a piece at a time, its lock let go between
+        // pieces: writers wait for one piece, not the whole head, and no
+        // copy of the whole head is ever held. A piece may hold points
+        // logged after the rotation: segment `segment` holds them too, and
+        // replaying a point again is harmless.
+        let mut next = Some(0usize);
+        let path = checkpoint::write(&log.head_dir, segment, now, &mut || {
+            let from = next?;
+            let (piece, points, rest) = checkpoint::snapshot_from(&self.head(), from);
+            next = rest;
+            Some((piece, points))
+        })?;
         log.wal.remove_before(segment)?;
         for (n, old) in checkpoint::list(&log.head_dir)? {
             if n < segment {
