@@ -598,6 +598,12 @@ pub struct HeadConfig {
     /// Series kept in the series registry; idle series (no points in the
     /// head) beyond this are forgotten and looked up again when they return.
     pub max_series: usize,
+    /// A series whose newest point is this many seconds older than the
+    /// newest point the head holds (or than now, if that is earlier) has
+    /// stopped: its open hours are written out and it leaves memory (a
+    /// Kubernetes pod's series after the pod is gone). A point that comes
+    /// later is a late point. 0 = never.
+    pub idle_flush_secs: u64,
 }
 
 impl Default for HeadConfig {
@@ -607,6 +613,7 @@ impl Default for HeadConfig {
             flush_grace_secs: 600,
             max_bytes: 256 << 20,
             max_series: 2_000_000,
+            idle_flush_secs: 300,
         }
     }
 }

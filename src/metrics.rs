@@ -30,6 +30,7 @@ pub struct Metrics {
     pub checkpoints: IntCounter,
     pub compactions: IntCounter,
     pub deletes: IntCounter,
+    pub series_stopped: IntCounter,
     pub flushes: IntCounter,
     pub flushed_rows: IntCounter,
     pub rollup_values: IntCounter,
@@ -147,6 +148,11 @@ impl Metrics {
                 "Head checkpoints written",
             ),
             deletes: counter(&r, "hourglass_deletes_total", "Point deletes applied"),
+            series_stopped: counter(
+                &r,
+                "hourglass_series_stopped_total",
+                "Series written out and forgotten after head.idle_flush_secs of silence",
+            ),
             compactions: counter(
                 &r,
                 "hourglass_compactions_total",

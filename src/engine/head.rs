@@ -161,6 +161,9 @@ pub struct SeriesEntry {
     /// Points of this series logged but not yet durable (in
     /// [`Head::pending`]): the slot may not be given up meanwhile.
     pub pending: u32,
+    /// The second of the newest point inserted (data time): how long the
+    /// series has been silent, against [`Head::newest_secs`].
+    pub last_secs: u32,
 }
 
 /// One frozen row: series key and hour.
@@ -192,6 +195,9 @@ pub enum Take {
     Bytes(usize),
     /// Everything.
     All,
+    /// Every hour of the series whose newest point is before this second
+    /// (stopped series).
+    Idle(u32),
 }
 
 #[derive(Debug, Default)]
@@ -201,6 +207,8 @@ pub struct Head {
     by_key: HashMap<Arc<[u8]>, u32>,
     by_metric: HashMap<u64, HashSet<u32>>,
     next_gen: u32,
+    /// The second of the newest point ever inserted (data time).
+    pub newest_secs: u32,
     hand: usize,
     /// Heap bytes of chunks and out-of-order buffers.
     pub bytes: usize,
@@ -259,6 +267,8 @@ impl Head {
             newest_recorded: 0,
             referenced: true,
             pending: 0,
+            // New, not silent: as fresh as the newest point.
+            last_secs: self.newest_secs,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -296,20 +306,50 @@ impl Head {
                 e.referenced = false;
                 continue;
             }
-            let Some(e) = self.slots[id as usize].take() else {
-                continue;
-            };
-            self.by_key.remove(&e.key);
-            if let Some(set) = self.by_metric.get_mut(&e.metric) {
-                set.remove(&id);
-                if set.is_empty() {
-                    self.by_metric.remove(&e.metric);
-                }
+            if self.remove(id) {
+                evicted += 1;
             }
-            self.free.push(id);
-            evicted += 1;
         }
         evicted
+    }
+
+    /// Forgets the stopped series: no open hours, nothing pending, newest
+    /// point before `before` (data time). Returns how many.
+    pub fn evict_idle(&mut self, before: u32) -> usize {
+        let stopped: Vec<u32> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, e)| {
+                let e = e.as_ref()?;
+                (e.hours.is_empty() && e.pending == 0 && e.last_secs < before).then_some(id as u32)
+            })
+            .collect();
+        stopped.into_iter().filter(|&id| self.remove(id)).count()
+    }
+
+    /// Whether a series stopped before `before` still has open hours.
+    pub fn has_idle_hours(&self, before: u32) -> bool {
+        self.slots
+            .iter()
+            .flatten()
+            .any(|e| !e.hours.is_empty() && e.last_secs < before)
+    }
+
+    /// Gives up a series' slot; false if it was free.
+    fn remove(&mut self, id: u32) -> bool {
+        let Some(e) = self.slots.get_mut(id as usize).and_then(Option::take) else {
+            return false;
+        };
+        self.by_key.remove(&e.key);
+        if let Some(set) = self.by_metric.get_mut(&e.metric) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_metric.remove(&e.metric);
+            }
+        }
+        self.free.push(id);
+        true
     }
 
     /// Applies writes the log has made durable, in log order.
@@ -373,6 +413,9 @@ impl Head {
             return;
         };
         e.referenced = true;
+        let secs = base.saturating_add(offset_ms / 1000);
+        e.last_secs = e.last_secs.max(secs);
+        self.newest_secs = self.newest_secs.max(secs);
         let i = match e.hours.binary_search_by_key(&base, |h| h.base) {
             Ok(i) => i,
             Err(i) => {
@@ -435,9 +478,14 @@ impl Head {
     /// [`Head::unfreeze`].
     pub fn take(&mut self, take: Take) -> Arc<Frozen> {
         let mut frozen = Frozen::default();
+        // Stopped series give every hour; the others none.
+        let idle_before = match take {
+            Take::Idle(before) => Some(before),
+            _ => None,
+        };
         let cutoff = match take {
             Take::Before(b) => Some(b),
-            Take::All => Some(u32::MAX),
+            Take::All | Take::Idle(_) => Some(u32::MAX),
             Take::Bytes(want) => {
                 // The base below which taking every hour frees `want` bytes.
                 let mut by_base: Vec<(u32, usize)> = self
@@ -465,6 +513,9 @@ impl Head {
         let (mut bytes, mut points, mut hours) = (self.bytes, self.points, self.hours);
         for e in self.slots.iter_mut().flatten() {
             if e.hours.first().is_none_or(|h| h.base >= cutoff) {
+                continue;
+            }
+            if idle_before.is_some_and(|before| e.last_secs >= before) {
                 continue;
             }
             let keep_from = e.hours.partition_point(|h| h.base < cutoff);

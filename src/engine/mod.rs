@@ -141,6 +141,7 @@ struct Settings {
     checkpoint_bytes: u64,
     head_max_bytes: usize,
     max_series: usize,
+    idle_flush_secs: u32,
 }
 
 #[derive(Debug)]
@@ -344,11 +345,34 @@ impl Engine {
         if series > self.settings.max_series {
             self.head().evict(self.settings.max_series);
         }
+        self.flush_idle()?;
         if self.checkpoint_requested.swap(false, Ordering::AcqRel)
             || self.wal_bytes() > self.settings.checkpoint_bytes
         {
             self.checkpoint()?;
         }
+        Ok(())
+    }
+
+    /// Writes out the open hours of series that have stopped (silent for
+    /// `head.idle_flush_secs` of data time, measured against the newest
+    /// point, or now if that is earlier: a point from the future does not
+    /// stop everything), then forgets them.
+    fn flush_idle(&self) -> Result<(), EngineError> {
+        if self.settings.idle_flush_secs == 0 {
+            return Ok(());
+        }
+        let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);
+        let frontier = self.head().newest_secs.min(now);
+        let before = frontier.saturating_sub(self.settings.idle_flush_secs);
+        if before == 0 {
+            return Ok(());
+        }
+        if self.head().has_idle_hours(before) {
+            self.flush(Take::Idle(before))?;
+        }
+        let stopped = self.head().evict_idle(before);
+        self.metrics.series_stopped.inc_by(stopped as u64);
         Ok(())
     }
 

@@ -157,6 +157,7 @@ impl Engine {
                 checkpoint_bytes: cfg.wal.checkpoint_bytes,
                 head_max_bytes: cfg.head.max_bytes.max(1),
                 max_series: cfg.head.max_series.max(1),
+                idle_flush_secs: u32::try_from(cfg.head.idle_flush_secs).unwrap_or(u32::MAX),
             },
             wake: (Mutex::new(false), Condvar::new()),
             checkpoint_requested: AtomicBool::new(false),

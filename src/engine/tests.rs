@@ -206,6 +206,52 @@ fn head_bound_refuses_writes_and_pressure_flushes() {
 }
 
 #[test]
+fn stopped_series_are_written_out_and_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    // Now is the end of `live`'s points.
+    let clock = ManualClock::new(T0_MS + 600_000);
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 60;
+    let e = open(&c, &clock);
+    let t0 = (T0_MS / 1000) as u64;
+    // `gone` stops after 10 s; `live` goes on for 10 minutes (data time).
+    let gone: Vec<Point<'static>> = (0..11).map(|i| point("i.m", t0 + i, 1, "gone")).collect();
+    let live: Vec<Point<'static>> = (0..601).map(|i| point("i.m", t0 + i, 2, "live")).collect();
+    write(&e, &gone);
+    write(&e, &live);
+    assert_eq!(e.series_count(), 2);
+    e.maintain_head().unwrap();
+    assert_eq!(e.series_count(), 1, "the stopped series left memory");
+    assert_eq!(e.metrics().series_stopped.get(), 1);
+    let all = read_metric(&e, "i.m", T0_MS, T0_MS + 700_000);
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        (all[0].0.as_str(), all[0].1.len()),
+        ("gone", 11),
+        "its points are in the store"
+    );
+    assert_eq!((all[1].0.as_str(), all[1].1.len()), ("live", 601));
+    // A point that comes after is a late point of the same series.
+    write(&e, &[point("i.m", t0 + 20, 1, "gone")]);
+    let all = read_metric(&e, "i.m", T0_MS, T0_MS + 700_000);
+    assert_eq!(all[0].1.len(), 12);
+    // A point from the future stops nothing: the frontier is at most now.
+    write(&e, &[point("i.m", t0 + 86_400 * 30, 3, "live")]);
+    e.maintain_head().unwrap();
+    assert_eq!(e.series_count(), 2, "nothing stopped by a future point");
+    // Off: series stay until their hours close.
+    drop(e);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    write(&e, &gone);
+    write(&e, &live);
+    e.maintain_head().unwrap();
+    assert_eq!(e.series_count(), 2);
+}
+
+#[test]
 fn unknown_names_are_per_point_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
