@@ -31,6 +31,7 @@ pub struct Metrics {
     pub compactions: IntCounter,
     pub deletes: IntCounter,
     pub series_stopped: IntCounter,
+    pub series_created: IntCounter,
     pub flushes: IntCounter,
     pub flushed_rows: IntCounter,
     pub rollup_values: IntCounter,
@@ -148,6 +149,11 @@ impl Metrics {
                 "Head checkpoints written",
             ),
             deletes: counter(&r, "hourglass_deletes_total", "Point deletes applied"),
+            series_created: counter(
+                &r,
+                "hourglass_series_created_total",
+                "Series registered in memory (new, or back after leaving it)",
+            ),
             series_stopped: counter(
                 &r,
                 "hourglass_series_stopped_total",

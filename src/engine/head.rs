@@ -209,6 +209,10 @@ pub struct Head {
     next_gen: u32,
     /// The second of the newest point ever inserted (data time).
     pub newest_secs: u32,
+    /// Series registered since the process started, and how many of them
+    /// the metrics have counted.
+    pub created: u64,
+    pub created_counted: u64,
     hand: usize,
     /// Heap bytes of chunks and out-of-order buffers.
     pub bytes: usize,
@@ -256,6 +260,7 @@ impl Head {
             return (id, e.generation);
         }
         self.next_gen = self.next_gen.wrapping_add(1);
+        self.created += 1;
         let generation = self.next_gen;
         let entry = SeriesEntry {
             key: Arc::clone(&key),

@@ -243,6 +243,10 @@ impl Engine {
         self.metrics.head_points.set(head.points as i64);
         self.metrics.head_series.set(head.series_count() as i64);
         self.metrics.head_bytes.set(head.bytes as i64);
+        self.metrics
+            .series_created
+            .inc_by(head.created - head.created_counted);
+        head.created_counted = head.created;
         if head.series_count() > self.settings.max_series {
             head.evict(self.settings.max_series);
         }

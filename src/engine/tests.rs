@@ -223,6 +223,7 @@ fn stopped_series_are_written_out_and_forgotten() {
     e.maintain_head().unwrap();
     assert_eq!(e.series_count(), 1, "the stopped series left memory");
     assert_eq!(e.metrics().series_stopped.get(), 1);
+    assert_eq!(e.metrics().series_created.get(), 2);
     let all = read_metric(&e, "i.m", T0_MS, T0_MS + 700_000);
     assert_eq!(all.len(), 2);
     assert_eq!(
