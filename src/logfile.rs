@@ -219,6 +219,13 @@ impl LogWriter {
         self.len
     }
 
+    /// Another handle on the file, to fsync it without holding whatever
+    /// guards the writer: fsync makes every byte written to the file so far
+    /// durable, whichever handle asks. Call [`LogWriter::flush`] first.
+    pub fn sync_handle(&self) -> Result<File, LogError> {
+        self.file.try_clone().map_err(io(&self.path))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len <= HEADER_LEN as u64
     }

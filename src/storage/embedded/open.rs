@@ -319,6 +319,7 @@ impl EmbeddedStore {
             compactor: OnceLock::new(),
             compactions: AtomicU64::new(0),
             notes,
+            synced: Mutex::new((0, 0)),
         })
     }
     /// Rebuilds a lost manifest from the table files and logs present.

@@ -48,6 +48,10 @@ pub struct EmbeddedStore {
     pub(super) compactions: AtomicU64,
     /// What open recovered on its own.
     pub(super) notes: Vec<String>,
+    /// The store log bytes known durable: (log number, length). Also the
+    /// lock of `Store::sync`'s fsync: one at a time, and a caller whose
+    /// bytes an fsync in flight covered finds them durable without its own.
+    pub(super) synced: Mutex<(u64, u64)>,
 }
 
 impl EmbeddedStore {
@@ -171,8 +175,45 @@ impl Store for EmbeddedStore {
         self.put_if(table, row, column, expected, value, durability)
     }
 
+    /// Makes every store-log write made so far durable. The buffered frames
+    /// are written under the state lock; the fsync runs outside it, so UID
+    /// lookups, index writes and reads do not wait for the disk (under
+    /// series churn every request assigns a name and syncs).
     fn sync(&self) -> Result<()> {
-        Self::sync_log(&mut self.lock())
+        let (number, len, file, path) = {
+            let mut st = self.lock();
+            if st.poisoned {
+                return Err(StorageError::Poisoned);
+            }
+            if let Err(e) = st.log.flush() {
+                st.poisoned = true;
+                return Err(e.into());
+            }
+            let handle = st.log.sync_handle();
+            let path = st.log.path().to_path_buf();
+            (st.manifest.log_number, st.log.len(), handle, path)
+        };
+        let mut synced = self
+            .synced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A later log: this one's writes went to a meta file, synced,
+        // before it was replaced.
+        if synced.0 > number || (synced.0 == number && synced.1 >= len) {
+            return Ok(());
+        }
+        let result = file.and_then(|f| {
+            crate::failpoint::check("store_log_fsync")
+                .and_then(|()| f.sync_data())
+                .map_err(|source| crate::logfile::LogError::Io { path, source })
+        });
+        if let Err(e) = result {
+            // No retry after a failed fsync (the pages' state is unknown).
+            self.lock().poisoned = true;
+            return Err(e.into());
+        }
+        *synced = (number, len);
+        Ok(())
     }
 
     fn checkpoint(&self) -> Result<()> {
