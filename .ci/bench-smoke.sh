@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
 work=$(mktemp -d)
-trap 'kill ${HG_PID:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+# The server writes its data directory as it shuts down: wait for it before
+# removing the directory, and never let the cleanup fail the stage.
+trap 'kill ${HG_PID:-} 2>/dev/null || true; wait ${HG_PID:-} 2>/dev/null || true; rm -rf "$work" || true' EXIT
 cargo build -q -p hourglass-bench --bin hourglass-bench
 start_server "$work"
 bench=target/debug/hourglass-bench

@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 . .ci/lib.sh
 
 work=$(mktemp -d)
-trap 'kill ${HG_PID:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+# The server writes its data directory as it shuts down: wait for it before
+# removing the directory, and never let the cleanup fail the stage.
+trap 'kill ${HG_PID:-} 2>/dev/null || true; wait ${HG_PID:-} 2>/dev/null || true; rm -rf "$work" || true' EXIT
 venv=${HG_PY_VENV:-$work/venv}
 if [ ! -x "$venv/bin/python" ]; then
   if ! python3 -m venv "$venv" 2>/dev/null; then
