@@ -104,6 +104,16 @@ pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
+/// Creates a directory and its missing parents, each only its owner may
+/// enter (0700): the token file's directory, snapshots, backups.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// An open log file being appended to.
 #[derive(Debug)]
 pub struct LogWriter {

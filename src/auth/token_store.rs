@@ -227,10 +227,7 @@ fn update<T>(
     f: impl FnOnce(&mut Vec<TokenRecord>) -> Result<T, AuthError>,
 ) -> Result<T, AuthError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(io(dir))?;
+    crate::logfile::private_dir(dir).map_err(io(dir))?;
     let lock_path = path.with_extension("lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)

@@ -307,12 +307,7 @@ async fn download(
 /// A backup holds the data and the token hashes: only its owner may read
 /// it.
 fn private_dir(dir: &Path) -> Result<(), ClientError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(ClientError::io(dir))
+    crate::logfile::private_dir(dir).map_err(ClientError::io(dir))
 }
 
 fn tmp_name(dst: &Path) -> PathBuf {

@@ -374,14 +374,9 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
         .map_err(|e| dir_err(path, e))
 }
 
-/// Creates a directory (and its parents) only the server's user may enter.
+/// A directory only the server's user may enter.
 fn private_dir(dir: &Path) -> Result<(), EngineError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| dir_err(dir, e))
+    crate::logfile::private_dir(dir).map_err(|e| dir_err(dir, e))
 }
 
 fn dir_err(path: &Path, source: std::io::Error) -> EngineError {

@@ -132,6 +132,8 @@ struct Resolver<'a> {
     /// Points of known series (phase 2), by index into `refs`.
     known: Vec<(u32, u64, Value, u32)>,
     refs: Vec<SeriesRef>,
+    /// The cache key of each of `refs`.
+    ref_keys: Vec<Box<[u8]>>,
     /// Series key → index into `refs` (cached series) or, negated minus one,
     /// into `pending` (series resolved in phase 1).
     seen: HashMap<Box<[u8]>, i64>,
@@ -167,6 +169,7 @@ impl<'a> Resolver<'a> {
             && let [series] = &series[..]
         {
             self.refs.push(series.clone());
+            self.ref_keys.push(key.into());
             let at = (self.refs.len() - 1) as u32;
             self.seen.insert(key.into(), i64::from(at));
             self.known.push((at, timestamp, value, line));
@@ -209,6 +212,7 @@ impl<'a> Resolver<'a> {
             match resolved.remove(&key) {
                 Some(series) => {
                     self.refs.push(series);
+                    self.ref_keys.push(key);
                     let at = (self.refs.len() - 1) as u32;
                     for (ts, value, line) in rest {
                         batch.known(at, ts, value, line);
@@ -231,8 +235,9 @@ impl<'a> Resolver<'a> {
         for refused in &second.errors {
             errors.push((refused.origin as usize, reason(&refused.error)));
         }
+        // A cached series whose slot was given up was registered again.
         for (r, series) in &second.refreshed {
-            if let Some((key, _)) = self.seen.iter().find(|(_, at)| **at == i64::from(*r)) {
+            if let Some(key) = self.ref_keys.get(*r as usize) {
                 ctx.http_series
                     .insert(key.clone(), Arc::from([series.clone()]));
             }
