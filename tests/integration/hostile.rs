@@ -97,30 +97,31 @@ fn queries_time_out_stop_when_the_client_leaves_and_on_sigterm() {
         "/api/query?start={T0}&end={}&m=sum:1s-avg-zero:slow.m",
         T0 + DAY - 1
     );
-    let running = |s: &Server| {
-        s.get("/api/stats/query").json()["running"]
-            .as_array()
-            .map_or(0, Vec::len)
-    };
     for q in [&heavy, &one_day] {
         let c = send_raw(s.addr, &format!("GET {q} HTTP/1.1\r\nHost: x\r\n\r\n"));
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(running(&s), 1, "the query is running: {q}");
+        let id = wait_running(&s)[0]["queryId"].clone();
         drop(c);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while running(&s) > 0 {
+        // Running until its record is among the completed ones.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let record = loop {
+            let done = s.get("/api/stats/query").json();
+            if let Some(r) = done["completed"]
+                .as_array()
+                .and_then(|c| c.iter().find(|r| r["queryId"] == id))
+            {
+                break r.clone();
+            }
             assert!(
                 Instant::now() < deadline,
                 "the query kept running after its client left: {q}"
             );
             std::thread::sleep(Duration::from_millis(50));
-        }
-        let done = s.get("/api/stats/query").json();
-        assert_eq!(done["completed"][0]["httpResponse"]["code"], 499, "{q}");
+        };
+        assert_eq!(record["httpResponse"]["code"], 499, "{q}: {record}");
     }
     // SIGTERM while a query runs: the server stops within a bounded time.
     let _c = send_raw(s.addr, &format!("GET {heavy} HTTP/1.1\r\nHost: x\r\n\r\n"));
-    std::thread::sleep(Duration::from_millis(300));
+    wait_running(&s);
     let took = s.terminate(Duration::from_secs(15));
     eprintln!("SIGTERM with a running query: exited in {took:?}");
 }
@@ -335,15 +336,14 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
     let stalled: Vec<TcpStream> = (0..2)
         .map(|_| stalled_upload(s.addr, "127.0.0.1", 290_000, 280_000))
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
-    // A third cannot get its memory: 503 with Retry-After, at once.
-    let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
-    assert_eq!(r.status, 503, "{}", r.text());
+    // A third cannot get its memory: 503 with Retry-After, at once (once
+    // the stalled bodies have arrived; until then it may be stored, which
+    // rewrites the same points).
+    let r = put_until(&s, &body, 503);
     assert_eq!(r.header("retry-after"), Some("1"));
+    // The memory comes back when the stalled uploads go.
     drop(stalled);
-    std::thread::sleep(Duration::from_millis(300));
-    let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
-    assert_eq!(r.status, 204, "{}", r.text());
+    put_until(&s, &body, 204);
 
     // With the default share (half the budget), the same two uploads from
     // one address cannot both hold their memory, and another address
@@ -382,10 +382,42 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
             T0 + DAY
         ),
     );
-    std::thread::sleep(Duration::from_millis(300));
+    wait_running(&s);
     let r = s.get(&format!("/api/query?start={T0}&m=sum:q.m"));
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
+}
+
+/// Waits (30 s at most) until one query runs; returns the running ones.
+fn wait_running(s: &Server) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let running = s.get("/api/stats/query").json()["running"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if running.len() == 1 {
+            return running;
+        }
+        assert!(running.is_empty(), "one query at a time: {running:?}");
+        assert!(Instant::now() < deadline, "the query never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `body` to `/api/put` until it is answered `status` (30 s at most);
+/// every other answer must be the other of 204 and 503.
+fn put_until(s: &Server, body: &str, status: u16) -> crate::common::Response {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
+        if r.status == status {
+            return r;
+        }
+        assert!(matches!(r.status, 204 | 503), "{}: {}", r.status, r.text());
+        assert!(Instant::now() < deadline, "never {status}: {}", r.text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Defect 7: a web page could write into a loopback hourglass with a

@@ -134,7 +134,7 @@ fn https_and_the_line_protocol_over_tls_share_the_port_and_certificates_reload()
         .status()
         .expect("kill");
     assert!(status.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while tls(s.addr, &second.0).is_err() {
         assert!(
             std::time::Instant::now() < deadline,
