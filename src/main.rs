@@ -141,6 +141,10 @@ enum RollupAction {
     },
 }
 
+/// The server's allocator: see `mimalloc` in Cargo.toml for the why.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
