@@ -42,6 +42,14 @@ pub struct HourData {
     range: (f64, f64),
 }
 
+/// Inserts an hour at `i`, growing the series' hours by one: most series
+/// have one open hour, and the default growth would hold room for four
+/// (some 290 bytes a series idle).
+fn insert_hour(hours: &mut Vec<HourData>, i: usize, hour: HourData) {
+    hours.reserve_exact(1);
+    hours.insert(i, hour);
+}
+
 /// A value range with `v` taken in: strict comparisons keep the earliest of
 /// equal values (0.0 before -0.0 stays 0.0) and pass over NaN, as the
 /// query layer's fold does, so an hour's range stands for its points.
@@ -424,7 +432,7 @@ impl Head {
         let i = match e.hours.binary_search_by_key(&base, |h| h.base) {
             Ok(i) => i,
             Err(i) => {
-                e.hours.insert(i, HourData::new(base));
+                insert_hour(&mut e.hours, i, HourData::new(base));
                 e.newest_base = e.newest_base.max(base);
                 self.hours += 1;
                 i
@@ -575,7 +583,7 @@ impl Head {
                     Some(i) => e.hours[i] = new,
                     None => {
                         let i = e.hours.partition_point(|x| x.base < h.base);
-                        e.hours.insert(i, new);
+                        insert_hour(&mut e.hours, i, new);
                         self.hours += 1;
                     }
                 }
@@ -659,7 +667,7 @@ impl Head {
                 e.hours[i] = new;
             }
             Err(i) => {
-                e.hours.insert(i, h);
+                insert_hour(&mut e.hours, i, h);
                 self.hours += 1;
             }
         }
