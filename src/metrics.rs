@@ -157,7 +157,7 @@ impl Metrics {
             series_stopped: counter(
                 &r,
                 "hourglass_series_stopped_total",
-                "Series written out and forgotten after head.idle_flush_secs of silence",
+                "Series written out and forgotten: silent for head.idle_flush_secs, or every point in a closed hour",
             ),
             compactions: counter(
                 &r,

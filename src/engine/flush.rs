@@ -11,18 +11,22 @@
 //! is recorded in the series index (`record_newest`), where
 //! `/api/query/last` finds it after a restart.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::Engine;
 use super::EngineError;
-use super::head::{Frozen, Take};
+use super::head::{Frozen, NONE_RECORDED, Take};
 use crate::codec::native::{self, TierValue};
 use crate::codec::row;
 use crate::storage::{Mutation, Table};
 
 impl Engine {
-    /// Flushes hours that closed `head.flush_grace_secs` ago or earlier.
+    /// Flushes hours that closed `head.flush_grace_secs` ago or earlier,
+    /// then forgets the series all of whose points were in them: a series
+    /// that stopped (a pod gone) leaves memory with its last hour, and one
+    /// written in the past (a backfill) as each flush writes it out. Either
+    /// is resolved again if it comes back.
     pub fn flush_closed(&self) -> Result<usize, EngineError> {
         let cutoff = self.now_secs() - 3600 - self.settings.flush_grace_secs;
         if cutoff < 0 {
@@ -30,7 +34,12 @@ impl Engine {
         }
         // Hours with base <= cutoff.
         let before = u32::try_from(cutoff + 1).unwrap_or(u32::MAX);
-        self.flush(Take::Before(before))
+        let rows = self.flush(Take::Before(before))?;
+        let mut head = self.head();
+        let closed = head.evict_idle(before);
+        self.metrics.series_stopped.inc_by(closed as u64);
+        self.metrics.head_series.set(head.series_count() as i64);
+        Ok(rows)
     }
 
     /// Flushes the hours `take` picks; returns the rows written.
@@ -167,23 +176,23 @@ impl Engine {
             return Ok(());
         }
         // In batches, so that what a flush of a year of hours holds besides
-        // its rows stays small.
-        let mut hours: Vec<(&[u8], u32, Option<TierValue>)> =
-            Vec::with_capacity(super::rollup::build::ROLL_UP_BATCH);
-        let all = frozen
+        // its rows stays small; a series' hours in one batch (frozen rows
+        // come a series at a time).
+        let all: Vec<(&[u8], u32, Option<TierValue>)> = frozen
             .rows
             .values()
             .flatten()
             .zip(stored_before)
-            .zip(written);
-        for (((key, hour), before), value) in all {
-            hours.push((&key[..], hour.base, if *before { None } else { value }));
-            if hours.len() == super::rollup::build::ROLL_UP_BATCH {
-                self.roll_up_known(&hours)?;
-                hours.clear();
-            }
+            .zip(written)
+            .map(|(((key, hour), before), value)| {
+                (&key[..], hour.base, if *before { None } else { value })
+            })
+            .collect();
+        let absent: HashSet<&[u8]> = frozen.absent.iter().map(|k| &k[..]).collect();
+        for batch in super::rollup::build::series_batches(&all, |h| h.0) {
+            self.roll_up_known(batch, &absent)?;
         }
-        self.roll_up_known(&hours)
+        Ok(())
     }
 
     /// Records in the series index the newest hour this flush stored for
@@ -208,7 +217,10 @@ impl Engine {
             let head = self.head();
             for (key, base) in newest {
                 match head.id_of(key).and_then(|id| head.entry(id)) {
-                    Some(e) if base < e.newest_base || e.newest_recorded >= base => {}
+                    Some(e)
+                        if base < e.newest_base
+                            || (e.newest_recorded >= base
+                                && e.newest_recorded != NONE_RECORDED) => {}
                     Some(e) if e.newest_recorded > 0 => write.push((key, base)),
                     _ => unread.push((key, base)),
                 }

@@ -28,6 +28,11 @@ use crate::codec::{KeyLayout, StoredValue};
 
 use super::pending::{PendingPoint, PendingQueue, PendingWrite};
 
+/// `SeriesEntry::newest_recorded` of a series the index records no hour
+/// of: not an hour's base (those are multiples of 3600), and below them
+/// all but the first.
+pub const NONE_RECORDED: u32 = 1;
+
 /// One open hour of one series.
 #[derive(Debug)]
 pub struct HourData {
@@ -163,9 +168,13 @@ pub struct SeriesEntry {
     pub newest_base: u32,
     /// The newest hour the series index records for this series, as far
     /// as this entry knows (0 = not read since the series entered the
-    /// head): a flush records an hour only when it is newer.
+    /// head; [`NONE_RECORDED`] = none, known without reading: a series new
+    /// to the index): a flush records an hour only when it is newer.
     pub newest_recorded: u32,
     referenced: bool,
+    /// The store holds nothing of this series: it was new to the series
+    /// index when registered, and no flush has taken its hours since.
+    absent_from_store: bool,
     /// Points of this series logged but not yet durable (in
     /// [`Head::pending`]): the slot may not be given up meanwhile.
     pub pending: u32,
@@ -182,6 +191,10 @@ pub type FrozenRow = (Arc<[u8]>, HourData);
 pub struct Frozen {
     /// Per metric UID.
     pub rows: HashMap<u64, Vec<FrozenRow>>,
+    /// Series of which the store held nothing before this flush (new to
+    /// the index when registered, not flushed since): their tier rows need
+    /// not be read.
+    pub absent: HashSet<Arc<[u8]>>,
 }
 
 impl Frozen {
@@ -279,6 +292,7 @@ impl Head {
             newest_base: 0,
             newest_recorded: 0,
             referenced: true,
+            absent_from_store: false,
             pending: 0,
             // New, not silent: as fresh as the newest point.
             last_secs: self.newest_secs,
@@ -296,6 +310,19 @@ impl Head {
         self.by_key.insert(key, id);
         self.by_metric.entry(metric).or_default().insert(id);
         (id, generation)
+    }
+
+    /// Notes that the store holds nothing of series `id`: the series
+    /// index held no row of it when it was registered, so no hour of it is
+    /// recorded and no tier row of it exists. Only for a series just
+    /// registered (nothing flushed since).
+    pub fn new_to_store(&mut self, id: u32) {
+        if let Some(e) = self.entry_mut(id)
+            && e.newest_recorded == 0
+        {
+            e.newest_recorded = NONE_RECORDED;
+            e.absent_from_store = true;
+        }
     }
 
     /// Forgets idle series (no points in the head) until at most
@@ -534,6 +561,9 @@ impl Head {
             let keep_from = e.hours.partition_point(|h| h.base < cutoff);
             let rest = e.hours.split_off(keep_from);
             let taken = std::mem::replace(&mut e.hours, rest);
+            if std::mem::take(&mut e.absent_from_store) {
+                frozen.absent.insert(Arc::clone(&e.key));
+            }
             let rows = frozen.rows.entry(e.metric).or_default();
             for h in taken {
                 bytes -= h.heap_bytes();

@@ -151,6 +151,20 @@ impl Engine {
         self.store.write(batch, Durability::Buffered)
     }
 
+    /// Which of `keys` the series index certainly does not hold (asked of
+    /// the store's bloom filters, no block read; on a store without them,
+    /// none): a series new to the index has no newest hour recorded, so its
+    /// first flush need not read one back.
+    pub(crate) fn not_indexed(&self, keys: &[&[u8]]) -> Result<Vec<bool>, StorageError> {
+        keys.iter()
+            .map(|k| {
+                self.store
+                    .row_may_exist(Table::Meta, index_row(&self.layout, k))
+                    .map(|may| !may)
+            })
+            .collect()
+    }
+
     /// The newest hours recorded for series keys (`None`: none recorded),
     /// in the order asked, in one read of their index rows.
     pub(crate) fn recorded_newest_hours(

@@ -101,7 +101,9 @@ impl Engine {
                 .and_then(|id| head.entry(id))
                 .map_or((0, 0), |e| (e.newest_base, e.newest_recorded))
         };
-        let recorded = if recorded > 0 && !shared {
+        let recorded = if recorded == super::head::NONE_RECORDED && !shared {
+            0
+        } else if recorded > 0 && !shared {
             recorded
         } else {
             self.recorded_newest_hours(&[series_key])?

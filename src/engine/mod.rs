@@ -375,8 +375,10 @@ impl Engine {
         if self.head().has_idle_hours(before) {
             self.flush(Take::Idle(before))?;
         }
-        let stopped = self.head().evict_idle(before);
+        let mut head = self.head();
+        let stopped = head.evict_idle(before);
         self.metrics.series_stopped.inc_by(stopped as u64);
+        self.metrics.head_series.set(head.series_count() as i64);
         Ok(())
     }
 

@@ -252,6 +252,61 @@ fn stopped_series_are_written_out_and_forgotten() {
     assert_eq!(e.series_count(), 2);
 }
 
+/// A series whose points are all in closed hours leaves memory at the
+/// flush that writes them (a backfill, a pod that stopped), and comes back
+/// as a new entry: its first flush writes its tier rows without reading
+/// them (the store held nothing of it), the next one merges with them.
+#[test]
+fn series_of_closed_hours_leave_memory_at_their_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two days on: every hour below is closed.
+    let clock = ManualClock::new(T0_MS + 2 * 86_400_000);
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    // The start of T0's day.
+    let t0 = (T0_MS / 1000) as u64 / 86_400 * 86_400;
+    let morning: Vec<Point<'static>> = (0..30)
+        .map(|i| point("c.m", t0 + i * 60, i as i64, "a"))
+        .collect();
+    write(&e, &morning);
+    assert_eq!(e.series_count(), 1);
+    e.flush_closed().unwrap();
+    assert_eq!(e.series_count(), 0, "written out and forgotten");
+    assert_eq!(e.metrics().series_stopped.get(), 1);
+    // Back the same day, two hours on: registered again.
+    let later: Vec<Point<'static>> = (0..30)
+        .map(|i| point("c.m", t0 + 7200 + i * 60, 100 + i as i64, "a"))
+        .collect();
+    write(&e, &later);
+    assert_eq!(e.metrics().series_created.get(), 2);
+    e.flush_closed().unwrap();
+    assert_eq!(e.series_count(), 0);
+    let all = read_metric(&e, "c.m", t0 as i64 * 1000, T0_MS + 86_400_000);
+    assert_eq!(all[0].1.len(), 60, "both flushes' points");
+    // The day's tier value holds both flushes' hours.
+    let query = |src: &dyn SeriesSource| {
+        let q = hourglass_query::parse_query_string(
+            &[
+                ("start".to_string(), t0.to_string()),
+                ("end".to_string(), (t0 + 86_399).to_string()),
+                ("m".to_string(), "sum:1d-sum:c.m".to_string()),
+            ],
+            clock.now_ms(),
+        )
+        .unwrap();
+        let budget = hourglass_query::QueryBudget::unlimited();
+        let r = hourglass_query::exec::execute_with_budget(&q, src, &budget).unwrap();
+        String::from_utf8(hourglass_query::render_json(&q, &r)).unwrap()
+    };
+    let reads = e.metrics().rollup_reads.get();
+    let tiers = query(e.as_ref());
+    assert!(e.metrics().rollup_reads.get() > reads, "no tier value read");
+    assert_eq!(tiers, query(&model::RawOnly(&e)));
+    let sum: i64 = (0..30).map(|i| i + 100 + i).sum();
+    assert!(tiers.contains(&format!(":{sum}.0}}")), "{tiers}");
+}
+
 #[test]
 fn unknown_names_are_per_point_errors() {
     let dir = tempfile::tempdir().unwrap();

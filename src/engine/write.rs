@@ -127,6 +127,16 @@ impl Item<'_, '_> {
     }
 }
 
+/// A named point's series, resolved: the point's index in the write, the
+/// series key, its metric UID, and whether the series index certainly held
+/// no row of it before this write (its first flush need not read one).
+struct Resolved {
+    item: usize,
+    key: Arc<[u8]>,
+    metric: u64,
+    unindexed: bool,
+}
+
 /// Where a point's series stands during a write.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
@@ -234,8 +244,20 @@ impl Engine {
                     limit: hard_limit,
                 });
             }
-            for (i, key, metric) in resolved.drain(..) {
+            for Resolved {
+                item: i,
+                key,
+                metric,
+                unindexed,
+            } in resolved.drain(..)
+            {
+                let created = head.created;
                 let (id, generation) = head.register(key, metric);
+                // Only an entry this call created: one registered meanwhile
+                // may have been flushed.
+                if unindexed && head.created != created {
+                    head.new_to_store(id);
+                }
                 if let Item::Named(p) = &items[i] {
                     series_text(p, &mut text, &mut order);
                     self.series_cache
@@ -340,18 +362,22 @@ impl Engine {
     /// Resolves the named points at `which` (UID lookups or assignments);
     /// writes index rows for series the head does not know and makes new
     /// UIDs durable. Returns (item, series key, metric UID).
-    #[allow(clippy::type_complexity)]
     fn resolve_named(
         &self,
         items: &[Item<'_, '_>],
         which: &[usize],
         receipt: &mut WriteReceipt,
-    ) -> Result<Vec<(usize, Arc<[u8]>, u64)>, EngineError> {
+    ) -> Result<Vec<Resolved>, EngineError> {
         let mut resolved = Vec::new();
         for &i in which {
             let Item::Named(p) = &items[i] else { continue };
             match self.resolve(p) {
-                Ok((key, metric)) => resolved.push((i, key, metric)),
+                Ok((key, metric)) => resolved.push(Resolved {
+                    item: i,
+                    key,
+                    metric,
+                    unindexed: false,
+                }),
                 Err(e) => {
                     self.metrics
                         .points_rejected
@@ -364,15 +390,18 @@ impl Engine {
         if !resolved.is_empty() {
             // Series the head does not know get their index rows before
             // their WAL frame exists (see `index` for the crash argument).
-            let fresh: Vec<&[u8]> = {
+            let fresh: Vec<usize> = {
                 let head = self.head();
-                resolved
-                    .iter()
-                    .filter(|(_, key, _)| head.id_of(key).is_none())
-                    .map(|(_, key, _)| &key[..])
+                (0..resolved.len())
+                    .filter(|&j| head.id_of(&resolved[j].key).is_none())
                     .collect()
             };
-            self.index_series(fresh)?;
+            let keys: Vec<&[u8]> = fresh.iter().map(|&j| &resolved[j].key[..]).collect();
+            let new = self.not_indexed(&keys)?;
+            self.index_series(keys)?;
+            for (j, new) in fresh.into_iter().zip(new) {
+                resolved[j].unindexed = new;
+            }
             // New UIDs must be durable before any logged point refers to them.
             self.uids.sync_if_needed().map_err(EngineError::Uid)?;
         }

@@ -7,7 +7,7 @@
 //! it stands for are in the WAL, and a restart flushes them again (which
 //! computes the value again).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use hourglass_query::partial::Partial;
 
@@ -63,6 +63,38 @@ fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierV
 /// A stored hour: series key and base (seconds).
 type Hour<'a> = (&'a [u8], u32);
 
+/// The changes to one tier row: (index, value) pairs, and whether the row
+/// is known absent from the store (its series' first flush).
+#[derive(Default)]
+struct RowUpdate {
+    absent: bool,
+    changes: Vec<(u32, Option<TierValue>)>,
+}
+
+/// Tier row key → its changes.
+type Updates = BTreeMap<Vec<u8>, RowUpdate>;
+
+/// `items` (sorted by series) in batches of about [`ROLL_UP_BATCH`], a
+/// series never split between two.
+pub(in crate::engine) fn series_batches<'a, T>(
+    items: &'a [T],
+    series: impl Fn(&T) -> &[u8] + 'a,
+) -> impl Iterator<Item = &'a [T]> + 'a {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = ROLL_UP_BATCH.min(rest.len());
+        while end < rest.len() && series(&rest[end]) == series(&rest[end - 1]) {
+            end += 1;
+        }
+        let (batch, tail) = rest.split_at(end);
+        rest = tail;
+        Some(batch)
+    })
+}
+
 /// Stored hours whose tier values are computed together (and read back
 /// at once, when they are).
 pub(in crate::engine) const ROLL_UP_BATCH: usize = 4096;
@@ -82,15 +114,18 @@ impl Engine {
     pub(in crate::engine) fn roll_up(&self, hours: &[(&[u8], u32)]) -> Result<(), EngineError> {
         let unknown: Vec<(&[u8], u32, Option<TierValue>)> =
             hours.iter().map(|(s, b)| (*s, *b, None)).collect();
-        self.roll_up_known(&unknown)
+        self.roll_up_known(&unknown, &HashSet::new())
     }
 
-    /// As [`Engine::roll_up`], with the values a caller already knows: an
-    /// hour given `Some` value (a flush that wrote the row's only cell) is
-    /// not read back; one given `None` is.
+    /// As [`Engine::roll_up`], with what a caller already knows: an hour
+    /// given `Some` value (a flush that wrote the row's only cell) is not
+    /// read back; one given `None` is. The tier rows of the series in
+    /// `absent` (the store held nothing of them before this flush) are not
+    /// read either; all hours of such a series must come in one call.
     pub(in crate::engine) fn roll_up_known(
         &self,
         hours: &[(&[u8], u32, Option<TierValue>)],
+        absent: &HashSet<&[u8]>,
     ) -> Result<(), EngineError> {
         if self.tiers.is_empty() || hours.is_empty() {
             return Ok(());
@@ -109,9 +144,11 @@ impl Engine {
             same
         });
         // In batches: the rows read back keep their table blocks alive, and
-        // a flush under memory pressure may hold a year of hours.
+        // a flush under memory pressure may hold a year of hours. A series'
+        // hours stay in one batch: its tier rows are written once, so one
+        // that was absent is absent only in that batch.
         let mut scratch = Vec::new();
-        for batch in sorted.chunks(ROLL_UP_BATCH) {
+        for batch in series_batches(&sorted, |((series, _), _)| series) {
             let unknown: Vec<Vec<u8>> = batch
                 .iter()
                 .filter(|(_, v)| v.is_none())
@@ -133,7 +170,7 @@ impl Engine {
             }
             drop(rows);
             let hours: Vec<(&[u8], u32)> = batch.iter().map(|(h, _)| *h).collect();
-            self.write_tier_values(&hours, values)?;
+            self.write_tier_values(&hours, values, absent)?;
         }
         Ok(())
     }
@@ -144,6 +181,7 @@ impl Engine {
         &self,
         hours: &[(&[u8], u32)],
         values: Vec<Option<TierValue>>,
+        absent: &HashSet<&[u8]>,
     ) -> Result<(), EngineError> {
         let Some(base_tier) = self.tiers.base() else {
             return Ok(());
@@ -151,35 +189,45 @@ impl Engine {
         // Crash tests: the hours in table files, no tier value yet.
         crate::failpoint::crash("rollup_before", || {});
         let layout = self.layout;
-        let mut updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>> = BTreeMap::new();
+        let mut updates: Updates = BTreeMap::new();
         for ((series, base), value) in hours.iter().zip(values) {
             let (row, index) = base_tier.cell_of(&layout, series, *base);
-            updates.entry(row).or_default().push((index, value));
+            let update = updates.entry(row).or_default();
+            update.absent = absent.contains(series);
+            update.changes.push((index, value));
         }
-        self.update_rows(updates)?;
+        let base_rows = self.update_rows(updates)?;
         for tier in &self.tiers.tiers[1..] {
             // Crash tests: the base tier's values on disk, this tier's not.
             crate::failpoint::crash("rollup_between", || {
                 let _ = self.store.sync();
             });
-            self.roll_up_tier(base_tier, tier, &layout, hours)?;
+            self.roll_up_tier(base_tier, tier, &layout, hours, &base_rows, absent)?;
         }
         self.metrics.rollup_values.inc_by(hours.len() as u64);
         Ok(())
     }
 
-    /// Sets values in tier rows (`None` removes one): each row read, changed
-    /// and written back whole (a row without values is deleted). Callers
-    /// hold the flush lock, so no other update of the row runs meanwhile.
-    fn update_rows(
-        &self,
-        updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>>,
-    ) -> Result<(), EngineError> {
-        let keys: Vec<Vec<u8>> = updates.keys().cloned().collect();
-        let stored = self.store.get_rows(Table::Rollup, &keys)?;
+    /// Sets values in tier rows (`None` removes one): each row read (unless
+    /// known absent), changed and written back whole (a row without values
+    /// is deleted). Returns the rows as written. Callers hold the flush
+    /// lock, so no other update of the row runs meanwhile.
+    fn update_rows(&self, updates: Updates) -> Result<BTreeMap<Vec<u8>, TierRow>, EngineError> {
+        let keys: Vec<Vec<u8>> = updates
+            .iter()
+            .filter(|(_, u)| !u.absent)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut stored = self.store.get_rows(Table::Rollup, &keys)?.into_iter();
         let column = super::row_column();
-        let mut muts = Vec::with_capacity(keys.len());
-        for ((key, changes), cells) in updates.into_iter().zip(stored) {
+        let mut muts = Vec::with_capacity(updates.len());
+        let mut written = BTreeMap::new();
+        for (key, RowUpdate { absent, changes }) in updates {
+            let cells = if absent {
+                Vec::new()
+            } else {
+                stored.next().unwrap_or_default()
+            };
             let mut row = match cells.iter().find(|c| c.column == column) {
                 Some(c) => match TierRow::decode(&c.value) {
                     Ok(row) => row,
@@ -199,30 +247,34 @@ impl Engine {
             muts.push(if row.values.is_empty() {
                 Mutation::Delete {
                     table: Table::Rollup,
-                    row: key,
+                    row: key.clone(),
                     column: column.clone(),
                 }
             } else {
                 Mutation::Put {
                     table: Table::Rollup,
-                    row: key,
+                    row: key.clone(),
                     column: column.clone(),
                     value: row.encode(),
                 }
             });
+            written.insert(key, row);
         }
         self.store.write(muts, Durability::Buffered)?;
-        Ok(())
+        Ok(written)
     }
 
     /// A coarser tier's values for the intervals holding `hours`, from the
-    /// base tier's values.
+    /// base tier's values: the rows just written (`base_rows`), the others
+    /// read.
     fn roll_up_tier(
         &self,
         base_tier: &Tier,
         tier: &Tier,
         layout: &KeyLayout,
         hours: &[(&[u8], u32)],
+        base_rows: &BTreeMap<Vec<u8>, TierRow>,
+        absent: &HashSet<&[u8]>,
     ) -> Result<(), EngineError> {
         // An interval whose hours' 1 h values may be past their TTL (and
         // deleted) keeps the value it has: merging what is left would
@@ -246,14 +298,27 @@ impl Engine {
                 }
             }
         }
-        let wanted: Vec<(&[u8], u32)> = wanted.into_iter().collect();
-        let keys: Vec<Vec<u8>> = wanted
-            .iter()
-            .map(|(series, span)| base_tier.row_key(layout, series, *span))
-            .collect();
+        let mut rows: BTreeMap<(&[u8], u32), TierRow> = BTreeMap::new();
+        // The rows to read, and their keys.
+        let mut unread: Vec<Hour<'_>> = Vec::new();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for (series, span) in wanted {
+            let key = base_tier.row_key(layout, series, span);
+            match base_rows.get(&key) {
+                Some(row) => {
+                    rows.insert((series, span), row.clone());
+                }
+                // A series absent from the store has no other rows.
+                None if absent.contains(series) => {}
+                None => {
+                    unread.push((series, span));
+                    keys.push(key);
+                }
+            }
+        }
+        let wanted = unread;
         let stored = self.store.get_rows(Table::Rollup, &keys)?;
         let column = super::row_column();
-        let mut rows: BTreeMap<(&[u8], u32), TierRow> = BTreeMap::new();
         for ((id, key), cells) in wanted.iter().zip(&keys).zip(stored) {
             if let Some(c) = cells.iter().find(|c| c.column == column) {
                 match TierRow::decode(&c.value) {
@@ -265,7 +330,7 @@ impl Engine {
                 }
             }
         }
-        let mut updates: BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>> = BTreeMap::new();
+        let mut updates: Updates = BTreeMap::new();
         for (series, start) in &intervals {
             let end = u64::from(*start) + u64::from(tier.interval);
             let mut values = Vec::new();
@@ -282,12 +347,13 @@ impl Engine {
                 }
             }
             let (row, index) = tier.cell_of(layout, series, *start);
-            updates
-                .entry(row)
-                .or_default()
+            let update = updates.entry(row).or_default();
+            update.absent = absent.contains(series);
+            update
+                .changes
                 .push((index, merge_values(values.into_iter())));
         }
-        self.update_rows(updates)
+        self.update_rows(updates).map(|_| ())
     }
 
     /// Computes every tier's values from the stored rows with base hours
@@ -319,7 +385,7 @@ impl Engine {
             batch.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
             let hours: Vec<(&[u8], u32)> = batch.iter().map(|(s, b, _)| (&s[..], *b)).collect();
             let values = batch.iter().map(|(_, _, v)| *v).collect();
-            self.write_tier_values(&hours, values)?;
+            self.write_tier_values(&hours, values, &HashSet::new())?;
             if !notes.is_empty() {
                 self.store
                     .write(std::mem::take(notes), Durability::Buffered)?;
@@ -601,5 +667,30 @@ impl Engine {
             self.store_complete_from(tier, t.min(tier.complete_from()))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_never_split_a_series() {
+        // Series of 1 to 7 hours, enough for several batches.
+        let mut items: Vec<(Vec<u8>, u32)> = Vec::new();
+        for series in 0u32..3000 {
+            for hour in 0..(series % 7 + 1) {
+                items.push((series.to_be_bytes().to_vec(), hour));
+            }
+        }
+        let batches: Vec<&[(Vec<u8>, u32)]> = series_batches(&items, |i| &i.0[..]).collect();
+        assert!(batches.len() > 2);
+        assert_eq!(batches.iter().map(|b| b.len()).sum::<usize>(), items.len());
+        for pair in batches.windows(2) {
+            let (last, first) = (&pair[0][pair[0].len() - 1], &pair[1][0]);
+            assert_ne!(last.0, first.0, "a series split between two batches");
+            assert!(pair[0].len() >= ROLL_UP_BATCH && pair[0].len() < ROLL_UP_BATCH + 7);
+        }
+        assert_eq!(series_batches(&items[..0], |i| &i.0[..]).count(), 0);
     }
 }
