@@ -36,7 +36,7 @@ impl Engine {
         let before = u32::try_from(cutoff + 1).unwrap_or(u32::MAX);
         let rows = self.flush(Take::Before(before))?;
         let mut head = self.head();
-        let closed = head.evict_idle(before);
+        let closed = head.evict_closed(before);
         self.metrics.series_stopped.inc_by(closed as u64);
         self.metrics.head_series.set(head.series_count() as i64);
         Ok(rows)
@@ -176,8 +176,10 @@ impl Engine {
             return Ok(());
         }
         // In batches, so that what a flush of a year of hours holds besides
-        // its rows stays small; a series' hours in one batch (frozen rows
-        // come a series at a time).
+        // its rows stays small; a series' hours in one batch: `Head::take`
+        // pushes a series' hours together, and the tier rows of a series
+        // in `absent` are written without reading, so a second batch of it
+        // would overwrite the first's.
         let all: Vec<(&[u8], u32, Option<TierValue>)> = frozen
             .rows
             .values()

@@ -234,6 +234,10 @@ pub struct Head {
     /// the metrics have counted.
     pub created: u64,
     pub created_counted: u64,
+    /// Series forgotten since the process started: a writer that learnt
+    /// something of a series before taking the lock knows it still holds
+    /// when this has not moved.
+    pub removed: u64,
     hand: usize,
     /// Heap bytes of chunks and out-of-order buffers.
     pub bytes: usize,
@@ -368,6 +372,28 @@ impl Head {
         stopped.into_iter().filter(|&id| self.remove(id)).count()
     }
 
+    /// Forgets the series all of whose points were in hours before
+    /// `before` (flushed): no open hours, nothing pending, and a newest
+    /// hour inserted before `before` (a series registered but not yet
+    /// written to, as on a shared store between its register and insert,
+    /// has none). Returns how many.
+    pub fn evict_closed(&mut self, before: u32) -> usize {
+        let closed: Vec<u32> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, e)| {
+                let e = e.as_ref()?;
+                (e.hours.is_empty()
+                    && e.pending == 0
+                    && e.newest_base != 0
+                    && e.newest_base < before)
+                    .then_some(id as u32)
+            })
+            .collect();
+        closed.into_iter().filter(|&id| self.remove(id)).count()
+    }
+
     /// Whether a series stopped before `before` still has open hours.
     pub fn has_idle_hours(&self, before: u32) -> bool {
         self.slots
@@ -382,6 +408,7 @@ impl Head {
             return false;
         };
         self.by_key.remove(&e.key);
+        self.removed += 1;
         if let Some(set) = self.by_metric.get_mut(&e.metric) {
             set.remove(&id);
             if set.is_empty() {

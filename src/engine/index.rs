@@ -154,7 +154,10 @@ impl Engine {
     /// Which of `keys` the series index certainly does not hold (asked of
     /// the store's bloom filters, no block read; on a store without them,
     /// none): a series new to the index has no newest hour recorded, so its
-    /// first flush need not read one back.
+    /// first flush need not read one back. Nor has it tier rows: the index
+    /// row is written before any flush of a series, and nothing deletes
+    /// index rows. (A tool that ever does, or that writes tier rows of a
+    /// series without indexing it, breaks this.)
     pub(crate) fn not_indexed(&self, keys: &[&[u8]]) -> Result<Vec<bool>, StorageError> {
         keys.iter()
             .map(|k| {

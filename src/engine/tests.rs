@@ -269,28 +269,35 @@ fn series_of_closed_hours_leave_memory_at_their_flush() {
     let morning: Vec<Point<'static>> = (0..30)
         .map(|i| point("c.m", t0 + i * 60, i as i64, "a"))
         .collect();
+    // A live series beside it, in the open hour: it stays.
+    let now = (clock.now_ms() / 1000) as u64;
+    write(&e, &[point("c.m", now - 5, 1, "live")]);
     write(&e, &morning);
-    assert_eq!(e.series_count(), 1);
+    assert_eq!(e.series_count(), 2);
     e.flush_closed().unwrap();
-    assert_eq!(e.series_count(), 0, "written out and forgotten");
+    assert_eq!(e.series_count(), 1, "written out and forgotten");
     assert_eq!(e.metrics().series_stopped.get(), 1);
     // Back the same day, two hours on: registered again.
     let later: Vec<Point<'static>> = (0..30)
         .map(|i| point("c.m", t0 + 7200 + i * 60, 100 + i as i64, "a"))
         .collect();
     write(&e, &later);
-    assert_eq!(e.metrics().series_created.get(), 2);
+    assert_eq!(e.metrics().series_created.get(), 3);
     e.flush_closed().unwrap();
-    assert_eq!(e.series_count(), 0);
+    assert_eq!(e.series_count(), 1);
     let all = read_metric(&e, "c.m", t0 as i64 * 1000, T0_MS + 86_400_000);
-    assert_eq!(all[0].1.len(), 60, "both flushes' points");
+    assert_eq!(
+        (all[0].0.as_str(), all[0].1.len()),
+        ("a", 60),
+        "both flushes' points"
+    );
     // The day's tier value holds both flushes' hours.
     let query = |src: &dyn SeriesSource| {
         let q = hourglass_query::parse_query_string(
             &[
                 ("start".to_string(), t0.to_string()),
                 ("end".to_string(), (t0 + 86_399).to_string()),
-                ("m".to_string(), "sum:1d-sum:c.m".to_string()),
+                ("m".to_string(), "sum:1d-sum:c.m{host=a}".to_string()),
             ],
             clock.now_ms(),
         )

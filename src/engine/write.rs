@@ -135,6 +135,10 @@ struct Resolved {
     key: Arc<[u8]>,
     metric: u64,
     unindexed: bool,
+    /// `Head::removed` when the head was found not to know the series:
+    /// if a series was forgotten since, this one may have been registered,
+    /// flushed and forgotten meanwhile, and `unindexed` may be stale.
+    removed: u64,
 }
 
 /// Where a point's series stands during a write.
@@ -249,13 +253,15 @@ impl Engine {
                 key,
                 metric,
                 unindexed,
+                removed,
             } in resolved.drain(..)
             {
                 let created = head.created;
                 let (id, generation) = head.register(key, metric);
-                // Only an entry this call created: one registered meanwhile
-                // may have been flushed.
-                if unindexed && head.created != created {
+                // Only an entry this call created, and only if no series
+                // was forgotten since the index was asked: one registered
+                // meanwhile may have been flushed (and forgotten).
+                if unindexed && head.created != created && head.removed == removed {
                     head.new_to_store(id);
                 }
                 if let Item::Named(p) = &items[i] {
@@ -377,6 +383,7 @@ impl Engine {
                     key,
                     metric,
                     unindexed: false,
+                    removed: 0,
                 }),
                 Err(e) => {
                     self.metrics
@@ -392,9 +399,13 @@ impl Engine {
             // their WAL frame exists (see `index` for the crash argument).
             let fresh: Vec<usize> = {
                 let head = self.head();
-                (0..resolved.len())
+                let fresh = (0..resolved.len())
                     .filter(|&j| head.id_of(&resolved[j].key).is_none())
-                    .collect()
+                    .collect();
+                for r in &mut resolved {
+                    r.removed = head.removed;
+                }
+                fresh
             };
             let keys: Vec<&[u8]> = fresh.iter().map(|&j| &resolved[j].key[..]).collect();
             let new = self.not_indexed(&keys)?;

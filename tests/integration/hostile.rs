@@ -336,10 +336,13 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
     let stalled: Vec<TcpStream> = (0..2)
         .map(|_| stalled_upload(s.addr, "127.0.0.1", 290_000, 280_000))
         .collect();
-    // A third cannot get its memory: 503 with Retry-After, at once (once
-    // the stalled bodies have arrived; until then it may be stored, which
-    // rewrites the same points).
-    let r = put_until(&s, &body, 503);
+    // A third cannot get its memory: 503 with Retry-After, at once. It
+    // must come after the stalled bodies are charged (nothing tells when;
+    // a second is ample): one that came before would take memory first and
+    // a stalled upload would be the one refused.
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = http(s.addr, "POST", "/api/put", &[], body.as_bytes());
+    assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
     // The memory comes back when the stalled uploads go.
     drop(stalled);
@@ -352,7 +355,7 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
     let stalled: Vec<TcpStream> = (0..2)
         .map(|_| stalled_upload(s.addr, "127.0.0.1", 290_000, 280_000))
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(1500));
     let mut c = connect_from("127.0.0.2", s.addr).expect("second address");
     c.write_all(
         format!(
