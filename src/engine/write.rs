@@ -366,8 +366,8 @@ impl Engine {
     }
 
     /// Resolves the named points at `which` (UID lookups or assignments);
-    /// writes index rows for series the head does not know and makes new
-    /// UIDs durable. Returns (item, series key, metric UID).
+    /// writes index rows for series the head does not know (noting which
+    /// the index did not hold before) and makes new UIDs durable.
     fn resolve_named(
         &self,
         items: &[Item<'_, '_>],
