@@ -360,16 +360,7 @@ impl Head {
     /// Forgets the stopped series: no open hours, nothing pending, newest
     /// point before `before` (data time). Returns how many.
     pub fn evict_idle(&mut self, before: u32) -> usize {
-        let stopped: Vec<u32> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(id, e)| {
-                let e = e.as_ref()?;
-                (e.hours.is_empty() && e.pending == 0 && e.last_secs < before).then_some(id as u32)
-            })
-            .collect();
-        stopped.into_iter().filter(|&id| self.remove(id)).count()
+        self.evict_written(|e| e.last_secs < before)
     }
 
     /// Forgets the series all of whose points were in hours before
@@ -378,20 +369,22 @@ impl Head {
     /// written to, as on a shared store between its register and insert,
     /// has none). Returns how many.
     pub fn evict_closed(&mut self, before: u32) -> usize {
-        let closed: Vec<u32> = self
+        self.evict_written(|e| e.newest_base != 0 && e.newest_base < before)
+    }
+
+    /// Forgets the series with no open hours and nothing pending that
+    /// `pick` picks; returns how many.
+    fn evict_written(&mut self, pick: impl Fn(&SeriesEntry) -> bool) -> usize {
+        let picked: Vec<u32> = self
             .slots
             .iter()
             .enumerate()
             .filter_map(|(id, e)| {
                 let e = e.as_ref()?;
-                (e.hours.is_empty()
-                    && e.pending == 0
-                    && e.newest_base != 0
-                    && e.newest_base < before)
-                    .then_some(id as u32)
+                (e.hours.is_empty() && e.pending == 0 && pick(e)).then_some(id as u32)
             })
             .collect();
-        closed.into_iter().filter(|&id| self.remove(id)).count()
+        picked.into_iter().filter(|&id| self.remove(id)).count()
     }
 
     /// Whether a series stopped before `before` still has open hours.
