@@ -10,6 +10,8 @@ use prometheus::{
 pub struct Metrics {
     registry: Registry,
     pub points_written: IntCounter,
+    /// Points accepted, by the protocol that brought them.
+    pub points_received: IntCounterVec,
     pub points_rejected: IntCounterVec,
     /// Requests and connections refused by access control, by reason
     /// (`none`: no token, `invalid`, `scope`).
@@ -85,6 +87,12 @@ impl Metrics {
                 &r,
                 "hourglass_points_written_total",
                 "Data points accepted into the write-ahead log",
+            ),
+            points_received: counter_vec(
+                &r,
+                "hourglass_points_received_total",
+                "Data points accepted, by protocol (telnet, put, influx, prometheus, import, rollup)",
+                &["protocol"],
             ),
             points_rejected: counter_vec(
                 &r,

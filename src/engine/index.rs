@@ -66,7 +66,7 @@ pub enum IndexError {
     Budget(#[from] QueryError),
 }
 
-fn series_column() -> Vec<u8> {
+pub(super) fn series_column() -> Vec<u8> {
     column(family::NAME, SERIES_QUALIFIER)
 }
 
@@ -397,12 +397,7 @@ impl Engine {
     pub fn describe_tsuid(&self, tsuid: &[u8]) -> Result<LookupMatch, UidError> {
         let layout = self.layout;
         let (m, tags) = tsuid.split_at(layout.metric_width.min(tsuid.len()));
-        let name = |kind: UidKind, b: &[u8]| -> Result<String, UidError> {
-            Ok(match self.uids.name_of(kind, uid_from_bytes(b))? {
-                Some(n) => n.to_string(),
-                None => crate::codec::hex::encode(b),
-            })
-        };
+        let name = |kind: UidKind, b: &[u8]| self.name_or_hex(kind, uid_from_bytes(b));
         let metric = name(UidKind::Metric, m)?;
         let mut names = BTreeMap::new();
         for (k, v) in layout.tag_pairs(tags) {
@@ -412,6 +407,19 @@ impl Engine {
             tsuid: tsuid.to_vec(),
             metric,
             tags: names,
+        })
+    }
+
+    /// The name of a UID, or its bytes in hex when it has none (as after a
+    /// repair).
+    pub(super) fn name_or_hex(&self, kind: UidKind, id: u64) -> Result<String, UidError> {
+        Ok(match self.uids.name_of(kind, id)? {
+            Some(n) => n.to_string(),
+            None => {
+                let mut b = Vec::with_capacity(8);
+                uid_bytes(id, self.uids.width(kind), &mut b);
+                crate::codec::hex::encode(&b)
+            }
         })
     }
 

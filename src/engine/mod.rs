@@ -19,6 +19,7 @@
 //!   durable.
 //! * [`index`] — the series index (one `Meta` row per TSUID) behind
 //!   `/api/search/lookup`, kept crash-safe relative to the WAL.
+//! * [`cardinality`] — series counts per metric, tag key and value, from the index.
 //! * [`annotations`] — notes in data rows, as OpenTSDB stores them.
 //! * [`last`] — the newest point of a series (`/api/query/last`) by point
 //!   reads of hour rows.
@@ -43,6 +44,7 @@
 //! second cell of the row, merged by compaction.
 
 mod annotations;
+pub mod cardinality;
 pub mod checkpoint;
 pub mod clock;
 mod delete;

@@ -38,6 +38,8 @@ pub struct Ctx {
     /// Moves when names may map to other series (a UID rename, dropped
     /// caches): line-protocol connections then drop their series caches.
     pub names_epoch: std::sync::atomic::AtomicU64,
+    /// When the server started (`tsd.uptime` of `/api/stats`).
+    pub started: std::time::Instant,
 }
 
 impl Ctx {
@@ -79,6 +81,7 @@ impl Ctx {
             tokens,
             tls,
             names_epoch: std::sync::atomic::AtomicU64::new(0),
+            started: std::time::Instant::now(),
             config,
             limits,
             metrics,

@@ -9,6 +9,7 @@
 //! * [`http`] — serving an HTTP connection and what every endpoint shares (bodies, errors, CORS, requests).
 //! * [`router`] — the HTTP routes, and nothing else.
 //! * [`api`] — the HTTP endpoints, one file per family.
+//! * [`ui`] — the web UI's files, compiled in.
 //! * [`write`] — the sink between the parsers and the engine: how every protocol writes.
 //! * `ctx` — what every handler shares; [`limits`] — in-flight memory, connections per
 //!   address, query admission; [`series_cache`] — raw series text → resolved series.
@@ -24,6 +25,7 @@ mod prefixed;
 pub mod router;
 pub mod series_cache;
 pub mod tls;
+pub mod ui;
 pub mod write;
 
 pub use ctx::{Ctx, version_lines};

@@ -2,25 +2,25 @@
 //! InfluxDB write API (`/write`, `/api/v2/write`, `/ping`, `/query`),
 //! Prometheus remote write and read (`/api/v1/write`, `/api/v1/read`) and
 //! hourglass's own metrics, behind the path normalisation, the
-//! browser-origin checks and access control; the answers for a path or
-//! method no route has.
+//! browser-origin checks and access control; the web UI's files; the
+//! answers for a path or method no route has.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tower::util::MapRequest;
 
-use super::Ctx;
 use super::api::{
     admin, annotation, config, export, import, influx, info, last, prom, put, query, rollup,
     search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, auth, cors, normalize};
+use super::{Ctx, ui};
 
 pub fn service(ctx: Arc<Ctx>) -> AppService {
     let limit = ctx.config.server.max_body_bytes;
@@ -99,7 +99,9 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
             "/api/admin/snapshots/{name}/files/{*path}",
             get(admin::file),
         )
-        .route("/", get(home))
+        .route("/api/stats/cardinality", get(stats::cardinality))
+        .route("/", get(ui::index))
+        .route("/ui/{*path}", get(ui::asset))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -117,15 +119,6 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         router,
         normalize::normalize::<hyper::body::Incoming> as fn(Incoming) -> Incoming,
     )
-}
-
-async fn home() -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; charset=UTF-8")],
-        format!("hourglass {} — OpenTSDB-compatible time-series database. API under /api/, metrics at /metrics.\n", env!("CARGO_PKG_VERSION")),
-    )
-        .into_response()
 }
 
 async fn unsupported_version() -> Response {

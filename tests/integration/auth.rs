@@ -125,6 +125,12 @@ fn endpoints(metric: &str) -> Vec<(&'static str, String, String, &'static str)> 
         ("GET", "/api/stats/query".into(), String::new(), "read"),
         (
             "GET",
+            "/api/stats/cardinality".into(),
+            String::new(),
+            "read",
+        ),
+        (
+            "GET",
             format!("/api/query/last?timeseries={metric}%7Bhost=a%7D"),
             String::new(),
             "read",
@@ -293,8 +299,11 @@ fn every_endpoint_asks_for_a_token_of_its_scope() {
         del.as_bytes(),
     );
     assert_eq!(r.status, 403, "{}", r.text());
-    // Open: the home page and InfluxDB's ping.
+    // Open: the web UI's files (they hold no data) and InfluxDB's ping;
+    // a write to the UI's paths is not.
     assert_eq!(s.get("/").status, 200);
+    assert_eq!(s.get("/ui/app.js").status, 200);
+    assert_eq!(s.http("POST", "/ui/app.js", &[], b"").status, 401);
     assert_eq!(s.get("/ping").status, 204);
 }
 

@@ -2,6 +2,7 @@
 
 mod api_annotation;
 mod api_arrow;
+mod api_cardinality;
 mod api_last;
 mod api_lookup;
 mod api_query_more;
@@ -23,3 +24,4 @@ mod snapshot;
 mod telnet;
 mod timestamps;
 mod tls;
+mod ui;

@@ -998,3 +998,59 @@ fn names_longer_than_the_limit_are_refused_on_every_protocol() {
         assert!(n.as_str().is_some_and(|n| n.len() <= limit), "{:.100}", n);
     }
 }
+
+/// The seconds timestamp of the per-protocol counters test.
+const SECS: u64 = 1_700_000_000;
+
+/// `hourglass_points_received_total` of one protocol.
+fn received(s: &Server, protocol: &str) -> u64 {
+    let text = s.get("/metrics").text();
+    let prefix = format!("hourglass_points_received_total{{protocol=\"{protocol}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |v| v.trim().parse().expect("a count"))
+}
+
+#[test]
+fn ingest_is_counted_per_protocol() {
+    let s = Server::start();
+    let body = format!(
+        r#"[{{"metric":"p.put","timestamp":{SECS},"value":1,"tags":{{"h":"a"}}}},
+            {{"metric":"p.put","timestamp":{},"value":2,"tags":{{"h":"a"}}}},
+            {{"metric":"p.put","timestamp":{SECS},"value":"bad","tags":{{"h":"a"}}}}]"#,
+        SECS + 1
+    );
+    let r = s.post_json("/api/put", &body);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let mut t = s.telnet();
+    t.send(&format!(
+        "put p.telnet {SECS} 1 h=a\nput p.telnet {} 2 h=a\n",
+        SECS + 1
+    ));
+    t.send(&format!("p_line,h=a v=1 {}\n", SECS * 1_000_000_000));
+    let errors = t.sync();
+    assert!(errors.is_empty(), "{errors:?}");
+    let r = s.http(
+        "POST",
+        "/write?precision=s",
+        &[],
+        format!("cpu,h=a user=1,system=2 {SECS}\n").as_bytes(),
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    let req = pb::WriteRequest {
+        timeseries: vec![series(
+            &[("__name__", "p_prom"), ("job", "a")],
+            &[(T0, 1.0), (T0 + 15_000, 2.0), (T0 + 30_000, f64::NAN)],
+        )],
+        ..Default::default()
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 204, "{}", r.text());
+    // Accepted points only: the refused `/api/put` element and the NaN
+    // sample are not counted.
+    assert_eq!(received(&s, "put"), 2);
+    assert_eq!(received(&s, "telnet"), 3);
+    assert_eq!(received(&s, "influx"), 2);
+    assert_eq!(received(&s, "prometheus"), 2);
+    assert_eq!(received(&s, "import"), 0);
+}

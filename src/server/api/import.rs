@@ -26,7 +26,7 @@ use serde_json::json;
 use crate::engine::{PointError, SeriesRef};
 use crate::server::Ctx;
 use crate::server::http::{ApiError, Params, PeerAddr, blocking, json_response, param, respond};
-use crate::server::write::{PointSink, WriteBatch};
+use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
 /// Errors listed in one answer.
@@ -204,7 +204,7 @@ impl<'a> Resolver<'a> {
                 .insert(key.clone(), Arc::from([series.clone()]));
             resolved.insert(key, series);
         }
-        let mut batch = WriteBatch::default();
+        let mut batch = WriteBatch::new(Protocol::Import);
         for (at, ts, value, line) in self.known {
             batch.known(at, ts, value, line);
         }

@@ -34,7 +34,7 @@ use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Params, PeerAddr, blocking, param, respond};
 use crate::server::series_cache::SharedSeriesCache;
-use crate::server::write::{PointSink, WriteBatch};
+use crate::server::write::{PointSink, Protocol, WriteBatch};
 
 /// The version string InfluxDB clients read from `X-Influxdb-Version`.
 const INFLUX_VERSION: &str = "1.8.10";
@@ -352,7 +352,7 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
             empty_body: body.is_empty(),
             ..InfluxBatch::default()
         },
-        points: WriteBatch::default(),
+        points: WriteBatch::new(Protocol::Influx),
         refs: Vec::new(),
         ref_fields: Vec::new(),
         cached_lines: Vec::new(),

@@ -43,7 +43,7 @@ use crate::engine::{Engine, PointError};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Run, blocking, respond};
-use crate::server::write::{PointSink, WriteBatch};
+use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
 /// `POST /api/v1/write`.
@@ -193,7 +193,7 @@ fn write_series(
     engine: &Engine,
     series: &[prom::PromSeries],
 ) -> Result<SeriesReceipt, crate::engine::EngineError> {
-    let mut firsts = WriteBatch::default();
+    let mut firsts = WriteBatch::new(Protocol::Prometheus);
     for (owner, s) in series.iter().enumerate() {
         if let Some(p) = s.points().next() {
             firsts.named(p, owner as u32, None);
@@ -207,7 +207,7 @@ fn write_series(
         .map(|r| (r.origin as usize, r.error))
         .collect();
     let mut refs = Vec::with_capacity(first.series.len());
-    let mut rest = WriteBatch::default();
+    let mut rest = WriteBatch::new(Protocol::Prometheus);
     // The write names a series once per run of its points (two parts of
     // one series in a request); parts it does not name send their other
     // samples by name, never drop them.

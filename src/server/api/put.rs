@@ -18,7 +18,7 @@ use crate::server::http::{
     ApiError, Params, PeerAddr, blocking, has_flag, json_response, param, respond,
 };
 use crate::server::series_cache::SharedSeriesCache;
-use crate::server::write::{PointSink, WriteBatch};
+use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
 pub async fn put(
@@ -157,7 +157,7 @@ pub(super) async fn write_body(
 /// as known series, the others by name; caches what the engine resolved.
 /// Returns what was written and the refused elements (index, reason).
 fn write_json_points(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiError> {
-    let mut batch = WriteBatch::default();
+    let mut batch = WriteBatch::new(Protocol::Put);
     let mut refs = Vec::new();
     // The element of each known series (to cache a series registered again).
     let mut ref_items: Vec<usize> = Vec::new();

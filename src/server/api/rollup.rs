@@ -54,6 +54,7 @@ fn write_json_rollups(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiEr
             .inc_by(errors.len() as u64);
     }
     let receipt = ctx.engine.write_rollups(&points)?;
+    crate::server::write::Protocol::Rollup.count(&ctx.metrics, receipt.accepted);
     for (i, e) in receipt.errors {
         let msg = match e {
             PointError::Uid(UidError::NoSuchName { .. }) => "Unknown metric".to_string(),

@@ -1,5 +1,6 @@
-//! What the server is doing: `/api/stats`, `/api/stats/query`, hourglass's
-//! own metrics at `/metrics`, and `/api/dropcaches`.
+//! What the server is doing: `/api/stats`, `/api/stats/query`,
+//! `/api/stats/cardinality`, hourglass's own metrics at `/metrics`, and
+//! `/api/dropcaches`.
 
 use std::sync::Arc;
 
@@ -9,8 +10,12 @@ use axum::response::{IntoResponse, Response};
 
 use axum::Json;
 
+use crate::engine::cardinality::{Cardinality, CardinalityQuery, Counted};
 use crate::server::Ctx;
-use crate::server::http::{blocking, json_response, now_ms};
+use crate::server::http::error::ApiError;
+use crate::server::http::{
+    ApiRequest, Params, Run, blocking, json_response, now_ms, param, respond, run_budgeted,
+};
 
 pub async fn dropcaches(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.engine.drop_caches();
@@ -25,8 +30,9 @@ pub async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    let entries: Vec<serde_json::Value> = stats
-        .into_iter()
+    let uptime = ctx.started.elapsed().as_secs() as i64;
+    let entries: Vec<serde_json::Value> = std::iter::once(("uptime".to_string(), uptime, vec![]))
+        .chain(stats)
         .map(|(name, value, tags)| {
             let mut t = serde_json::Map::new();
             for (k, v) in tags {
@@ -85,4 +91,76 @@ pub async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
         ctx.metrics.render(),
     )
         .into_response()
+}
+
+/// Listed values per tag key unless `top=` says otherwise, and its bound.
+const DEFAULT_TOP: usize = 10;
+const MAX_TOP: usize = 1000;
+/// Listed metrics unless `limit=` says otherwise, and its bound.
+const DEFAULT_LIMIT: usize = 1000;
+const MAX_LIMIT: usize = 100_000;
+
+/// `GET /api/stats/cardinality[?metric=&top=&limit=]`: series counts from
+/// the series index (`engine::cardinality`), under the query limits.
+pub async fn cardinality(
+    State(ctx): State<Arc<Ctx>>,
+    req: Result<ApiRequest, ApiError>,
+) -> Response {
+    respond(&ctx, "stats_cardinality", run_cardinality(&ctx, req).await)
+}
+
+fn count_param(params: &Params, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
+    match param(params, name) {
+        None => Ok(default),
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(ApiError::bad_request(format!("Invalid {name}: {text}"))
+                .with_details(format!("{name} is a whole number from 0 to {max}"))),
+        },
+    }
+}
+
+async fn run_cardinality(
+    ctx: &Arc<Ctx>,
+    req: Result<ApiRequest, ApiError>,
+) -> Result<Response, ApiError> {
+    let req = req?;
+    let q = CardinalityQuery {
+        metric: param(&req.params, "metric")
+            .filter(|m| !m.is_empty())
+            .map(str::to_string),
+        top: count_param(&req.params, "top", DEFAULT_TOP, MAX_TOP)?,
+        limit: count_param(&req.params, "limit", DEFAULT_LIMIT, MAX_LIMIT)?,
+    };
+    let engine = Arc::clone(&ctx.engine);
+    let metric = q.metric.clone();
+    let found = run_budgeted(ctx, req.text, req.peer, Run::Pool, move |budget| {
+        Ok(engine.cardinality(&q, budget)?)
+    })
+    .await?;
+    Ok(json_response(
+        StatusCode::OK,
+        render_cardinality(metric.as_deref(), &found).to_string(),
+    ))
+}
+
+fn render_cardinality(metric: Option<&str>, c: &Cardinality) -> serde_json::Value {
+    let counted = |list: &[Counted]| {
+        list.iter()
+            .map(|c| serde_json::json!({"name": c.name, "series": c.series}))
+            .collect::<Vec<_>>()
+    };
+    serde_json::json!({
+        "metric": metric,
+        "totalSeries": c.total_series,
+        "metricCount": c.metric_count,
+        "metrics": counted(&c.metrics),
+        "truncated": c.truncated,
+        "tagKeys": c.tag_keys.iter().map(|k| serde_json::json!({
+            "name": k.name,
+            "series": k.series,
+            "values": k.values,
+            "topValues": counted(&k.top_values),
+        })).collect::<Vec<_>>(),
+    })
 }

@@ -6,7 +6,9 @@
 //! the request ([`Caller`]) for the checks that depend on the body (a
 //! query with `"delete": true` needs `admin`).
 //!
-//! Open without a token: `/` and InfluxDB's `/ping` (health checks), and
+//! Open without a token: `/` and the web UI's files under `/ui/` (the
+//! page holds no data; it sends the user's token with its API calls),
+//! InfluxDB's `/ping` (health checks), and
 //! CORS preflights (answered before this layer).
 
 use std::sync::Arc;
@@ -30,6 +32,8 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
     let read_method = method == Method::GET || method == Method::HEAD;
     Some(match path {
         "/" | "/ping" => return None,
+        // The web UI's files hold no data; the page asks for a token.
+        p if read_method && p.starts_with("/ui/") => return None,
         "/api/put" | "/api/rollup" | "/write" | "/api/v2/write" | "/api/v1/write"
         | "/api/v1/import" | "/api/uid/assign" => Scope::Write,
         "/api/dropcaches" | "/api/uid/rename" => Scope::Admin,
@@ -55,6 +59,7 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
         | "/api/serializers"
         | "/api/stats"
         | "/api/stats/query"
+        | "/api/stats/cardinality"
         | "/metrics"
         | "/api/v1/read"
         | "/api/v1/export"

@@ -23,7 +23,7 @@ use crate::engine::{EngineError, PointError};
 use crate::server::Ctx;
 use crate::server::limits::InflightGuard;
 use crate::server::series_cache::SeriesCache;
-use crate::server::write::{PointSink, WriteBatch, Written};
+use crate::server::write::{PointSink, Protocol, WriteBatch, Written};
 use crate::uid::UidError;
 
 /// The origin of a point in a line-protocol batch: an OpenTSDB `put`.
@@ -75,7 +75,7 @@ impl Session {
         Self {
             replies,
             cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
-            batch: WriteBatch::default(),
+            batch: WriteBatch::new(Protocol::Telnet),
             rollups: Vec::new(),
             batch_input: 0,
             held: Vec::new(),
@@ -140,7 +140,7 @@ impl Session {
             Err(e) => {
                 let word = if all_influx { "influx" } else { "put" };
                 self.replies.error(format!("{word}: storage error: {e}"));
-                self.batch = WriteBatch::default();
+                self.batch = WriteBatch::new(Protocol::Telnet);
             }
         }
     }
@@ -156,6 +156,7 @@ impl Session {
             .unwrap_or_else(|e| Err(EngineError::Damaged(format!("write task failed: {e}"))));
         match res {
             Ok(receipt) => {
+                Protocol::Rollup.count(&ctx.metrics, receipt.accepted);
                 for (_, e) in &receipt.errors {
                     self.replies.error(refusal_line("rollup", e));
                 }

@@ -16,6 +16,47 @@ pub struct WriteBatch<'a> {
     origins: Vec<u32>,
     /// Entries whose series the caller caches once resolved, with its key.
     new_series: Vec<(usize, Box<[u8]>)>,
+    /// What brought the points (`hourglass_points_received_total`).
+    protocol: Protocol,
+}
+
+/// The protocol a write came by, as `/metrics` labels it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// The line protocol's `put` (and `rollup`: see [`Protocol::Rollup`]).
+    #[default]
+    Telnet,
+    /// `/api/put`.
+    Put,
+    /// InfluxDB's line protocol over HTTP.
+    Influx,
+    /// Prometheus remote write.
+    Prometheus,
+    /// `/api/v1/import`.
+    Import,
+    /// Rollup points (`/api/rollup`, the `rollup` line).
+    Rollup,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Telnet => "telnet",
+            Protocol::Put => "put",
+            Protocol::Influx => "influx",
+            Protocol::Prometheus => "prometheus",
+            Protocol::Import => "import",
+            Protocol::Rollup => "rollup",
+        }
+    }
+
+    /// Counts `points` accepted by this protocol.
+    pub fn count(self, metrics: &crate::metrics::Metrics, points: usize) {
+        metrics
+            .points_received
+            .with_label_values(&[self.as_str()])
+            .inc_by(points as u64);
+    }
 }
 
 /// What a write did.
@@ -71,6 +112,14 @@ impl<'a> PointSink<'a> for WriteBatch<'a> {
 }
 
 impl WriteBatch<'_> {
+    /// An empty batch of points that came by `protocol`.
+    pub fn new(protocol: Protocol) -> Self {
+        Self {
+            protocol,
+            ..Self::default()
+        }
+    }
+
     /// The request item of each point taken.
     pub fn origins(&self) -> &[u32] {
         &self.origins
@@ -93,6 +142,7 @@ impl WriteBatch<'_> {
             return Ok(Written::default());
         }
         let receipt = engine.write_entries(refs, &self.entries)?;
+        self.protocol.count(engine.metrics(), receipt.accepted);
         let origin = |i: usize| self.origins.get(i).copied().unwrap_or(u32::MAX);
         let errors = receipt
             .errors

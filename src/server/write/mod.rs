@@ -6,7 +6,7 @@
 mod batch;
 mod sink;
 
-pub use batch::{Refused, WriteBatch, Written};
+pub use batch::{Protocol, Refused, WriteBatch, Written};
 pub use sink::PointSink;
 
 use hourglass_ingest::{Limits, Point, PutError, RollupPoint, RollupSpec};
