@@ -15,8 +15,8 @@ use axum::routing::{get, post};
 use tower::util::MapRequest;
 
 use super::api::{
-    admin, annotation, config, export, import, influx, info, last, prom, put, query, rollup,
-    search, stats, suggest, uid,
+    admin, annotation, config, export, import, influx, info, last, prom, prom_api, put, query,
+    rollup, search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, auth, cors, normalize};
@@ -86,6 +86,21 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/query", get(influx::query).post(influx::query))
         .route("/api/v1/write", post(prom::remote_write))
         .route("/api/v1/read", post(prom::remote_read))
+        .route(
+            "/api/v1/series",
+            get(prom_api::series).post(prom_api::series),
+        )
+        .route(
+            "/api/v1/labels",
+            get(prom_api::labels).post(prom_api::labels),
+        )
+        .route("/api/v1/label/{name}/values", get(prom_api::label_values))
+        .route("/api/v1/status/buildinfo", get(prom_api::buildinfo))
+        .route("/api/v1/metadata", get(prom_api::metadata))
+        .route(
+            "/api/v1/query_exemplars",
+            get(prom_api::query_exemplars).post(prom_api::query_exemplars),
+        )
         .route("/metrics", get(stats::metrics))
         .route("/api/v1/export", get(export::export))
         .route("/api/v1/import", post(import::import))

@@ -93,6 +93,32 @@ fn endpoints(metric: &str) -> Vec<(&'static str, String, String, &'static str)> 
             "read",
         ),
         (
+            "GET",
+            format!("/api/v1/series?match%5B%5D={}", metric.replace('.', ":")),
+            String::new(),
+            "read",
+        ),
+        ("GET", "/api/v1/labels".into(), String::new(), "read"),
+        (
+            "GET",
+            "/api/v1/label/__name__/values".into(),
+            String::new(),
+            "read",
+        ),
+        (
+            "GET",
+            "/api/v1/status/buildinfo".into(),
+            String::new(),
+            "read",
+        ),
+        ("GET", "/api/v1/metadata".into(), String::new(), "read"),
+        (
+            "GET",
+            "/api/v1/query_exemplars".into(),
+            String::new(),
+            "read",
+        ),
+        (
             "POST",
             "/api/v1/import".into(),
             format!(

@@ -15,6 +15,7 @@ mod export_import;
 mod grafana;
 mod hostile;
 mod http_api;
+mod prom_api;
 mod protocols;
 mod query;
 mod robustness;

@@ -5,10 +5,11 @@
 //! (`/api/uid/*`), `annotation` (`/api/annotation[s|/bulk]`), `config`
 //! (`/api/config`, `/api/serializers`), `info` (version, aggregators,
 //! filters), `stats` (`/api/stats[/query]`, `/metrics`, `/api/dropcaches`),
-//! `influx` (InfluxDB's write API) and `prom` (Prometheus remote write and
-//! read); `admin` (`/api/admin/*`: snapshots); `export` and `import`
+//! `influx` (InfluxDB's write API), `prom` (Prometheus remote write and
+//! read) and `prom_api` (the Prometheus HTTP API's series metadata); `admin` (`/api/admin/*`: snapshots); `export` and `import`
 //! (`/api/v1/export`, `/api/v1/import`: JSON lines and OpenTSDB's import text);
-//! `select` (series chosen by label matchers, for remote read and export).
+//! `select` (series chosen by label matchers, for remote read, export and
+//! the series API).
 
 pub mod admin;
 pub mod annotation;
@@ -20,6 +21,7 @@ pub mod influx;
 pub mod info;
 pub mod last;
 pub mod prom;
+pub mod prom_api;
 pub mod put;
 pub mod query;
 pub mod rollup;

@@ -1,7 +1,8 @@
 //! Series chosen by label matchers (`=`, `!=`, `=~`, `!~`, with
 //! Prometheus's semantics: regular expressions fully anchored, an empty
-//! value matching an absent label), as Prometheus remote read and
-//! `/api/v1/export` choose them. `label="value"` matchers are pushed down to
+//! value matching an absent label), as Prometheus remote read,
+//! `/api/v1/export` and the Prometheus series API (`prom_api`) choose
+//! them. `label="value"` matchers are pushed down to
 //! the storage scan as `literal_or` filters; every matcher is then applied
 //! to each series. A selection without `__name__="…"` looks at every metric
 //! name, at most [`MAX_METRICS`].
@@ -16,9 +17,10 @@ use hourglass_ingest::prom::{self, MatchTarget, OpenTsdbMatcher, pb};
 use hourglass_query::QueryBudget;
 use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
 use hourglass_query::filter::TagFilter;
+use hourglass_query::lookup::{LookupMatch, LookupQuery};
 use regex::Regex;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, IndexError};
 use crate::server::http::error::ApiError;
 use crate::uid::UidKind;
 
@@ -205,16 +207,56 @@ impl Selection {
         };
         budget.check_points().map_err(|e| api(e.into()))?;
         series.retain_mut(|s| {
-            let keep = self.tags.iter().all(|m| {
-                let MatchTarget::Tag(k) = &m.m.target else {
-                    return true;
-                };
-                let v = s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
-                m.matches(v, |v| self.decode_tag(v))
-            });
+            let keep = self.tags_pass(|k| s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value));
             s.points.retain(|(t, _)| (start_ms..=end_ms).contains(t));
             keep && !s.points.is_empty()
         });
         Ok(series)
+    }
+
+    /// Whether a series' tags (`value_of` a key, as stored) pass every tag
+    /// matcher.
+    fn tags_pass<'a>(&self, value_of: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.tags.iter().all(|m| {
+            let MatchTarget::Tag(k) = &m.m.target else {
+                return true;
+            };
+            m.matches(value_of(k), |v| self.decode_tag(v))
+        })
+    }
+
+    /// The series of `metric` the tag matchers pass, from the series index
+    /// (no data rows are read; no time range applies), at most `limit`.
+    pub fn series_from_index(
+        &self,
+        engine: &Engine,
+        metric: &str,
+        limit: usize,
+        budget: &QueryBudget,
+    ) -> Result<Vec<LookupMatch>, ApiError> {
+        let q = LookupQuery {
+            metric: Some(metric.to_string()),
+            tags: self
+                .tags
+                .iter()
+                .filter_map(|m| match (&m.m.target, m.m.op) {
+                    (MatchTarget::Tag(k), pb::MatchType::Eq) if !m.m.value.is_empty() => {
+                        Some((k.clone(), m.m.value.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            limit: 0,
+            use_meta: true,
+        };
+        let mut found = match engine.lookup_series(&q, budget) {
+            Ok(found) => found,
+            // A name without a UID: nothing has it.
+            Err(IndexError::Unresolved { .. }) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        found.retain(|s| self.tags_pass(|k| s.tags.get(k).map(String::as_str)));
+        found.truncate(limit);
+        Ok(found)
     }
 }

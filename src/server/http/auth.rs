@@ -63,8 +63,18 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
         | "/metrics"
         | "/api/v1/read"
         | "/api/v1/export"
+        | "/api/v1/series"
+        | "/api/v1/labels"
+        | "/api/v1/status/buildinfo"
+        | "/api/v1/metadata"
+        | "/api/v1/query_exemplars"
         | "/api/__unsupported_version" => Scope::Read,
-        p if p.starts_with("/api/search/") || p.starts_with("/api/uid/") => Scope::Read,
+        p if p.starts_with("/api/search/")
+            || p.starts_with("/api/uid/")
+            || (read_method && p.starts_with("/api/v1/label/")) =>
+        {
+            Scope::Read
+        }
         _ => Scope::Admin,
     })
 }
@@ -75,6 +85,12 @@ fn format_of(path: &str) -> ErrorFormat {
         "/write" | "/query" => ErrorFormat::InfluxV1,
         "/api/v2/write" => ErrorFormat::InfluxV2,
         "/api/v1/write" | "/api/v1/read" => ErrorFormat::Text,
+        "/api/v1/series"
+        | "/api/v1/labels"
+        | "/api/v1/status/buildinfo"
+        | "/api/v1/metadata"
+        | "/api/v1/query_exemplars" => ErrorFormat::Prometheus,
+        p if p.starts_with("/api/v1/label/") => ErrorFormat::Prometheus,
         _ => ErrorFormat::OpenTsdb,
     }
 }

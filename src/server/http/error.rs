@@ -26,6 +26,8 @@ pub enum ErrorFormat {
     InfluxV2,
     /// Plain text (Prometheus remote write and read).
     Text,
+    /// The Prometheus HTTP API's `{"status":"error","errorType","error"}`.
+    Prometheus,
 }
 
 #[derive(Debug, Clone)]
@@ -80,6 +82,20 @@ impl ApiError {
 }
 
 /// InfluxDB 2.x's `code` for a status.
+/// Prometheus' `errorType` of a status.
+fn prometheus_error_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_data",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        StatusCode::GATEWAY_TIMEOUT => "timeout",
+        s if s.is_server_error() => "internal",
+        _ => "execution",
+    }
+}
+
 fn influx_code(status: StatusCode) -> &'static str {
     match status.as_u16() {
         400 => "invalid",
@@ -132,6 +148,17 @@ impl IntoResponse for ApiError {
                 }
                 r
             }
+            ErrorFormat::Prometheus => (
+                self.status,
+                [(CONTENT_TYPE, "application/json")],
+                serde_json::json!({
+                    "status": "error",
+                    "errorType": prometheus_error_type(self.status),
+                    "error": text(),
+                })
+                .to_string(),
+            )
+                .into_response(),
             ErrorFormat::Text => (
                 self.status,
                 [(CONTENT_TYPE, "text/plain; charset=utf-8")],

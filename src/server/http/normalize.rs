@@ -2,9 +2,11 @@
 //! slash is ignored, `/api/v1/...` is the same as `/api/...`, higher API
 //! versions get 501, and the endpoint name is case-insensitive. The three
 //! foreign paths under `/api/` are kept as they are before that rule
-//! applies: `/api/v1/write` and `/api/v1/read` are Prometheus's (OpenTSDB
-//! has no `/api/write` or `/api/read`), `/api/v2/write` is InfluxDB 2.x's,
-//! `/api/v1/export` and `/api/v1/import` VictoriaMetrics'. Below
+//! applies: `/api/v1/write`, `/api/v1/read` and the Prometheus HTTP API's
+//! `/api/v1/series`, `/labels`, `/label/<name>/values` (the name as sent),
+//! `/status/buildinfo`, `/metadata` and `/query_exemplars` are
+//! Prometheus's (OpenTSDB has none of them), `/api/v2/write` is InfluxDB
+//! 2.x's, `/api/v1/export` and `/api/v1/import` VictoriaMetrics'. Below
 //! `/api/admin/snapshots/` only the endpoint is case-insensitive: what
 //! follows names a snapshot and its files, which keep their case.
 
@@ -12,13 +14,22 @@ use axum::http::Uri;
 
 /// Paths under `/api/` that belong to other systems' APIs and so escape
 /// OpenTSDB's version rule (`/api/v1/x` = `/api/x`, `/api/v2/...` = 501).
-const FOREIGN_API_PATHS: [&str; 5] = [
+const FOREIGN_API_PATHS: [&str; 10] = [
     "/api/v1/write",
     "/api/v1/read",
     "/api/v2/write",
     "/api/v1/export",
     "/api/v1/import",
+    "/api/v1/series",
+    "/api/v1/labels",
+    "/api/v1/status/buildinfo",
+    "/api/v1/metadata",
+    "/api/v1/query_exemplars",
 ];
+
+/// Prometheus' `/api/v1/label/<name>/values`: kept as sent (a label name
+/// keeps its case).
+const PROMETHEUS_LABEL: &str = "/api/v1/label/";
 
 /// Endpoints whose path goes on with names that keep their case.
 const NAMED_TAILS: [&str; 1] = ["/api/admin/snapshots/"];
@@ -54,7 +65,9 @@ pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
         p = lower;
     } else if let Some(named) = named_tail(&p, &lower) {
         p = named;
-    } else if lower == "/api" || lower.starts_with("/api/") {
+    } else if lower == "/api"
+        || (lower.starts_with("/api/") && !lower.starts_with(PROMETHEUS_LABEL))
+    {
         let mut segs: Vec<&str> = lower.split('/').skip(2).collect();
         if let Some(v) = segs.first().and_then(|s| s.strip_prefix('v'))
             && !v.is_empty()
@@ -114,6 +127,11 @@ mod tests {
             "/api/v1/export?match[]=x"
         );
         assert_eq!(path_of("/API/V1/IMPORT"), "/api/v1/import");
+        assert_eq!(path_of("/api/v1/Labels"), "/api/v1/labels");
+        assert_eq!(
+            path_of("/api/v1/label/Job/values/"),
+            "/api/v1/label/Job/values"
+        );
         assert_eq!(
             path_of("/API/Admin/Snapshots/20261126T053512Z-0/files/SNAPSHOT"),
             "/api/admin/snapshots/20261126T053512Z-0/files/SNAPSHOT"
