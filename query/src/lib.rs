@@ -83,6 +83,7 @@ pub mod lookup;
 pub mod merge;
 mod num;
 pub mod partial;
+pub mod promql;
 pub mod rate;
 pub mod render;
 pub mod request;

@@ -15,8 +15,8 @@ use axum::routing::{get, post};
 use tower::util::MapRequest;
 
 use super::api::{
-    admin, annotation, config, export, import, influx, info, last, prom, prom_api, put, query,
-    rollup, search, stats, suggest, uid,
+    admin, annotation, config, export, import, influx, info, last, prom, prom_api, promql, put,
+    query, rollup, search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, auth, cors, normalize};
@@ -86,6 +86,11 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/query", get(influx::query).post(influx::query))
         .route("/api/v1/write", post(prom::remote_write))
         .route("/api/v1/read", post(prom::remote_read))
+        .route("/api/v1/query", get(promql::query).post(promql::query))
+        .route(
+            "/api/v1/query_range",
+            get(promql::query_range).post(promql::query_range),
+        )
         .route(
             "/api/v1/series",
             get(prom_api::series).post(prom_api::series),

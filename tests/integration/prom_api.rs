@@ -209,3 +209,118 @@ fn without_a_token_the_answer_is_prometheus_shaped() {
     assert_eq!(j["status"], "error");
     assert_eq!(j["errorType"], "unauthorized");
 }
+
+/// `metric` of `tags` at `T0 + i * 15 s` with values `value(i)`, i in 0..n.
+fn put_series(s: &Server, metric: &str, tags: &[(&str, &str)], n: u64, value: impl Fn(u64) -> f64) {
+    let tags: serde_json::Map<String, serde_json::Value> = tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), (*v).into()))
+        .collect();
+    let points: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({"metric": metric, "timestamp": T0 + i * 15, "value": value(i), "tags": tags}))
+        .collect();
+    let r = s.post_json("/api/put", &serde_json::Value::Array(points).to_string());
+    assert_eq!(r.status, 204, "{}", r.text());
+}
+
+#[test]
+fn promql_instant_and_range_queries() {
+    let s = Server::start();
+    // Two counters: +10 and +5 every 15 s, for 10 minutes.
+    put_series(&s, "http.requests", &[("instance", "a")], 41, |i| {
+        i as f64 * 10.0
+    });
+    put_series(&s, "http.requests", &[("instance", "b")], 41, |i| {
+        i as f64 * 5.0
+    });
+    let at = T0 + 300;
+    let q = |query: &str, time: u64| {
+        data(
+            &s,
+            &format!("/api/v1/query?query={}&time={time}", enc(query)),
+        )
+    };
+    // A counter rising 10 every 15 s: 40 a minute.
+    let r = q("sum(rate(http:requests[1m]))", at);
+    assert_eq!(r["resultType"], "vector");
+    assert_eq!(
+        r["result"],
+        serde_json::json!([{"metric": {}, "value": [at, "1"]}])
+    );
+    let r = q(r#"http:requests{instance="b"}"#, at);
+    assert_eq!(
+        r["result"],
+        serde_json::json!([{"metric": {"__name__": "http:requests", "instance": "b"}, "value": [at, "100"]}])
+    );
+    assert_eq!(q("1 + 1", at)["result"], serde_json::json!([at, "2"]));
+    // Five minutes after the last sample, nothing.
+    assert_eq!(
+        q("http:requests", T0 + 600 + 301)["result"],
+        serde_json::json!([])
+    );
+
+    let r = data(
+        &s,
+        &format!(
+            "/api/v1/query_range?query={}&start={}&end={}&step=60",
+            enc("sum by (instance) (increase(http:requests[1m]))"),
+            T0 + 120,
+            T0 + 240
+        ),
+    );
+    assert_eq!(r["resultType"], "matrix");
+    let series = r["result"].as_array().expect("matrix");
+    assert_eq!(series.len(), 2);
+    assert_eq!(series[0]["metric"], serde_json::json!({"instance": "a"}));
+    assert_eq!(
+        series[0]["values"],
+        serde_json::json!([[T0 + 120, "40"], [T0 + 180, "40"], [T0 + 240, "40"]])
+    );
+
+    // POST with a form body, as Grafana sends it.
+    let r = s.http(
+        "POST",
+        "/api/v1/query",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        format!("query={}&time={at}", enc("count(http:requests)")).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["data"]["result"][0]["value"][1], "2");
+
+    // OpenTSDB's own /api/v1/query is still OpenTSDB's.
+    let r = s.get(&format!("/api/v1/query?start={T0}&m=sum:http.requests"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()[0]["metric"], "http.requests");
+
+    // Errors, in Prometheus' shape.
+    for (path, status, kind) in [
+        ("/api/v1/query?query=sum(".to_string(), 400, "bad_data"),
+        (
+            "/api/v1/query_range?query=up&start=10&end=5&step=1".to_string(),
+            400,
+            "bad_data",
+        ),
+        (
+            "/api/v1/query_range?query=up&start=0&end=100000&step=1".to_string(),
+            400,
+            "bad_data",
+        ),
+        (
+            "/api/v1/query_range?query=up&start=0&end=10&step=0".to_string(),
+            400,
+            "bad_data",
+        ),
+        (
+            format!("/api/v1/query?query={}", enc("absent(up)")),
+            422,
+            "execution",
+        ),
+    ] {
+        let (got, kind_got, message) = error(&s, &path);
+        assert_eq!(
+            (got, kind_got.as_str()),
+            (status, kind),
+            "{path}: {message}"
+        );
+    }
+}

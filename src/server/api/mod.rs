@@ -6,7 +6,8 @@
 //! (`/api/config`, `/api/serializers`), `info` (version, aggregators,
 //! filters), `stats` (`/api/stats[/query]`, `/metrics`, `/api/dropcaches`),
 //! `influx` (InfluxDB's write API), `prom` (Prometheus remote write and
-//! read) and `prom_api` (the Prometheus HTTP API's series metadata); `admin` (`/api/admin/*`: snapshots); `export` and `import`
+//! read), `prom_api` (the Prometheus HTTP API's series metadata) and
+//! `promql` (`/api/v1/query`, `/api/v1/query_range`); `admin` (`/api/admin/*`: snapshots); `export` and `import`
 //! (`/api/v1/export`, `/api/v1/import`: JSON lines and OpenTSDB's import text);
 //! `select` (series chosen by label matchers, for remote read, export and
 //! the series API).
@@ -22,6 +23,7 @@ pub mod info;
 pub mod last;
 pub mod prom;
 pub mod prom_api;
+pub mod promql;
 pub mod put;
 pub mod query;
 pub mod rollup;

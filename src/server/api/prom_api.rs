@@ -23,7 +23,7 @@ use hourglass_ingest::prom::{self, pb};
 use hourglass_query::QueryBudget;
 use hourglass_query::lookup::LookupMatch;
 use promql_parser::label::MatchOp;
-use promql_parser::parser::Expr;
+use promql_parser::parser::{Expr, VectorSelector};
 
 use super::select::{Names, Selection};
 use crate::engine::Engine;
@@ -37,7 +37,7 @@ const MAX_SELECTORS: usize = 64;
 /// Names one list may hold without a `match[]` (the UID table's names).
 const MAX_NAMES: usize = 1_000_000;
 
-fn success(data: serde_json::Value, warnings: &[String]) -> Response {
+pub fn success(data: serde_json::Value, warnings: &[String]) -> Response {
     let mut body = serde_json::json!({"status": "success", "data": data});
     if !warnings.is_empty() {
         body["warnings"] = serde_json::json!(warnings);
@@ -45,12 +45,12 @@ fn success(data: serde_json::Value, warnings: &[String]) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
-fn bad_data(message: impl Into<String>) -> ApiError {
+pub fn bad_data(message: impl Into<String>) -> ApiError {
     ApiError::bad_request(message).in_format(ErrorFormat::Prometheus)
 }
 
 /// The request's parameters: the query string, then a form body's.
-fn params_of(req: &ApiRequest) -> Params {
+pub fn params_of(req: &ApiRequest) -> Params {
     let mut params = req.params.clone();
     if let Some(body) = &req.body {
         params.extend(
@@ -79,7 +79,9 @@ fn parse_request(params: &Params) -> Result<Request, ApiError> {
                 }
                 selectors.push(selector(v)?);
             }
-            "start" | "end" => check_time(k, v)?,
+            "start" | "end" => {
+                parse_time(k, v)?;
+            }
             _ => {}
         }
     }
@@ -94,16 +96,23 @@ fn parse_request(params: &Params) -> Result<Request, ApiError> {
     Ok(Request { selectors, limit })
 }
 
-/// Prometheus' time parameter: unix seconds (a float) or RFC 3339.
-fn check_time(name: &str, text: &str) -> Result<(), ApiError> {
-    let ok =
-        text.parse::<f64>().is_ok_and(f64::is_finite) || text.parse::<jiff::Timestamp>().is_ok();
-    if ok {
-        Ok(())
-    } else {
-        Err(bad_data(format!(
+/// Prometheus' time parameter, unix seconds (a float) or RFC 3339, in ms.
+pub fn parse_time(name: &str, text: &str) -> Result<i64, ApiError> {
+    let seconds = text.parse::<f64>().ok().filter(|s| s.is_finite());
+    let ms = match seconds {
+        Some(s) => Some((s * 1000.0).round()),
+        None => text
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.as_millisecond() as f64),
+    };
+    // Far enough for any date a query means; the arithmetic stays in i64.
+    const LIMIT: f64 = 1e16;
+    match ms {
+        Some(ms) if ms.abs() < LIMIT => Ok(ms as i64),
+        _ => Err(bad_data(format!(
             "invalid parameter \"{name}\": cannot parse \"{text}\" to a valid timestamp"
-        )))
+        ))),
     }
 }
 
@@ -114,8 +123,14 @@ fn selector(text: &str) -> Result<Selection, ApiError> {
     let Expr::VectorSelector(vs) = expr else {
         return Err(invalid(format!("{text:?} is not a series selector")));
     };
+    selection_of(&vs).map_err(|e| invalid(e.message))
+}
+
+/// The selection a PromQL vector selector makes (its name and matchers),
+/// on stored names.
+pub fn selection_of(vs: &VectorSelector) -> Result<Selection, ApiError> {
     if !vs.matchers.or_matchers.is_empty() {
-        return Err(invalid("`or` in a selector is not supported".to_string()));
+        return Err(bad_data("`or` in a selector is not supported"));
     }
     let mut matchers = Vec::with_capacity(vs.matchers.matchers.len() + 1);
     if let Some(name) = &vs.name {
@@ -142,15 +157,15 @@ fn selector(text: &str) -> Result<Selection, ApiError> {
     }
     // Prometheus' rule: a selector must narrow the series down.
     if !matches_something {
-        return Err(invalid(format!(
-            "{text:?} has no matcher that does not match the empty string"
+        return Err(bad_data(format!(
+            "{vs} has no matcher that does not match the empty string"
         )));
     }
     let mapped = matchers
         .iter()
         .map(prom::map_matcher)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid(e.to_string()))?;
+        .map_err(|e| bad_data(e.to_string()))?;
     Selection::new(mapped, Names::Prometheus).map_err(|e| e.in_format(ErrorFormat::Prometheus))
 }
 

@@ -68,6 +68,8 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
         | "/api/v1/status/buildinfo"
         | "/api/v1/metadata"
         | "/api/v1/query_exemplars"
+        | "/api/v1/query"
+        | "/api/v1/query_range"
         | "/api/__unsupported_version" => Scope::Read,
         p if p.starts_with("/api/search/")
             || p.starts_with("/api/uid/")
@@ -89,7 +91,9 @@ fn format_of(path: &str) -> ErrorFormat {
         | "/api/v1/labels"
         | "/api/v1/status/buildinfo"
         | "/api/v1/metadata"
-        | "/api/v1/query_exemplars" => ErrorFormat::Prometheus,
+        | "/api/v1/query_exemplars"
+        | "/api/v1/query"
+        | "/api/v1/query_range" => ErrorFormat::Prometheus,
         p if p.starts_with("/api/v1/label/") => ErrorFormat::Prometheus,
         _ => ErrorFormat::OpenTsdb,
     }

@@ -83,6 +83,11 @@ fn writes(method: &Method, path: &str, query: &str) -> bool {
         "/api/config/filters",
         "/api/stats",
         "/api/v1/read",
+        "/api/v1/query",
+        "/api/v1/query_range",
+        "/api/v1/series",
+        "/api/v1/labels",
+        "/api/v1/query_exemplars",
     ];
     let deletes_via_query = path == "/api/query" && (*method == Method::DELETE || overridden);
     deletes_via_query || !READS.contains(&path)

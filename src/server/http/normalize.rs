@@ -3,6 +3,8 @@
 //! versions get 501, and the endpoint name is case-insensitive. The three
 //! foreign paths under `/api/` are kept as they are before that rule
 //! applies: `/api/v1/write`, `/api/v1/read` and the Prometheus HTTP API's
+//! `/api/v1/query_range`, `/api/v1/query` (when it carries a `query`
+//! parameter or a form body; else it is OpenTSDB's `/api/query`),
 //! `/api/v1/series`, `/labels`, `/label/<name>/values` (the name as sent),
 //! `/status/buildinfo`, `/metadata` and `/query_exemplars` are
 //! Prometheus's (OpenTSDB has none of them), `/api/v2/write` is InfluxDB
@@ -14,7 +16,7 @@ use axum::http::Uri;
 
 /// Paths under `/api/` that belong to other systems' APIs and so escape
 /// OpenTSDB's version rule (`/api/v1/x` = `/api/x`, `/api/v2/...` = 501).
-const FOREIGN_API_PATHS: [&str; 10] = [
+const FOREIGN_API_PATHS: [&str; 11] = [
     "/api/v1/write",
     "/api/v1/read",
     "/api/v2/write",
@@ -25,7 +27,26 @@ const FOREIGN_API_PATHS: [&str; 10] = [
     "/api/v1/status/buildinfo",
     "/api/v1/metadata",
     "/api/v1/query_exemplars",
+    "/api/v1/query_range",
 ];
+
+/// `/api/v1/query` is Prometheus' instant query and OpenTSDB's versioned
+/// `/api/query`: PromQL when it carries a `query` parameter or a form
+/// body (OpenTSDB's has `m=`/`tsuid=` or a JSON body).
+const SHARED_QUERY: &str = "/api/v1/query";
+
+fn is_promql<B>(req: &hyper::Request<B>) -> bool {
+    let form = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let query_param = req
+        .uri()
+        .query()
+        .is_some_and(|q| form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k == "query"));
+    form || query_param
+}
 
 /// Prometheus' `/api/v1/label/<name>/values`: kept as sent (a label name
 /// keeps its case).
@@ -61,7 +82,7 @@ pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
         p.push('/');
     }
     let lower = p.to_ascii_lowercase();
-    if FOREIGN_API_PATHS.contains(&lower.as_str()) {
+    if FOREIGN_API_PATHS.contains(&lower.as_str()) || (lower == SHARED_QUERY && is_promql(&req)) {
         p = lower;
     } else if let Some(named) = named_tail(&p, &lower) {
         p = named;
@@ -101,6 +122,27 @@ pub fn normalize<B>(mut req: hyper::Request<B>) -> hyper::Request<B> {
 mod tests {
     use super::*;
     use axum::body::Body;
+
+    fn with_type(p: &str, content_type: &str) -> String {
+        let req = axum::extract::Request::builder()
+            .uri(p)
+            .header("Content-Type", content_type)
+            .body(Body::empty())
+            .unwrap();
+        normalize(req).uri().to_string()
+    }
+
+    #[test]
+    fn v1_query_is_promql_only_with_a_query_or_a_form() {
+        assert_eq!(path_of("/api/v1/query?query=up"), "/api/v1/query?query=up");
+        assert_eq!(path_of("/api/v1/query_range/"), "/api/v1/query_range");
+        assert_eq!(
+            with_type("/api/v1/query", "application/x-www-form-urlencoded"),
+            "/api/v1/query"
+        );
+        assert_eq!(path_of("/api/v1/query?m=sum:x"), "/api/query?m=sum:x");
+        assert_eq!(with_type("/api/v1/query", "application/json"), "/api/query");
+    }
 
     fn path_of(p: &str) -> String {
         let req = axum::extract::Request::builder()

@@ -1,0 +1,479 @@
+//! The evaluator: an expression at one instant (instant queries), or at
+//! every step of a range (range queries, one instant after another as
+//! Prometheus 2.x defines them). Each selector's series are read once for
+//! the whole range (the window every step needs) and sliced per step.
+//!
+//! Prometheus 2.42's selection rules: an instant selector takes each
+//! series' newest sample in `[t - offset - 5m, t - offset]` (a staleness
+//! marker ends the series there); a range selector `[r]` the samples in
+//! `[t - offset - r, t - offset]`; `@` pins `t`.
+
+use std::collections::HashMap;
+
+use promql_parser::parser::{
+    AggregateExpr, AtModifier, Call, Expr, MatrixSelector, Offset, VectorSelector,
+};
+
+use super::aggregate::{Param, aggregate};
+use super::binary::binary;
+use super::failure::{execution, unsupported};
+use super::functions;
+use super::value::{Labels, RangeSeries, Sample, Value, is_stale};
+use crate::budget::QueryBudget;
+use crate::error::QueryError;
+
+/// Where series come from: the storage, or a test's memory.
+pub trait PromSource {
+    /// The series `selector` chooses (name and matchers; its offset and
+    /// `@` are the evaluator's), with their samples in `[start_ms,
+    /// end_ms]` in time order, labels as Prometheus shows them (the metric
+    /// name as `__name__`).
+    fn select(
+        &self,
+        selector: &VectorSelector,
+        start_ms: i64,
+        end_ms: i64,
+        budget: &QueryBudget,
+    ) -> Result<Vec<RangeSeries>, QueryError>;
+}
+
+/// Prometheus' default lookback (`--query.lookback-delta`).
+pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
+
+fn offset_ms(offset: &Option<Offset>) -> i64 {
+    match offset {
+        None => 0,
+        Some(Offset::Pos(d)) => d.as_millis() as i64,
+        Some(Offset::Neg(d)) => -(d.as_millis() as i64),
+    }
+}
+
+/// One query's evaluation.
+pub struct Evaluator<'a, S: PromSource> {
+    source: &'a S,
+    pub(super) budget: &'a QueryBudget,
+    /// The query's first and last instants (ms): what `@ start()` and
+    /// `@ end()` name, and the range selectors read for.
+    start: i64,
+    end: i64,
+    /// Selector reads, by the selector node's address.
+    fetched: HashMap<usize, Vec<RangeSeries>>,
+}
+
+impl<S: PromSource> std::fmt::Debug for Evaluator<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator")
+            .field("start", &self.start)
+            .field("end", &self.end)
+            .field("selectors_read", &self.fetched.len())
+            .finish()
+    }
+}
+
+impl<'a, S: PromSource> Evaluator<'a, S> {
+    pub fn new(source: &'a S, budget: &'a QueryBudget, start_ms: i64, end_ms: i64) -> Self {
+        Self {
+            source,
+            budget,
+            start: start_ms,
+            end: end_ms,
+            fetched: HashMap::new(),
+        }
+    }
+
+    /// The instant a selector's `@` and offset make of `t`.
+    fn reference(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
+        let base = match at {
+            None => t,
+            Some(AtModifier::Start) => self.start,
+            Some(AtModifier::End) => self.end,
+            Some(AtModifier::At(time)) => match time.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => d.as_millis() as i64,
+                Err(e) => -(e.duration().as_millis() as i64),
+            },
+        };
+        base - offset_ms(offset)
+    }
+
+    /// The series of `vs` over every instant this query may ask of it,
+    /// `window` ms back from each.
+    fn series_of(
+        &mut self,
+        vs: &VectorSelector,
+        window: i64,
+    ) -> Result<&[RangeSeries], QueryError> {
+        let key = vs as *const VectorSelector as usize;
+        if !self.fetched.contains_key(&key) {
+            let first = self.reference(&vs.at, &vs.offset, self.start);
+            let last = self.reference(&vs.at, &vs.offset, self.end);
+            let series =
+                self.source
+                    .select(vs, first.min(last) - window, first.max(last), self.budget)?;
+            self.fetched.insert(key, series);
+        }
+        Ok(self.fetched.get(&key).map_or(&[], Vec::as_slice))
+    }
+
+    /// An instant selector at `t`.
+    fn instant(&mut self, vs: &VectorSelector, t: i64) -> Result<Vec<Sample>, QueryError> {
+        let at = self.reference(&vs.at, &vs.offset, t);
+        let series = self.series_of(vs, LOOKBACK_MS)?;
+        let mut out = Vec::with_capacity(series.len());
+        for s in series {
+            let upto = s.samples.partition_point(|&(ts, _)| ts <= at);
+            if let Some(&(ts, value)) = upto.checked_sub(1).and_then(|i| s.samples.get(i))
+                && ts >= at - LOOKBACK_MS
+                && !is_stale(value)
+            {
+                out.push(Sample {
+                    labels: s.labels.clone(),
+                    value,
+                });
+            }
+        }
+        self.budget.hold(out.len())?;
+        Ok(out)
+    }
+
+    /// A range selector at `t`: every series with a sample in its window.
+    pub(super) fn range(
+        &mut self,
+        ms: &MatrixSelector,
+        t: i64,
+    ) -> Result<Vec<RangeSeries>, QueryError> {
+        let range = ms.range.as_millis() as i64;
+        let at = self.reference(&ms.vs.at, &ms.vs.offset, t);
+        let series = self.series_of(&ms.vs, range)?;
+        let mut out = Vec::new();
+        let mut held = 0;
+        for s in series {
+            let from = s.samples.partition_point(|&(ts, _)| ts < at - range);
+            let to = s.samples.partition_point(|&(ts, _)| ts <= at);
+            let samples: Vec<(i64, f64)> = s.samples[from..to]
+                .iter()
+                .copied()
+                .filter(|&(_, v)| !is_stale(v))
+                .collect();
+            if !samples.is_empty() {
+                held += samples.len();
+                out.push(RangeSeries {
+                    labels: s.labels.clone(),
+                    samples,
+                });
+            }
+        }
+        self.budget.hold(held)?;
+        Ok(out)
+    }
+
+    /// `expr` at instant `t` (ms).
+    pub fn eval(&mut self, expr: &Expr, t: i64) -> Result<Value, QueryError> {
+        self.budget.check()?;
+        match expr {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(n.val)),
+            Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr, t),
+            Expr::Unary(u) => match self.eval(&u.expr, t)? {
+                Value::Scalar(v) => Ok(Value::Scalar(-v)),
+                Value::Vector(samples) => Ok(Value::Vector(
+                    samples
+                        .into_iter()
+                        .map(|s| Sample {
+                            labels: s.labels.without_name(),
+                            value: -s.value,
+                        })
+                        .collect(),
+                )),
+                other => Err(execution(format!(
+                    "unary expression only allowed on expressions of type scalar or instant vector, got {:?}",
+                    other.type_name()
+                ))),
+            },
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant(vs, t)?)),
+            Expr::MatrixSelector(ms) => Ok(Value::Matrix(self.range(ms, t)?)),
+            Expr::Call(call) => self.call(call, t),
+            Expr::Aggregate(agg) => self.aggregate(agg, t),
+            Expr::Binary(bin) => {
+                let lhs = self.eval(&bin.lhs, t)?;
+                let rhs = self.eval(&bin.rhs, t)?;
+                binary(&bin.op.to_string(), bin.modifier.as_ref(), lhs, rhs)
+            }
+            Expr::Subquery(_) => Err(unsupported("a subquery")),
+            Expr::Extension(_) => Err(unsupported("an extension expression")),
+        }
+    }
+
+    /// `expr` as an instant vector at `t`.
+    fn vector(&mut self, expr: &Expr, t: i64) -> Result<Vec<Sample>, QueryError> {
+        match self.eval(expr, t)? {
+            Value::Vector(v) => Ok(v),
+            other => Err(execution(format!(
+                "expected an instant vector, got {}",
+                other.type_name()
+            ))),
+        }
+    }
+
+    /// `expr` as a scalar at `t`.
+    fn scalar(&mut self, expr: &Expr, t: i64) -> Result<f64, QueryError> {
+        match self.eval(expr, t)? {
+            Value::Scalar(v) => Ok(v),
+            other => Err(execution(format!(
+                "expected a scalar, got {}",
+                other.type_name()
+            ))),
+        }
+    }
+
+    fn aggregate(&mut self, agg: &AggregateExpr, t: i64) -> Result<Value, QueryError> {
+        let op = agg.op.to_string();
+        let param = match &agg.param {
+            Some(p) if op == "count_values" => match unparen(p) {
+                Expr::StringLiteral(s) => Param::Label(s.val.clone()),
+                _ => return Err(execution("count_values: the label must be a string")),
+            },
+            Some(p) => Param::Number(self.scalar(p, t)?),
+            None => Param::None,
+        };
+        let input = self.vector(&agg.expr, t)?;
+        Ok(Value::Vector(aggregate(&op, &param, input, &agg.modifier)?))
+    }
+
+    /// A function call: its arguments evaluated, then computed by
+    /// `functions`.
+    fn call(&mut self, call: &Call, t: i64) -> Result<Value, QueryError> {
+        let name = call.func.name;
+        let vector = |v: Vec<Sample>| Ok(Value::Vector(v));
+        match name {
+            "time" => Ok(Value::Scalar(t as f64 / 1000.0)),
+            "pi" => Ok(Value::Scalar(std::f64::consts::PI)),
+            "vector" => vector(vec![Sample {
+                labels: Labels::default(),
+                value: self.scalar(arg(call, 0)?, t)?,
+            }]),
+            "scalar" => {
+                let v = self.vector(arg(call, 0)?, t)?;
+                Ok(Value::Scalar(if v.len() == 1 {
+                    v[0].value
+                } else {
+                    f64::NAN
+                }))
+            }
+            _ if functions::is_range_function(name) => self.range_function(call, t),
+            "round" => {
+                let to = match call.args.args.get(1) {
+                    Some(e) => self.scalar(e, t)?,
+                    None => 1.0,
+                };
+                let inverse = 1.0 / to;
+                self.map_vector(call, t, |v| (v * inverse + 0.5).floor() / inverse)
+            }
+            "clamp" => {
+                let (min, max) = (
+                    self.scalar(arg(call, 1)?, t)?,
+                    self.scalar(arg(call, 2)?, t)?,
+                );
+                if max < min {
+                    return vector(Vec::new());
+                }
+                self.map_vector(call, t, |v| v.max(min).min(max))
+            }
+            "clamp_min" => {
+                let min = self.scalar(arg(call, 1)?, t)?;
+                self.map_vector(call, t, |v| v.max(min))
+            }
+            "clamp_max" => {
+                let max = self.scalar(arg(call, 1)?, t)?;
+                self.map_vector(call, t, |v| v.min(max))
+            }
+            "sort" | "sort_desc" => {
+                let mut v = self.vector(arg(call, 0)?, t)?;
+                functions::sort_samples(name == "sort_desc", &mut v);
+                vector(v)
+            }
+            "histogram_quantile" => {
+                let q = self.scalar(arg(call, 0)?, t)?;
+                let v = self.vector(arg(call, 1)?, t)?;
+                vector(functions::histogram_quantile(q, v))
+            }
+            "label_replace" => {
+                let v = self.vector(arg(call, 0)?, t)?;
+                vector(functions::label_replace(
+                    v,
+                    &string_arg(call, 1)?,
+                    &string_arg(call, 2)?,
+                    &string_arg(call, 3)?,
+                    &string_arg(call, 4)?,
+                )?)
+            }
+            "label_join" => {
+                let v = self.vector(arg(call, 0)?, t)?;
+                let sources = (3..call.args.args.len())
+                    .map(|i| string_arg(call, i))
+                    .collect::<Result<Vec<_>, _>>()?;
+                vector(functions::label_join(
+                    v,
+                    &string_arg(call, 1)?,
+                    &string_arg(call, 2)?,
+                    &sources,
+                )?)
+            }
+            _ if functions::math(name, 0.0).is_some() => {
+                self.map_vector(call, t, |v| functions::math(name, v).unwrap_or(f64::NAN))
+            }
+            _ => Err(unsupported(format!("the function {name}()"))),
+        }
+    }
+
+    /// An element-wise function of the first argument (the metric name
+    /// goes).
+    fn map_vector(
+        &mut self,
+        call: &Call,
+        t: i64,
+        f: impl Fn(f64) -> f64,
+    ) -> Result<Value, QueryError> {
+        let v = self.vector(arg(call, 0)?, t)?;
+        Ok(Value::Vector(
+            v.into_iter()
+                .map(|s| Sample {
+                    labels: s.labels.without_name(),
+                    value: f(s.value),
+                })
+                .collect(),
+        ))
+    }
+
+    /// A function of a range selector, series by series (the metric name
+    /// goes, except from `last_over_time`).
+    fn range_function(&mut self, call: &Call, t: i64) -> Result<Value, QueryError> {
+        let name = call.func.name;
+        // quantile_over_time(φ, m) has its scalar first.
+        let (param, matrix_arg) = match name {
+            "quantile_over_time" => (self.scalar(arg(call, 0)?, t)?, arg(call, 1)?),
+            "predict_linear" => (self.scalar(arg(call, 1)?, t)?, arg(call, 0)?),
+            _ => (f64::NAN, arg(call, 0)?),
+        };
+        let Expr::MatrixSelector(ms) = unparen(matrix_arg) else {
+            return Err(unsupported(format!(
+                "{name}() of anything but a range selector (a subquery)"
+            )));
+        };
+        let series = self.range(ms, t)?;
+        let range_end = self.reference(&ms.vs.at, &ms.vs.offset, t);
+        let range_start = range_end - ms.range.as_millis() as i64;
+        let mut out = Vec::with_capacity(series.len());
+        for RangeSeries { labels, samples } in series {
+            if let Some(value) =
+                functions::range_value(name, &samples, range_start, range_end, t, param)
+            {
+                out.push(Sample {
+                    labels: if name == "last_over_time" {
+                        labels
+                    } else {
+                        labels.without_name()
+                    },
+                    value,
+                });
+            }
+        }
+        Ok(Value::Vector(out))
+    }
+}
+
+/// A range query's answer: each series' values at the steps it had one.
+pub fn eval_range<S: PromSource>(
+    source: &S,
+    expr: &Expr,
+    start_ms: i64,
+    end_ms: i64,
+    step_ms: i64,
+    budget: &QueryBudget,
+) -> Result<Vec<RangeSeries>, QueryError> {
+    if step_ms <= 0 {
+        return Err(execution(
+            "zero or negative query resolution step widths are not accepted",
+        ));
+    }
+    let mut ev = Evaluator::new(source, budget, start_ms, end_ms);
+    let mut by_labels: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+    let mut t = start_ms;
+    while t <= end_ms {
+        match ev.eval(expr, t)? {
+            Value::Scalar(v) => by_labels.entry(Labels::default()).or_default().push((t, v)),
+            Value::Vector(samples) => {
+                for s in samples {
+                    by_labels.entry(s.labels).or_default().push((t, s.value));
+                }
+            }
+            other => {
+                return Err(QueryError::BadRequest {
+                    message: format!(
+                        "invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+                        match other {
+                            Value::Matrix(_) => "range vector",
+                            _ => other.type_name(),
+                        }
+                    ),
+                    details: None,
+                });
+            }
+        }
+        t += step_ms;
+    }
+    let mut out: Vec<RangeSeries> = by_labels
+        .into_iter()
+        .map(|(labels, samples)| RangeSeries { labels, samples })
+        .collect();
+    out.sort_by(|x, y| x.labels.cmp(&y.labels));
+    Ok(out)
+}
+
+/// An instant query's answer at `t_ms`.
+pub fn eval_instant<S: PromSource>(
+    source: &S,
+    expr: &Expr,
+    t_ms: i64,
+    budget: &QueryBudget,
+) -> Result<Value, QueryError> {
+    let mut ev = Evaluator::new(source, budget, t_ms, t_ms);
+    let mut value = ev.eval(expr, t_ms)?;
+    // In label order, unless the expression orders it (`sort`).
+    let mut top = expr;
+    while let Expr::Paren(p) = top {
+        top = &p.expr;
+    }
+    let ordered = matches!(top, Expr::Call(c) if matches!(c.func.name, "sort" | "sort_desc"));
+    if let Value::Vector(samples) = &mut value
+        && !ordered
+    {
+        samples.sort_by(|x, y| x.labels.cmp(&y.labels));
+    }
+    Ok(value)
+}
+
+fn unparen(mut e: &Expr) -> &Expr {
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    e
+}
+
+fn arg(call: &Call, i: usize) -> Result<&Expr, QueryError> {
+    call.args
+        .args
+        .get(i)
+        .map(|b| &**b)
+        .ok_or_else(|| execution(format!("{}: missing argument {}", call.func.name, i + 1)))
+}
+
+fn string_arg(call: &Call, i: usize) -> Result<String, QueryError> {
+    match unparen(arg(call, i)?) {
+        Expr::StringLiteral(s) => Ok(s.val.clone()),
+        _ => Err(execution(format!(
+            "{}: argument {} must be a string",
+            call.func.name,
+            i + 1
+        ))),
+    }
+}

@@ -1,0 +1,261 @@
+//! The evaluator over series in memory, against answers worked out by
+//! hand from Prometheus' rules. (Answers compared with a real Prometheus
+//! on the same data: the comparison harness, `docs/promql.md`.)
+
+use promql_parser::parser::VectorSelector;
+
+use super::*;
+use crate::budget::{QueryBudget, QueryLimits};
+
+struct Memory(Vec<RangeSeries>);
+
+impl PromSource for Memory {
+    fn select(
+        &self,
+        vs: &VectorSelector,
+        start: i64,
+        end: i64,
+        _: &QueryBudget,
+    ) -> Result<Vec<RangeSeries>, QueryError> {
+        Ok(self
+            .0
+            .iter()
+            .filter(|s| {
+                vs.name
+                    .as_deref()
+                    .is_none_or(|n| s.labels.get(value::METRIC_NAME) == Some(n))
+            })
+            .filter(|s| {
+                vs.matchers
+                    .matchers
+                    .iter()
+                    .all(|m| m.is_match(s.labels.get(&m.name).unwrap_or("")))
+            })
+            .map(|s| RangeSeries {
+                labels: s.labels.clone(),
+                samples: s
+                    .samples
+                    .iter()
+                    .copied()
+                    .filter(|&(t, _)| (start..=end).contains(&t))
+                    .collect(),
+            })
+            .filter(|s| !s.samples.is_empty())
+            .collect())
+    }
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    Labels::new(
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+const MIN: i64 = 60_000;
+
+/// Two counters (+10 and +5 every 15 s for 10 minutes), `up` 1 and 0,
+/// a gauge per instance.
+fn data() -> Memory {
+    let every_15s = |per_step: f64| {
+        (0..=40)
+            .map(|i| (i * 15_000, i as f64 * per_step))
+            .collect::<Vec<_>>()
+    };
+    let flat = |v: f64| (0..=40).map(|i| (i * 15_000, v)).collect::<Vec<_>>();
+    Memory(vec![
+        RangeSeries {
+            labels: labels(&[
+                ("__name__", "http_requests_total"),
+                ("job", "api"),
+                ("instance", "a"),
+            ]),
+            samples: every_15s(10.0),
+        },
+        RangeSeries {
+            labels: labels(&[
+                ("__name__", "http_requests_total"),
+                ("job", "api"),
+                ("instance", "b"),
+            ]),
+            samples: every_15s(5.0),
+        },
+        RangeSeries {
+            labels: labels(&[("__name__", "up"), ("job", "api"), ("instance", "a")]),
+            samples: flat(1.0),
+        },
+        RangeSeries {
+            labels: labels(&[("__name__", "up"), ("job", "api"), ("instance", "b")]),
+            samples: flat(0.0),
+        },
+        RangeSeries {
+            labels: labels(&[("__name__", "mem"), ("instance", "a")]),
+            samples: flat(100.0),
+        },
+        RangeSeries {
+            labels: labels(&[("__name__", "mem"), ("instance", "b")]),
+            samples: flat(300.0),
+        },
+    ])
+}
+
+fn budget() -> QueryBudget {
+    QueryBudget::new(QueryLimits::default())
+}
+
+fn instant(q: &str, t: i64) -> Result<Value, QueryError> {
+    let expr = parse(q)?;
+    eval_instant(&data(), &expr, t, &budget())
+}
+
+/// An instant vector as (labels text, value), sorted.
+fn vector(q: &str, t: i64) -> Vec<(String, f64)> {
+    match instant(q, t) {
+        Ok(Value::Vector(v)) => v
+            .into_iter()
+            .map(|s| {
+                let text: Vec<String> = s.labels.iter().map(|(n, v)| format!("{n}={v}")).collect();
+                (text.join(","), s.value)
+            })
+            .collect(),
+        other => panic!("{q}: {other:?}"),
+    }
+}
+
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 1e-9 * want.abs().max(1.0)
+}
+
+#[test]
+fn selectors_look_back_five_minutes_and_move_with_offset() {
+    assert_eq!(vector("up", 10 * MIN).len(), 2);
+    // The last sample is at 10 min: seen until 15 min, gone after.
+    assert_eq!(vector("up", 15 * MIN).len(), 2);
+    assert!(vector("up", 15 * MIN + 1).is_empty());
+    assert_eq!(vector("up offset 10m", 15 * MIN + 1).len(), 2);
+    assert_eq!(
+        vector(r#"up{instance="b"}"#, MIN),
+        [("__name__=up,instance=b,job=api".to_string(), 0.0)]
+    );
+    // `@` pins the instant whatever the evaluation time.
+    assert_eq!(
+        vector("http_requests_total{instance=\"a\"} @ 60", 9 * MIN)[0].1,
+        40.0
+    );
+}
+
+#[test]
+fn rate_increase_and_aggregations() {
+    let r = vector("rate(http_requests_total[1m])", 5 * MIN);
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].0, "instance=a,job=api", "the metric name goes");
+    assert!(
+        close(r[0].1, 40.0 / 60.0) && close(r[1].1, 20.0 / 60.0),
+        "{r:?}"
+    );
+    let inc = vector("increase(http_requests_total{instance=\"a\"}[2m])", 5 * MIN);
+    assert!(close(inc[0].1, 80.0), "{inc:?}");
+    let sum = vector("sum by (job) (rate(http_requests_total[1m]))", 5 * MIN);
+    assert_eq!(sum.len(), 1);
+    assert_eq!(sum[0].0, "job=api");
+    assert!(close(sum[0].1, 1.0), "{sum:?}");
+    assert_eq!(vector("count(up)", MIN), [(String::new(), 2.0)]);
+    assert_eq!(vector("avg(up)", MIN), [(String::new(), 0.5)]);
+    assert_eq!(
+        vector("max without (instance) (mem)", MIN),
+        [(String::new(), 300.0)]
+    );
+    assert_eq!(
+        vector("topk(1, mem)", MIN),
+        [("__name__=mem,instance=b".to_string(), 300.0)]
+    );
+    assert_eq!(vector("quantile(0.5, mem)", MIN), [(String::new(), 200.0)]);
+    assert_eq!(
+        vector(r#"count_values("v", up)"#, MIN),
+        [("v=0".to_string(), 1.0), ("v=1".to_string(), 1.0)]
+    );
+    assert_eq!(vector("max_over_time(mem[5m])", MIN)[1].1, 300.0);
+    assert_eq!(vector("count_over_time(mem[1m])", 5 * MIN)[0].1, 5.0);
+}
+
+#[test]
+fn binary_operators_match_as_prometheus_does() {
+    assert_eq!(
+        vector("up == 1", MIN),
+        [("__name__=up,instance=a,job=api".to_string(), 1.0)]
+    );
+    assert_eq!(
+        vector("up == bool 1", MIN),
+        [
+            ("instance=a,job=api".to_string(), 1.0),
+            ("instance=b,job=api".to_string(), 0.0)
+        ]
+    );
+    assert_eq!(vector("2 * mem", MIN)[0], ("instance=a".to_string(), 200.0));
+    // atan2 is no arithmetic operator: the name stays.
+    assert_eq!(vector("mem atan2 1", MIN)[0].0, "__name__=mem,instance=a");
+    assert_eq!(
+        vector("mem / on(instance) up", MIN)[0],
+        ("instance=a".to_string(), 100.0)
+    );
+    assert_eq!(
+        vector("mem * on(instance) group_left(job) up", MIN)[0],
+        ("instance=a,job=api".to_string(), 100.0)
+    );
+    assert_eq!(vector("up and on(instance) mem > 200", MIN).len(), 1);
+    assert_eq!(vector("up unless on(instance) mem > 200", MIN).len(), 1);
+    assert_eq!(vector("up or mem", MIN).len(), 4);
+    match instant("up + on(job) up", MIN) {
+        Err(QueryError::Execution(e)) => assert!(e.contains("duplicate series"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(instant("1 + 2 * 3", MIN), Ok(Value::Scalar(7.0)));
+    assert_eq!(instant("2 > bool 1", MIN), Ok(Value::Scalar(1.0)));
+}
+
+#[test]
+fn functions_of_labels_and_scalars() {
+    assert_eq!(
+        vector(
+            r#"label_replace(mem, "host", "h-$1", "instance", "(.*)")"#,
+            MIN
+        )[0]
+        .0,
+        "__name__=mem,host=h-a,instance=a"
+    );
+    assert_eq!(
+        vector(r#"label_join(up, "both", "/", "job", "instance")"#, MIN)[0].0,
+        "__name__=up,both=api/a,instance=a,job=api"
+    );
+    assert_eq!(instant("time()", 90_000), Ok(Value::Scalar(90.0)));
+    assert_eq!(instant("scalar(sum(up))", MIN), Ok(Value::Scalar(1.0)));
+    assert_eq!(vector("vector(2) + 1", MIN), [(String::new(), 3.0)]);
+    assert_eq!(
+        vector("abs(-mem)", MIN)[0],
+        ("instance=a".to_string(), 100.0)
+    );
+    match instant("absent(nope)", MIN) {
+        Err(QueryError::Execution(e)) => assert!(e.contains("not supported yet"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_range_query_evaluates_every_step() {
+    let expr = parse("up").unwrap_or_else(|e| panic!("{e}"));
+    let m = eval_range(&data(), &expr, 0, MIN, 15_000, &budget()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.len(), 2);
+    assert_eq!(m[0].samples.len(), 5);
+    let expr = parse("sum(rate(http_requests_total[1m]))").unwrap_or_else(|e| panic!("{e}"));
+    let m = eval_range(&data(), &expr, 2 * MIN, 4 * MIN, MIN, &budget())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.len(), 1);
+    assert!(m[0].samples.iter().all(|&(_, v)| close(v, 1.0)), "{m:?}");
+    let expr = parse("up[1m]").unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(
+        eval_range(&data(), &expr, 0, MIN, 15_000, &budget()),
+        Err(QueryError::BadRequest { .. })
+    ));
+}
