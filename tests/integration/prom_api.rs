@@ -311,7 +311,7 @@ fn promql_instant_and_range_queries() {
             "bad_data",
         ),
         (
-            format!("/api/v1/query?query={}", enc("absent(up)")),
+            format!("/api/v1/query?query={}", enc("timestamp(up)")),
             422,
             "execution",
         ),

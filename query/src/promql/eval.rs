@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use promql_parser::parser::{
-    AggregateExpr, AtModifier, Call, Expr, MatrixSelector, Offset, VectorSelector,
+    AggregateExpr, AtModifier, Call, Expr, MatrixSelector, Offset, SubqueryExpr, VectorSelector,
 };
 
 use super::aggregate::{Param, aggregate};
@@ -40,6 +40,10 @@ pub trait PromSource {
 /// Prometheus' default lookback (`--query.lookback-delta`).
 pub const LOOKBACK_MS: i64 = 5 * 60 * 1000;
 
+/// The step of a subquery that names none: Prometheus' default
+/// `global.evaluation_interval`.
+pub const SUBQUERY_STEP_MS: i64 = 60 * 1000;
+
 fn offset_ms(offset: &Option<Offset>) -> i64 {
     match offset {
         None => 0,
@@ -58,6 +62,15 @@ pub struct Evaluator<'a, S: PromSource> {
     end: i64,
     /// Selector reads, by the selector node's address.
     fetched: HashMap<usize, Vec<RangeSeries>>,
+    /// Each subquery's evaluator (its own range and reads) and its inner
+    /// expression's values by step, by the subquery node's address.
+    subqueries: HashMap<usize, Subquery<'a, S>>,
+}
+
+/// A subquery's evaluation, kept across the outer steps.
+struct Subquery<'a, S: PromSource> {
+    evaluator: Box<Evaluator<'a, S>>,
+    steps: HashMap<i64, Vec<Sample>>,
 }
 
 impl<S: PromSource> std::fmt::Debug for Evaluator<'_, S> {
@@ -78,6 +91,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             start: start_ms,
             end: end_ms,
             fetched: HashMap::new(),
+            subqueries: HashMap::new(),
         }
     }
 
@@ -198,7 +212,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 let rhs = self.eval(&bin.rhs, t)?;
                 binary(&bin.op.to_string(), bin.modifier.as_ref(), lhs, rhs)
             }
-            Expr::Subquery(_) => Err(unsupported("a subquery")),
+            Expr::Subquery(sq) => Ok(Value::Matrix(self.subquery(sq, t)?)),
             Expr::Extension(_) => Err(unsupported("an extension expression")),
         }
     }
@@ -223,6 +237,73 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 other.type_name()
             ))),
         }
+    }
+
+    /// A subquery at `t`: its expression at every multiple of its step in
+    /// `[t - offset - range, t - offset]`, as range series. Each step is
+    /// evaluated once however many outer steps see it.
+    fn subquery(&mut self, sq: &SubqueryExpr, t: i64) -> Result<Vec<RangeSeries>, QueryError> {
+        let step = sq
+            .step
+            .map_or(SUBQUERY_STEP_MS, |d| d.as_millis() as i64)
+            .max(1);
+        let range = sq.range.as_millis() as i64;
+        let end = self.reference(&sq.at, &sq.offset, t);
+        let key = sq as *const SubqueryExpr as usize;
+        if !self.subqueries.contains_key(&key) {
+            let first = self.reference(&sq.at, &sq.offset, self.start) - range;
+            let last = self.reference(&sq.at, &sq.offset, self.end);
+            let inner = Evaluator::new(self.source, self.budget, first.min(last), first.max(last));
+            self.subqueries.insert(
+                key,
+                Subquery {
+                    evaluator: Box::new(inner),
+                    steps: HashMap::new(),
+                },
+            );
+        }
+        let Some(sub) = self.subqueries.get_mut(&key) else {
+            return Ok(Vec::new());
+        };
+        // The first multiple of the step at or after the window's start.
+        let start = end - range;
+        let mut s = start.div_euclid(step) * step;
+        if s < start {
+            s += step;
+        }
+        let mut by_labels: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
+        while s <= end {
+            if !sub.steps.contains_key(&s) {
+                let samples = match sub.evaluator.eval(&sq.expr, s)? {
+                    Value::Vector(v) => v,
+                    Value::Scalar(v) => vec![Sample {
+                        labels: Labels::default(),
+                        value: v,
+                    }],
+                    other => {
+                        return Err(execution(format!(
+                            "subquery is only allowed on instant vector, got {}",
+                            other.type_name()
+                        )));
+                    }
+                };
+                self.budget.hold(samples.len())?;
+                sub.steps.insert(s, samples);
+            }
+            for sample in sub.steps.get(&s).map_or(&[][..], Vec::as_slice) {
+                by_labels
+                    .entry(sample.labels.clone())
+                    .or_default()
+                    .push((s, sample.value));
+            }
+            s += step;
+        }
+        let mut out: Vec<RangeSeries> = by_labels
+            .into_iter()
+            .map(|(labels, samples)| RangeSeries { labels, samples })
+            .collect();
+        out.sort_by(|x, y| x.labels.cmp(&y.labels));
+        Ok(out)
     }
 
     fn aggregate(&mut self, agg: &AggregateExpr, t: i64) -> Result<Value, QueryError> {
@@ -291,6 +372,37 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 functions::sort_samples(name == "sort_desc", &mut v);
                 vector(v)
             }
+            "absent" => {
+                let present = !self.vector(arg(call, 0)?, t)?.is_empty();
+                vector(absent_sample(present, arg(call, 0)?))
+            }
+            "absent_over_time" => {
+                let present = match unparen(arg(call, 0)?) {
+                    Expr::MatrixSelector(ms) => !self.range(ms, t)?.is_empty(),
+                    Expr::Subquery(sq) => !self.subquery(sq, t)?.is_empty(),
+                    _ => return Err(execution("absent_over_time(): expected a range vector")),
+                };
+                vector(absent_sample(present, arg(call, 0)?))
+            }
+            "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour"
+            | "minute" | "month" | "year" => {
+                let input = match call.args.args.first() {
+                    Some(e) => self.vector(e, t)?,
+                    None => vec![Sample {
+                        labels: Labels::default(),
+                        value: t as f64 / 1000.0,
+                    }],
+                };
+                vector(
+                    input
+                        .into_iter()
+                        .map(|s| Sample {
+                            labels: s.labels.without_name(),
+                            value: functions::date_part(name, s.value),
+                        })
+                        .collect(),
+                )
+            }
             "histogram_quantile" => {
                 let q = self.scalar(arg(call, 0)?, t)?;
                 let v = self.vector(arg(call, 1)?, t)?;
@@ -354,14 +466,23 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             "predict_linear" => (self.scalar(arg(call, 1)?, t)?, arg(call, 0)?),
             _ => (f64::NAN, arg(call, 0)?),
         };
-        let Expr::MatrixSelector(ms) = unparen(matrix_arg) else {
-            return Err(unsupported(format!(
-                "{name}() of anything but a range selector (a subquery)"
-            )));
+        let (series, range_start, range_end) = match unparen(matrix_arg) {
+            Expr::MatrixSelector(ms) => {
+                let end = self.reference(&ms.vs.at, &ms.vs.offset, t);
+                (self.range(ms, t)?, end - ms.range.as_millis() as i64, end)
+            }
+            Expr::Subquery(sq) => {
+                let end = self.reference(&sq.at, &sq.offset, t);
+                (
+                    self.subquery(sq, t)?,
+                    end - sq.range.as_millis() as i64,
+                    end,
+                )
+            }
+            _ => {
+                return Err(execution(format!("{name}(): expected a range vector")));
+            }
         };
-        let series = self.range(ms, t)?;
-        let range_end = self.reference(&ms.vs.at, &ms.vs.offset, t);
-        let range_start = range_end - ms.range.as_millis() as i64;
         let mut out = Vec::with_capacity(series.len());
         for RangeSeries { labels, samples } in series {
             if let Some(value) =
@@ -476,4 +597,36 @@ fn string_arg(call: &Call, i: usize) -> Result<String, QueryError> {
             i + 1
         ))),
     }
+}
+
+/// `absent`'s answer: nothing when the argument had samples, else one
+/// sample of 1 labelled with the selector's `label="value"` matchers (a
+/// label matched twice is left out), as Prometheus labels it.
+fn absent_sample(present: bool, arg: &Expr) -> Vec<Sample> {
+    if present {
+        return Vec::new();
+    }
+    let selector = match unparen(arg) {
+        Expr::VectorSelector(vs) => Some(vs),
+        Expr::MatrixSelector(ms) => Some(&ms.vs),
+        _ => None,
+    };
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut twice: Vec<String> = Vec::new();
+    for m in selector.map_or(&[][..], |vs| vs.matchers.matchers.as_slice()) {
+        if m.name == super::value::METRIC_NAME
+            || !matches!(m.op, promql_parser::label::MatchOp::Equal)
+        {
+            continue;
+        }
+        if pairs.iter().any(|(n, _)| *n == m.name) {
+            twice.push(m.name.clone());
+        }
+        pairs.push((m.name.clone(), m.value.clone()));
+    }
+    pairs.retain(|(n, _)| !twice.contains(n));
+    vec![Sample {
+        labels: Labels::new(pairs),
+        value: 1.0,
+    }]
 }

@@ -322,6 +322,28 @@ fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
     start + (end - start) * (rank / count)
 }
 
+/// A date function of unix seconds, in UTC (`hour`, `day_of_week`, …).
+pub(super) fn date_part(name: &str, seconds: f64) -> f64 {
+    if !seconds.is_finite() {
+        return f64::NAN;
+    }
+    let Ok(ts) = jiff::Timestamp::from_second(seconds as i64) else {
+        return f64::NAN;
+    };
+    let d = ts.to_zoned(jiff::tz::TimeZone::UTC).datetime();
+    f64::from(match name {
+        "day_of_month" => i32::from(d.day()),
+        "day_of_week" => i32::from(d.weekday().to_sunday_zero_offset()),
+        "day_of_year" => i32::from(d.date().day_of_year()),
+        "days_in_month" => i32::from(d.date().days_in_month()),
+        "hour" => i32::from(d.hour()),
+        "minute" => i32::from(d.minute()),
+        "month" => i32::from(d.month()),
+        "year" => i32::from(d.year()),
+        _ => return f64::NAN,
+    })
+}
+
 /// Prometheus' label-name rule.
 fn valid_label_name(name: &str) -> bool {
     let mut chars = name.chars();

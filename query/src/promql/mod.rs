@@ -9,9 +9,8 @@
 //!   computes, pure; [`failure`] — the evaluator's errors.
 //!
 //! What is not there yet answers an execution error that names it
-//! ("… is not supported yet"), never a wrong answer: subqueries,
-//! `absent`, `timestamp`, the date functions, `holt_winters`
-//! (`docs/promql.md`).
+//! ("… is not supported yet"), never a wrong answer: `timestamp`,
+//! `holt_winters`, `fill()` in vector matching (`docs/promql.md`).
 
 pub mod aggregate;
 pub mod binary;

@@ -236,10 +236,50 @@ fn functions_of_labels_and_scalars() {
         vector("abs(-mem)", MIN)[0],
         ("instance=a".to_string(), 100.0)
     );
-    match instant("absent(nope)", MIN) {
+    match instant("timestamp(mem)", MIN) {
         Err(QueryError::Execution(e)) => assert!(e.contains("not supported yet"), "{e}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn subqueries_absent_and_dates() {
+    // The counter's rate at every 30 s step of the last 2 minutes: 40/min.
+    let r = vector(
+        "max_over_time(rate(http_requests_total{instance=\"a\"}[1m])[2m:30s])",
+        5 * MIN,
+    );
+    assert!(close(r[0].1, 40.0 / 60.0), "{r:?}");
+    // Steps are multiples of the step: 4:00, 4:30, 5:00 in [3:50, 5:00]…
+    match instant("up{instance=\"a\"}[70s:30s]", 5 * MIN) {
+        Ok(Value::Matrix(m)) => assert_eq!(
+            m[0].samples.iter().map(|s| s.0).collect::<Vec<_>>(),
+            [4 * MIN, 4 * MIN + 30_000, 5 * MIN]
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        vector(r#"absent(nope{job="x", a="1", a="2"})"#, MIN),
+        [("job=x".to_string(), 1.0)]
+    );
+    assert!(vector("absent(up)", MIN).is_empty());
+    assert_eq!(
+        vector("absent_over_time(nope[1m])", MIN),
+        [(String::new(), 1.0)]
+    );
+    // 2023-11-14 22:13:20 UTC, a Tuesday.
+    assert_eq!(
+        vector("hour(vector(1700000000))", MIN),
+        [(String::new(), 22.0)]
+    );
+    assert_eq!(
+        vector("day_of_week(vector(1700000000))", MIN),
+        [(String::new(), 2.0)]
+    );
+    assert_eq!(
+        vector("days_in_month(vector(1709251199))", MIN),
+        [(String::new(), 29.0)]
+    );
 }
 
 #[test]
