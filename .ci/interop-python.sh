@@ -16,15 +16,7 @@ work=$(mktemp -d)
 # removing the directory, and never let the cleanup fail the stage.
 trap 'kill ${HG_PID:-} 2>/dev/null || true; wait ${HG_PID:-} 2>/dev/null || true; rm -rf "$work" || true' EXIT
 venv=${HG_PY_VENV:-$work/venv}
-if [ ! -x "$venv/bin/python" ]; then
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    # Debian's python3 ships venv separately.
-    rm -rf "$venv"
-    apt-get update -qq && apt-get install -y -qq python3-venv python3-pip >/dev/null
-    python3 -m venv "$venv"
-  fi
-  "$venv/bin/pip" install -q --no-cache-dir opentsdb-client==0.6.1 potsdb==1.0.3 pyopentsdb==0.2.1 pyarrow
-fi
+make_venv "$venv" opentsdb-client==0.6.1 potsdb==1.0.3 pyopentsdb==0.2.1 pyarrow
 start_server "$work"
 
 timeout 120 "$venv/bin/python" - "$HG_ADDR" <<'PY'

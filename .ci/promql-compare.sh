@@ -8,11 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . .ci/lib.sh
 
-if ! command -v prometheus >/dev/null 2>&1; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-fi
-prometheus --version 2>&1 | head -1
+need_prometheus
 
 work=$(mktemp -d)
 PROM_PID=

@@ -6,6 +6,7 @@
 # Set HG_UI_VENV to reuse a venv that already has selenium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/lib.sh
 
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   apt-get update -qq
@@ -16,14 +17,7 @@ chromium --version 2>/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work" || true' EXIT
 venv=${HG_UI_VENV:-$work/venv}
-if [ ! -x "$venv/bin/python" ]; then
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    rm -rf "$venv"
-    apt-get update -qq && apt-get install -y -qq python3-venv python3-pip >/dev/null
-    python3 -m venv "$venv"
-  fi
-  "$venv/bin/pip" install -q --no-cache-dir 'selenium>=4.20,<5'
-fi
+make_venv "$venv" 'selenium>=4.20,<5'
 
 bin=${HOURGLASS_BIN:-target/debug/hourglass}
 [ -x "$bin" ] || cargo build -q --bin hourglass

@@ -287,6 +287,16 @@ fn promql_instant_and_range_queries() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["data"]["result"][0]["value"][1], "2");
 
+    // A JSON body sent as curl sends `-d` (a form) is OpenTSDB's query.
+    let r = s.http(
+        "POST",
+        "/api/v1/query",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        format!(r#"{{"start":{T0},"queries":[{{"metric":"http.requests","aggregator":"sum"}}]}}"#)
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()[0]["metric"], "http.requests");
     // OpenTSDB's own /api/v1/query is still OpenTSDB's.
     let r = s.get(&format!("/api/v1/query?start={T0}&m=sum:http.requests"));
     assert_eq!(r.status, 200, "{}", r.text());

@@ -166,6 +166,10 @@ fn vector_vector(
     card: &VectorMatchCardinality,
     return_bool: bool,
 ) -> Result<Vec<Sample>, QueryError> {
+    // Nothing to match, nothing to refuse (Prometheus' shortcut).
+    if l.is_empty() || r.is_empty() {
+        return Ok(Vec::new());
+    }
     // The "many" side goes left: group_right swaps the sides.
     let (many, one, swapped) = match card {
         VectorMatchCardinality::OneToMany(_) => (r, l, true),

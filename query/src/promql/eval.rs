@@ -56,10 +56,14 @@ fn offset_ms(offset: &Option<Offset>) -> i64 {
 pub struct Evaluator<'a, S: PromSource> {
     source: &'a S,
     pub(super) budget: &'a QueryBudget,
-    /// The query's first and last instants (ms): what `@ start()` and
-    /// `@ end()` name, and the range selectors read for.
+    /// The first and last instants (ms) this evaluator is asked about:
+    /// the range its selectors read for.
     start: i64,
     end: i64,
+    /// The query's own first and last instants: what `@ start()` and
+    /// `@ end()` name, in subqueries too.
+    query_start: i64,
+    query_end: i64,
     /// Selector reads, by the selector node's address.
     fetched: HashMap<usize, Vec<RangeSeries>>,
     /// Each subquery's evaluator (its own range and reads) and its inner
@@ -90,6 +94,8 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             budget,
             start: start_ms,
             end: end_ms,
+            query_start: start_ms,
+            query_end: end_ms,
             fetched: HashMap::new(),
             subqueries: HashMap::new(),
         }
@@ -99,8 +105,8 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
     fn reference(&self, at: &Option<AtModifier>, offset: &Option<Offset>, t: i64) -> i64 {
         let base = match at {
             None => t,
-            Some(AtModifier::Start) => self.start,
-            Some(AtModifier::End) => self.end,
+            Some(AtModifier::Start) => self.query_start,
+            Some(AtModifier::End) => self.query_end,
             Some(AtModifier::At(time)) => match time.duration_since(std::time::UNIX_EPOCH) {
                 Ok(d) => d.as_millis() as i64,
                 Err(e) => -(e.duration().as_millis() as i64),
@@ -187,7 +193,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             Expr::NumberLiteral(n) => Ok(Value::Scalar(n.val)),
             Expr::StringLiteral(s) => Ok(Value::String(s.val.clone())),
             Expr::Paren(p) => self.eval(&p.expr, t),
-            Expr::Unary(u) => match self.eval(&u.expr, t)? {
+            Expr::Unary(u) => unique(match self.eval(&u.expr, t)? {
                 Value::Scalar(v) => Ok(Value::Scalar(-v)),
                 Value::Vector(samples) => Ok(Value::Vector(
                     samples
@@ -202,15 +208,15 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                     "unary expression only allowed on expressions of type scalar or instant vector, got {:?}",
                     other.type_name()
                 ))),
-            },
+            }),
             Expr::VectorSelector(vs) => Ok(Value::Vector(self.instant(vs, t)?)),
             Expr::MatrixSelector(ms) => Ok(Value::Matrix(self.range(ms, t)?)),
-            Expr::Call(call) => self.call(call, t),
+            Expr::Call(call) => unique(self.call(call, t)),
             Expr::Aggregate(agg) => self.aggregate(agg, t),
             Expr::Binary(bin) => {
                 let lhs = self.eval(&bin.lhs, t)?;
                 let rhs = self.eval(&bin.rhs, t)?;
-                binary(&bin.op.to_string(), bin.modifier.as_ref(), lhs, rhs)
+                unique(binary(&bin.op.to_string(), bin.modifier.as_ref(), lhs, rhs))
             }
             Expr::Subquery(sq) => Ok(Value::Matrix(self.subquery(sq, t)?)),
             Expr::Extension(_) => Err(unsupported("an extension expression")),
@@ -253,7 +259,10 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         if !self.subqueries.contains_key(&key) {
             let first = self.reference(&sq.at, &sq.offset, self.start) - range;
             let last = self.reference(&sq.at, &sq.offset, self.end);
-            let inner = Evaluator::new(self.source, self.budget, first.min(last), first.max(last));
+            let mut inner =
+                Evaluator::new(self.source, self.budget, first.min(last), first.max(last));
+            inner.query_start = self.query_start;
+            inner.query_end = self.query_end;
             self.subqueries.insert(
                 key,
                 Subquery {
@@ -298,12 +307,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             }
             s += step;
         }
-        let mut out: Vec<RangeSeries> = by_labels
-            .into_iter()
-            .map(|(labels, samples)| RangeSeries { labels, samples })
-            .collect();
-        out.sort_by(|x, y| x.labels.cmp(&y.labels));
-        Ok(out)
+        Ok(in_label_order(by_labels))
     }
 
     fn aggregate(&mut self, agg: &AggregateExpr, t: i64) -> Result<Value, QueryError> {
@@ -357,15 +361,15 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 if max < min {
                     return vector(Vec::new());
                 }
-                self.map_vector(call, t, |v| v.max(min).min(max))
+                self.map_vector(call, t, |v| go_min(go_max(v, min), max))
             }
             "clamp_min" => {
                 let min = self.scalar(arg(call, 1)?, t)?;
-                self.map_vector(call, t, |v| v.max(min))
+                self.map_vector(call, t, |v| go_max(v, min))
             }
             "clamp_max" => {
                 let max = self.scalar(arg(call, 1)?, t)?;
-                self.map_vector(call, t, |v| v.min(max))
+                self.map_vector(call, t, |v| go_min(v, max))
             }
             "sort" | "sort_desc" => {
                 let mut v = self.vector(arg(call, 0)?, t)?;
@@ -542,12 +546,17 @@ pub fn eval_range<S: PromSource>(
         }
         t += step_ms;
     }
+    Ok(in_label_order(by_labels))
+}
+
+/// Values gathered step by step, as range series in label order.
+fn in_label_order(by_labels: HashMap<Labels, Vec<(i64, f64)>>) -> Vec<RangeSeries> {
     let mut out: Vec<RangeSeries> = by_labels
         .into_iter()
         .map(|(labels, samples)| RangeSeries { labels, samples })
         .collect();
     out.sort_by(|x, y| x.labels.cmp(&y.labels));
-    Ok(out)
+    out
 }
 
 /// An instant query's answer at `t_ms`.
@@ -564,7 +573,11 @@ pub fn eval_instant<S: PromSource>(
     while let Expr::Paren(p) = top {
         top = &p.expr;
     }
-    let ordered = matches!(top, Expr::Call(c) if matches!(c.func.name, "sort" | "sort_desc"));
+    let ordered = match top {
+        Expr::Call(c) => matches!(c.func.name, "sort" | "sort_desc"),
+        Expr::Aggregate(a) => matches!(a.op.to_string().as_str(), "topk" | "bottomk"),
+        _ => false,
+    };
     if let Value::Vector(samples) = &mut value
         && !ordered
     {
@@ -629,4 +642,31 @@ fn absent_sample(present: bool, arg: &Expr) -> Vec<Sample> {
         labels: Labels::new(pairs),
         value: 1.0,
     }]
+}
+
+/// Prometheus refuses a vector with two series of one label set (after a
+/// function or an operator dropped the metric name, say).
+fn unique(value: Result<Value, QueryError>) -> Result<Value, QueryError> {
+    if let Ok(Value::Vector(samples)) = &value {
+        functions::check_unique(samples)?;
+    }
+    value
+}
+
+/// Go's `math.Max`: NaN if either is.
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
+/// Go's `math.Min`: NaN if either is.
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
 }

@@ -34,7 +34,13 @@ pub(super) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     if q > 1.0 {
         return f64::INFINITY;
     }
-    values.sort_by(f64::total_cmp);
+    // NaN first, as Prometheus' heap orders them.
+    values.sort_by(|x, y| match (x.is_nan(), y.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => x.total_cmp(y),
+    });
     let n = values.len() as f64;
     let rank = q * (n - 1.0);
     let lower = rank.floor().max(0.0);
@@ -241,11 +247,13 @@ pub(super) fn math(name: &str, v: f64) -> Option<f64> {
 }
 
 /// `histogram_quantile` of classic buckets: series grouped by their
-/// labels but `le` (the metric name goes), Prometheus' `bucketQuantile`.
+/// labels but `le`, Prometheus' `bucketQuantile`; the answer loses the
+/// metric name (two histograms left with one label set are refused by the
+/// evaluator, as Prometheus refuses them).
 pub(super) fn histogram_quantile(q: f64, samples: Vec<Sample>) -> Vec<Sample> {
     let mut groups: Vec<(Labels, Vec<(f64, f64)>)> = Vec::new();
     let mut index: std::collections::HashMap<Labels, usize> = std::collections::HashMap::new();
-    let excluded = [super::value::METRIC_NAME.to_string(), "le".to_string()];
+    let excluded = ["le".to_string()];
     for s in samples {
         // A sample without a bucket bound is no bucket.
         let Some(bound) = s.labels.get("le").and_then(|le| le.parse::<f64>().ok()) else {
@@ -261,7 +269,7 @@ pub(super) fn histogram_quantile(q: f64, samples: Vec<Sample>) -> Vec<Sample> {
     groups
         .into_iter()
         .map(|(labels, buckets)| Sample {
-            labels,
+            labels: labels.without_name(),
             value: bucket_quantile(q, buckets),
         })
         .collect()
@@ -354,7 +362,7 @@ fn valid_label_name(name: &str) -> bool {
 }
 
 /// The vector's label sets must stay unique after a label function.
-fn check_unique(samples: &[Sample]) -> Result<(), QueryError> {
+pub(super) fn check_unique(samples: &[Sample]) -> Result<(), QueryError> {
     let mut seen = std::collections::HashSet::with_capacity(samples.len());
     if samples.iter().all(|s| seen.insert(&s.labels)) {
         Ok(())
@@ -440,7 +448,7 @@ pub(super) fn label_replace(
     src: &str,
     pattern: &str,
 ) -> Result<Vec<Sample>, QueryError> {
-    let re = Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| {
+    let re = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
         execution(format!(
             "invalid regular expression in label_replace(): {e}"
         ))
@@ -523,6 +531,8 @@ mod tests {
         assert_eq!(quantile(1.0, &mut v), 4.0);
         assert_eq!(quantile(1.5, &mut v), f64::INFINITY);
         assert!(quantile(0.5, &mut []).is_nan());
+        // NaN sorts first, as in Prometheus.
+        assert_eq!(quantile(0.5, &mut [2.0, f64::NAN, 1.0]), 1.0);
     }
 
     #[test]

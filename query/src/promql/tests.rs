@@ -283,6 +283,34 @@ fn subqueries_absent_and_dates() {
 }
 
 #[test]
+fn edge_cases_prometheus_answers_its_own_way() {
+    // Two series left with one label set once the name goes: refused.
+    match instant(r#"-{__name__=~"up|http_requests_total"}"#, MIN) {
+        Err(QueryError::Execution(e)) => assert!(e.contains("same labelset"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // An empty side matches nothing, and refuses nothing.
+    assert!(vector("nope / on(job) up", MIN).is_empty());
+    // `@ start()` inside a subquery is the query's start, not the
+    // subquery's.
+    let r = vector(
+        r#"max_over_time((http_requests_total{instance="a"} @ start())[2m:1m])"#,
+        5 * MIN,
+    );
+    assert_eq!(r[0].1, 200.0, "{r:?}");
+    // clamp passes NaN through, as Go's math.Max does.
+    assert!(vector("clamp_min(vector(0) / 0, 1)", MIN)[0].1.is_nan());
+    // topk's answer keeps its order at the top of an instant query.
+    match instant("topk(2, mem)", MIN) {
+        Ok(Value::Vector(v)) => assert_eq!(
+            v.iter().map(|s| s.value).collect::<Vec<_>>(),
+            [300.0, 100.0]
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_range_query_evaluates_every_step() {
     let expr = parse("up").unwrap_or_else(|e| panic!("{e}"));
     let m = eval_range(&data(), &expr, 0, MIN, 15_000, &budget()).unwrap_or_else(|e| panic!("{e}"));

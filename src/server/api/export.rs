@@ -35,7 +35,7 @@ use super::select::{FetchError, Names, Selection};
 use crate::server::Ctx;
 use crate::server::http::error::ApiError;
 use crate::server::http::stream::{BodyWriter, streamed};
-use crate::server::http::{Params, PeerAddr, now_ms, param};
+use crate::server::http::{Params, PeerAddr, accepts_gzip, now_ms, param};
 
 /// The window read at once where there are points.
 const WINDOW_MS: i64 = 86_400_000;
@@ -201,21 +201,6 @@ async fn start(
         );
     }
     Ok(resp)
-}
-
-fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|e| {
-            let mut parts = e.split(';');
-            parts
-                .next()
-                .is_some_and(|n| n.trim().eq_ignore_ascii_case("gzip"))
-                && !parts.any(|q| q.trim().replace(' ', "") == "q=0")
-        })
 }
 
 /// The series already written, by TSUID, when there are several

@@ -136,7 +136,8 @@ fn required<'a>(params: &'a Params, name: &str) -> Result<&'a str, ApiError> {
 /// A step: a float of seconds or a Prometheus duration (`15s`, `1m30s`).
 fn parse_step(text: &str) -> Result<i64, ApiError> {
     let ms = match text.parse::<f64>() {
-        Ok(s) if s.is_finite() => (s * 1000.0).round() as i64,
+        // Go's time.Duration truncates to the nanosecond, then to the ms.
+        Ok(s) if s.is_finite() => (s * 1e9) as i64 / 1_000_000,
         _ => promql_parser::util::parse_duration(text)
             .map(|d| d.as_millis() as i64)
             .map_err(|_| {
@@ -153,17 +154,43 @@ fn parse_step(text: &str) -> Result<i64, ApiError> {
     Ok(ms)
 }
 
+/// Prometheus' statuses: 400 for the request, 422 for what the
+/// expression cannot do (and for too many samples), 503 for a timeout or
+/// a cancelled query.
 fn to_api(e: QueryError) -> ApiError {
     let status = match &e {
         QueryError::BadRequest { .. } => StatusCode::BAD_REQUEST,
-        QueryError::Execution(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        QueryError::Execution(_) | QueryError::Limit(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        QueryError::Timeout(_) | QueryError::Cancelled => StatusCode::SERVICE_UNAVAILABLE,
         _ => return ApiError::from(e).in_format(ErrorFormat::Prometheus),
     };
     ApiError::new(status, e.to_string()).in_format(ErrorFormat::Prometheus)
 }
 
-/// `/api/v1/query`: `query` at `time` (default now).
-pub async fn query(State(ctx): State<Arc<Ctx>>, req: Result<ApiRequest, ApiError>) -> Response {
+/// `/api/v1/query`: `query` at `time` (default now). A JSON body without a
+/// `query` parameter is OpenTSDB's `/api/query` (curl sends `-d '{…}'` as a
+/// form), answered as such.
+pub async fn query(
+    State(ctx): State<Arc<Ctx>>,
+    headers: axum::http::HeaderMap,
+    ext: axum::http::Extensions,
+    req: Result<ApiRequest, ApiError>,
+) -> Response {
+    if let Ok(r) = &req
+        && param(&r.params, "query").is_none()
+        && r.json()
+            .is_some_and(|b| b.trim_ascii_start().starts_with(b"{"))
+    {
+        let body = r.json().map(<[u8]>::to_vec).unwrap_or_default();
+        return super::query::query_post(
+            State(ctx),
+            axum::extract::Query(r.params.clone()),
+            headers,
+            ext,
+            axum::body::Body::from(body),
+        )
+        .await;
+    }
     let r = async {
         let req = req?;
         let params = params_of(&req);
@@ -259,6 +286,7 @@ mod tests {
     fn steps_in_both_forms() {
         assert_eq!(parse_step("15").ok(), Some(15_000));
         assert_eq!(parse_step("0.5").ok(), Some(500));
+        assert_eq!(parse_step("1.9999").ok(), Some(1999));
         assert_eq!(parse_step("1m30s").ok(), Some(90_000));
         assert!(parse_step("0").is_err());
         assert!(parse_step("x").is_err());

@@ -2,12 +2,12 @@
 //! per-endpoint accounting, query parameters, reading a body within the
 //! server's bounds, running blocking work off the reactor, and running a
 //! read under the query budget and admission gate (so every read endpoint
-//! is bounded like `/api/query`).
+//! is bounded like `/api/query`), whether a client takes gzip.
 
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hourglass_query::QueryBudget;
 
@@ -192,4 +192,47 @@ where
             format!("request task failed: {e}"),
         )
     })?
+}
+
+/// Whether the client takes a gzip-compressed answer (`Accept-Encoding`;
+/// `gzip;q=0` refuses it).
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            // `gzip;q=0` refuses it.
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            name.eq_ignore_ascii_case("gzip") && !refused
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn gzip_is_taken_unless_refused() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(v).unwrap());
+            m
+        };
+        assert!(accepts_gzip(&h("gzip, deflate, br")));
+        assert!(accepts_gzip(&h("br;q=1.0, GZIP;q=0.5")));
+        assert!(!accepts_gzip(&h("gzip;q=0")));
+        assert!(!accepts_gzip(&h("gzip; q=0.0")));
+        assert!(!accepts_gzip(&h("br")));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
 }

@@ -20,8 +20,8 @@ pub mod stream;
 pub use auth::Caller;
 pub use error::{ApiError, ErrorFormat};
 pub use helpers::{
-    Params, PeerAddr, Run, blocking, has_flag, json_response, now_ms, param, peer_ip, peer_of,
-    respond, run_budgeted,
+    Params, PeerAddr, Run, accepts_gzip, blocking, has_flag, json_response, now_ms, param, peer_ip,
+    peer_of, respond, run_budgeted,
 };
 pub use request::ApiRequest;
 pub use serve::{AppService, serve};

@@ -22,8 +22,8 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::server::http::blocking;
 use crate::server::http::error::ApiError;
+use crate::server::http::{accepts_gzip, blocking};
 
 #[derive(rust_embed::RustEmbed)]
 #[folder = "src/server/ui/assets/"]
@@ -180,26 +180,6 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
-fn accepts_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or("").trim();
-            // `gzip;q=0` refuses it.
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q == 0.0)
-            });
-            name.eq_ignore_ascii_case("gzip") && !refused
-        })
-}
-
 /// Whether `If-None-Match` names one of `tags` (weakly compared, as
 /// RFC 9110 says for it) or is `*`.
 fn not_modified(headers: &HeaderMap, tags: &[&HeaderValue]) -> bool {
@@ -250,20 +230,6 @@ mod tests {
         ] {
             assert!(!safe_path(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn gzip_is_sent_unless_refused() {
-        let h = |v: &str| {
-            let mut m = HeaderMap::new();
-            m.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(v).unwrap());
-            m
-        };
-        assert!(accepts_gzip(&h("gzip, deflate, br")));
-        assert!(accepts_gzip(&h("br;q=1.0, GZIP;q=0.5")));
-        assert!(!accepts_gzip(&h("gzip;q=0")));
-        assert!(!accepts_gzip(&h("br")));
-        assert!(!accepts_gzip(&HeaderMap::new()));
     }
 
     #[test]
