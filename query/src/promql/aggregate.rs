@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use promql_parser::parser::LabelModifier;
 
 use super::failure::unsupported;
-use super::functions::quantile;
+use super::functions::{quantile, valid_label_name};
 use super::value::{Labels, METRIC_NAME, Sample};
 use crate::error::QueryError;
 
@@ -64,6 +64,11 @@ pub(super) fn aggregate(
         if let Param::Label(label) = param
             && op == "count_values"
         {
+            if !valid_label_name(label) {
+                return Err(QueryError::Execution(format!(
+                    "invalid label name {label:?}"
+                )));
+            }
             key = key.with(label, &format_value(s.value));
         }
         let i = *index.entry(key.clone()).or_insert_with(|| {

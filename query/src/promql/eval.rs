@@ -520,6 +520,20 @@ pub fn eval_range<S: PromSource>(
             "zero or negative query resolution step widths are not accepted",
         ));
     }
+    // Refused before anything is read, as Prometheus refuses it.
+    let kind = match expr.value_type() {
+        promql_parser::parser::value::ValueType::Matrix => Some("range vector"),
+        promql_parser::parser::value::ValueType::String => Some("string"),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        return Err(QueryError::BadRequest {
+            message: format!(
+                "invalid expression type \"{kind}\" for range query, must be Scalar or instant Vector"
+            ),
+            details: None,
+        });
+    }
     let mut ev = Evaluator::new(source, budget, start_ms, end_ms);
     let mut by_labels: HashMap<Labels, Vec<(i64, f64)>> = HashMap::new();
     let mut t = start_ms;
@@ -613,31 +627,33 @@ fn string_arg(call: &Call, i: usize) -> Result<String, QueryError> {
 }
 
 /// `absent`'s answer: nothing when the argument had samples, else one
-/// sample of 1 labelled with the selector's `label="value"` matchers (a
-/// label matched twice is left out), as Prometheus labels it.
+/// sample of 1 labelled as Prometheus 2.42 labels it
+/// (`createLabelsForAbsentFunction`): from a selector's first `=` matcher
+/// of each label, a label matched again or otherwise left out, and no
+/// labels for anything but a bare selector.
 fn absent_sample(present: bool, arg: &Expr) -> Vec<Sample> {
     if present {
         return Vec::new();
     }
-    let selector = match unparen(arg) {
+    let selector = match arg {
         Expr::VectorSelector(vs) => Some(vs),
         Expr::MatrixSelector(ms) => Some(&ms.vs),
         _ => None,
     };
     let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut twice: Vec<String> = Vec::new();
+    let mut has: Vec<&str> = Vec::new();
     for m in selector.map_or(&[][..], |vs| vs.matchers.matchers.as_slice()) {
-        if m.name == super::value::METRIC_NAME
-            || !matches!(m.op, promql_parser::label::MatchOp::Equal)
-        {
+        if m.name == super::value::METRIC_NAME {
             continue;
         }
-        if pairs.iter().any(|(n, _)| *n == m.name) {
-            twice.push(m.name.clone());
+        let equal = matches!(m.op, promql_parser::label::MatchOp::Equal);
+        if equal && !has.contains(&m.name.as_str()) {
+            pairs.push((m.name.clone(), m.value.clone()));
+            has.push(&m.name);
+        } else {
+            pairs.retain(|(n, _)| *n != m.name);
         }
-        pairs.push((m.name.clone(), m.value.clone()));
     }
-    pairs.retain(|(n, _)| !twice.contains(n));
     vec![Sample {
         labels: Labels::new(pairs),
         value: 1.0,

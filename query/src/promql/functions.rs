@@ -10,12 +10,11 @@ use super::failure::execution;
 use super::value::{Labels, Sample};
 use crate::error::QueryError;
 
-/// Neumaier's compensated sum step, as Prometheus sums (`kahanSumInc`).
+/// Neumaier's compensated sum step, as Prometheus 2.42 sums
+/// (`kahanSumInc`).
 fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
     let t = sum + inc;
-    let c = if t.is_infinite() {
-        0.0
-    } else if sum.abs() >= inc.abs() {
+    let c = if sum.abs() >= inc.abs() {
         c + ((sum - t) + inc)
     } else {
         c + ((inc - t) + sum)
@@ -155,11 +154,10 @@ fn over_time(name: &str, values: &[f64], param: f64) -> f64 {
             let (s, c) = values
                 .iter()
                 .fold((0.0, 0.0), |(s, c), &v| kahan_inc(v, s, c));
-            s + c
+            if s.is_infinite() { s } else { s + c }
         }
         "avg_over_time" => {
-            let mut mean = 0.0_f64;
-            let mut count = 0.0_f64;
+            let (mut mean, mut count, mut c) = (0.0_f64, 0.0_f64, 0.0_f64);
             for &v in values {
                 count += 1.0;
                 if mean.is_infinite() {
@@ -170,9 +168,9 @@ fn over_time(name: &str, values: &[f64], param: f64) -> f64 {
                         continue;
                     }
                 }
-                mean += v / count - mean / count;
+                (mean, c) = kahan_inc(v / count - mean / count, mean, c);
             }
-            mean
+            if mean.is_infinite() { mean } else { mean + c }
         }
         "min_over_time" => values
             .iter()
@@ -353,7 +351,7 @@ pub(super) fn date_part(name: &str, seconds: f64) -> f64 {
 }
 
 /// Prometheus' label-name rule.
-fn valid_label_name(name: &str) -> bool {
+pub(super) fn valid_label_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -477,6 +475,11 @@ pub(super) fn label_join(
     separator: &str,
     sources: &[String],
 ) -> Result<Vec<Sample>, QueryError> {
+    if let Some(src) = sources.iter().find(|s| !valid_label_name(s)) {
+        return Err(execution(format!(
+            "invalid source label name in label_join(): {src}"
+        )));
+    }
     if !valid_label_name(dst) {
         return Err(execution(format!(
             "invalid destination label name in label_join(): {dst}"

@@ -263,6 +263,15 @@ fn subqueries_absent_and_dates() {
         [("job=x".to_string(), 1.0)]
     );
     assert!(vector("absent(up)", MIN).is_empty());
+    // A label matched otherwise than by `=` goes, as in Prometheus.
+    assert_eq!(
+        vector(r#"absent(nope{job="a", job=~"b"})"#, MIN),
+        [(String::new(), 1.0)]
+    );
+    match instant(r#"count_values("a-b", up)"#, MIN) {
+        Err(QueryError::Execution(e)) => assert!(e.contains("invalid label name"), "{e}"),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         vector("absent_over_time(nope[1m])", MIN),
         [(String::new(), 1.0)]
