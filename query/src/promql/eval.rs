@@ -47,8 +47,8 @@ pub const SUBQUERY_STEP_MS: i64 = 60 * 1000;
 fn offset_ms(offset: &Option<Offset>) -> i64 {
     match offset {
         None => 0,
-        Some(Offset::Pos(d)) => d.as_millis() as i64,
-        Some(Offset::Neg(d)) => -(d.as_millis() as i64),
+        Some(Offset::Pos(d)) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Some(Offset::Neg(d)) => i64::try_from(d.as_millis()).map_or(i64::MIN, |ms| -ms),
     }
 }
 
@@ -112,7 +112,8 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 Err(e) => -(e.duration().as_millis() as i64),
             },
         };
-        base - offset_ms(offset)
+        // Huge offsets or `@` times from a query saturate, never wrap.
+        base.saturating_sub(offset_ms(offset))
     }
 
     /// The series of `vs` over every instant this query may ask of it,
@@ -126,9 +127,12 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         if !self.fetched.contains_key(&key) {
             let first = self.reference(&vs.at, &vs.offset, self.start);
             let last = self.reference(&vs.at, &vs.offset, self.end);
-            let series =
-                self.source
-                    .select(vs, first.min(last) - window, first.max(last), self.budget)?;
+            let series = self.source.select(
+                vs,
+                first.min(last).saturating_sub(window),
+                first.max(last),
+                self.budget,
+            )?;
             self.fetched.insert(key, series);
         }
         Ok(self.fetched.get(&key).map_or(&[], Vec::as_slice))
@@ -142,7 +146,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         for s in series {
             let upto = s.samples.partition_point(|&(ts, _)| ts <= at);
             if let Some(&(ts, value)) = upto.checked_sub(1).and_then(|i| s.samples.get(i))
-                && ts >= at - LOOKBACK_MS
+                && ts >= at.saturating_sub(LOOKBACK_MS)
                 && !is_stale(value)
             {
                 out.push(Sample {
@@ -167,7 +171,9 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         let mut out = Vec::new();
         let mut held = 0;
         for s in series {
-            let from = s.samples.partition_point(|&(ts, _)| ts < at - range);
+            let from = s
+                .samples
+                .partition_point(|&(ts, _)| ts < at.saturating_sub(range));
             let to = s.samples.partition_point(|&(ts, _)| ts <= at);
             let samples: Vec<(i64, f64)> = s.samples[from..to]
                 .iter()
@@ -257,7 +263,9 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         let end = self.reference(&sq.at, &sq.offset, t);
         let key = sq as *const SubqueryExpr as usize;
         if !self.subqueries.contains_key(&key) {
-            let first = self.reference(&sq.at, &sq.offset, self.start) - range;
+            let first = self
+                .reference(&sq.at, &sq.offset, self.start)
+                .saturating_sub(range);
             let last = self.reference(&sq.at, &sq.offset, self.end);
             let mut inner =
                 Evaluator::new(self.source, self.budget, first.min(last), first.max(last));
@@ -275,7 +283,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             return Ok(Vec::new());
         };
         // The first multiple of the step at or after the window's start.
-        let start = end - range;
+        let start = end.saturating_sub(range);
         let mut s = start.div_euclid(step) * step;
         if s < start {
             s += step;
@@ -473,13 +481,17 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         let (series, range_start, range_end) = match unparen(matrix_arg) {
             Expr::MatrixSelector(ms) => {
                 let end = self.reference(&ms.vs.at, &ms.vs.offset, t);
-                (self.range(ms, t)?, end - ms.range.as_millis() as i64, end)
+                (
+                    self.range(ms, t)?,
+                    end.saturating_sub(ms.range.as_millis() as i64),
+                    end,
+                )
             }
             Expr::Subquery(sq) => {
                 let end = self.reference(&sq.at, &sq.offset, t);
                 (
                     self.subquery(sq, t)?,
-                    end - sq.range.as_millis() as i64,
+                    end.saturating_sub(sq.range.as_millis() as i64),
                     end,
                 )
             }

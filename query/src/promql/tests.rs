@@ -307,6 +307,8 @@ fn edge_cases_prometheus_answers_its_own_way() {
         5 * MIN,
     );
     assert_eq!(r[0].1, 200.0, "{r:?}");
+    // An offset far past any date saturates instead of overflowing.
+    assert!(vector("mem offset 100000000y", MIN).is_empty());
     // clamp passes NaN through, as Go's math.Max does.
     assert!(vector("clamp_min(vector(0) / 0, 1)", MIN)[0].1.is_nan());
     // topk's answer keeps its order at the top of an instant query.
