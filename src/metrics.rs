@@ -124,7 +124,7 @@ impl Metrics {
             prom_skipped: counter_vec(
                 &r,
                 "hourglass_prom_write_skipped_total",
-                "Prometheus remote-write entries not stored, by reason (stale_marker, non_finite, exemplar, histogram, metadata)",
+                "Prometheus remote-write entries not stored, by reason (exemplar, histogram, metadata)",
                 &["reason"],
             ),
             connections: counter_vec(

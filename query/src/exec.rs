@@ -93,6 +93,10 @@ pub struct FetchRequest<'a> {
     /// Whether the source may answer the pushdown's buckets from rollup
     /// tiers (values it keeps per interval and series).
     pub rollup_usage: crate::rollup::RollupUsage,
+    /// Whether Prometheus' staleness markers come back as points (PromQL and
+    /// remote read end a series at one). OpenTSDB's readers never see them:
+    /// a marker is not a value.
+    pub stale_markers: bool,
     /// The query's budget: call [`QueryBudget::take_points`] for the points
     /// read and stop scanning when it returns false; check
     /// [`QueryBudget::check`] now and then in long scans.
@@ -283,6 +287,7 @@ fn run_sub_query(
             .as_ref()
             .and_then(crate::downsample::Pushdown::of),
         rollup_usage: sub.rollup_usage,
+        stale_markers: false,
         budget,
     };
     let taken_before = budget.points_taken();

@@ -15,6 +15,13 @@ impl StoredValue {
         matches!(self, StoredValue::Int(_))
     }
 
+    /// Prometheus' staleness marker (kept bit for bit in a double): the
+    /// end of a series for PromQL, never a value for OpenTSDB's readers.
+    #[inline]
+    pub fn is_stale_marker(self) -> bool {
+        matches!(self, StoredValue::Double(d) if hourglass_ingest::prom::is_stale_marker(d))
+    }
+
     pub fn as_f64(self) -> f64 {
         match self {
             StoredValue::Int(v) => v as f64,

@@ -118,14 +118,21 @@ impl Engine {
                         )));
                         return Ok(Vec::new());
                     }
-                    // The row's tier value is the cell's summary.
+                    // The row's tier value is the cell's summary, unless a
+                    // staleness marker may be one of its ends.
                     if !self.tiers.is_empty() {
-                        values.push(native::cell_summary(&cell).ok().flatten().map(|summary| {
-                            TierValue {
-                                points: points.len() as u64,
-                                partial: summary.partial(),
-                            }
-                        }));
+                        values.push(native::cell_summary(&cell).ok().flatten().and_then(
+                            |summary| {
+                                if summary.may_hold_stale_ends() {
+                                    super::rollup::build::points_value(&points)
+                                } else {
+                                    Some(TierValue {
+                                        points: points.len() as u64,
+                                        partial: summary.partial(),
+                                    })
+                                }
+                            },
+                        ));
                     }
                     muts.push(Mutation::Put {
                         table: Table::Data,

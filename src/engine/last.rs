@@ -61,10 +61,11 @@ const SHARED_CATCH_UP_HOURS: u32 = 24;
 
 /// Keeps the point with the highest offset at or after `min_offset` (the
 /// retention horizon); on an equal offset the later (newer) source wins.
+/// A staleness marker is not a point.
 fn newest(best: &mut Option<DecodedPoint>, pts: &[DecodedPoint], min_offset: i64) {
     if let Some(p) = pts
         .iter()
-        .filter(|p| i64::from(p.offset_ms) >= min_offset)
+        .filter(|p| i64::from(p.offset_ms) >= min_offset && !p.value.is_stale_marker())
         .max_by_key(|p| p.offset_ms)
         && best.is_none_or(|b| p.offset_ms >= b.offset_ms)
     {

@@ -58,6 +58,7 @@ fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
         scan_start_ms: start_ms,
         scan_end_ms: end_ms,
         downsample: None,
+        stale_markers: false,
     };
     let mut out: Read = match e.fetch(&req) {
         Ok(series) => series

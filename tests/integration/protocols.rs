@@ -581,12 +581,10 @@ fn prometheus_remote_write_round_trips_through_query_and_remote_read() {
         }],
     };
     assert_eq!(remote_write(&s, &meta).status, 204);
-    // The staleness marker was skipped and counted.
+    // The staleness marker is stored, not skipped (OpenTSDB's readers do
+    // not see it: below).
     let m = s.get("/metrics").text();
-    assert!(
-        m.contains("hourglass_prom_write_skipped_total{reason=\"stale_marker\"} 1"),
-        "{m}"
-    );
+    assert!(!m.contains("reason=\"stale_marker\""), "{m}");
 
     // Through the OpenTSDB API: label values mapped with %XX.
     let start = T0 / 1000;
@@ -665,14 +663,21 @@ fn prometheus_remote_write_round_trips_through_query_and_remote_read() {
             ("path".into(), "/a b".into()),
         ]
     );
-    let samples: Vec<(i64, f64)> = r0[0]
+    // The staleness marker comes back bit for bit, as Prometheus' own
+    // remote read returns it.
+    let samples: Vec<(i64, u64)> = r0[0]
         .samples
         .iter()
-        .map(|s| (s.timestamp, s.value))
+        .map(|s| (s.timestamp, s.value.to_bits()))
         .collect();
     assert_eq!(
         samples,
-        vec![(T0, 1.0), (T0 + 15_000, 3.5), (T0 + 30_000, 1e300)]
+        vec![
+            (T0, 1f64.to_bits()),
+            (T0 + 15_000, 3.5f64.to_bits()),
+            (T0 + 30_000, 1e300f64.to_bits()),
+            (T0 + 45_000, stale.to_bits()),
+        ]
     );
     let jobs = |i: usize| -> Vec<String> {
         res.results[i]
@@ -1046,11 +1051,109 @@ fn ingest_is_counted_per_protocol() {
     };
     let r = remote_write(&s, &req);
     assert_eq!(r.status, 204, "{}", r.text());
-    // Accepted points only: the refused `/api/put` element and the NaN
-    // sample are not counted.
+    // Accepted points only: the refused `/api/put` element is not counted;
+    // the NaN sample is stored, so it is.
     assert_eq!(received(&s, "put"), 2);
     assert_eq!(received(&s, "telnet"), 3);
     assert_eq!(received(&s, "influx"), 2);
-    assert_eq!(received(&s, "prometheus"), 2);
+    assert_eq!(received(&s, "prometheus"), 3);
     assert_eq!(received(&s, "import"), 0);
+}
+
+/// Staleness markers and NaN/±Inf from remote write are stored bit for bit:
+/// PromQL ends a series at its marker and shows NaN and ±Inf as Prometheus
+/// does; OpenTSDB's readers (`/api/query`, downsampled or not, and
+/// `/api/query/last`) never see a marker. The same after a crash (WAL
+/// replay) and after a clean stop (table files).
+#[test]
+fn staleness_markers_end_a_series_for_promql_and_are_invisible_to_opentsdb() {
+    let mut s = Server::start();
+    let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(
+                &[("__name__", "up"), ("job", "a")],
+                &[
+                    (T0, 1.0),
+                    (T0 + 15_000, 1.0),
+                    (T0 + 30_000, 0.0),
+                    (T0 + 45_000, stale),
+                ],
+            ),
+            series(
+                &[("__name__", "temp"), ("room", "x")],
+                &[
+                    (T0, 20.5),
+                    (T0 + 15_000, f64::NAN),
+                    (T0 + 30_000, f64::INFINITY),
+                    (T0 + 45_000, f64::NEG_INFINITY),
+                ],
+            ),
+        ],
+        metadata: Vec::new(),
+    };
+    let r = remote_write(&s, &req);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let t0 = T0 / 1000;
+    // The hour holding T0, whole, so a downsample may read summaries.
+    let hour = t0 - t0 % 3600;
+    let check = |s: &Server, when: &str| {
+        let promql = |q: &str, at: i64| -> serde_json::Value {
+            let r = s.get(&format!(
+                "/api/v1/query?query={}&time={at}",
+                q.replace('[', "%5B").replace(']', "%5D")
+            ));
+            assert_eq!(r.status, 200, "{when}: {q}: {}", r.text());
+            r.json()["data"]["result"].clone()
+        };
+        let value = |q: &str, at: i64| -> Vec<String> {
+            promql(q, at)
+                .as_array()
+                .expect("a vector")
+                .iter()
+                .map(|x| x["value"][1].as_str().expect("a value").to_owned())
+                .collect()
+        };
+        assert_eq!(value("up", t0 + 40), vec!["0"], "{when}");
+        // The marker ends the series at once, not five minutes later.
+        assert_eq!(value("up", t0 + 46), Vec::<String>::new(), "{when}");
+        assert_eq!(
+            value("count_over_time(up[1m])", t0 + 50),
+            vec!["3"],
+            "{when}"
+        );
+        assert_eq!(value("temp", t0 + 16), vec!["NaN"], "{when}");
+        assert_eq!(value("temp", t0 + 31), vec!["+Inf"], "{when}");
+        assert_eq!(value("temp", t0 + 46), vec!["-Inf"], "{when}");
+        // OpenTSDB: three points, no marker; downsampled over the whole
+        // hour, the marker is neither counted nor the last value.
+        let q = s.query(&format!(
+            "/api/query?start={t0}&end={}&m=sum:up&ms=true",
+            t0 + 600
+        ));
+        assert_eq!(
+            dps(&q[0]),
+            pts(&[(T0, 1.0), (T0 + 15_000, 1.0), (T0 + 30_000, 0.0)]),
+            "{when}"
+        );
+        for (ds, want) in [("count", 3.0), ("last", 0.0), ("sum", 2.0)] {
+            let q = s.query(&format!(
+                "/api/query?start={hour}&end={}&m=sum:1h-{ds}:up",
+                hour + 3599
+            ));
+            assert_eq!(dps(&q[0]), pts(&[(hour, want)]), "{when}: 1h-{ds}");
+        }
+        let last = s.get("/api/query/last?timeseries=up{job=a}");
+        assert_eq!(last.status, 200, "{when}: {}", last.text());
+        let last = last.json();
+        assert_eq!(last[0]["timestamp"], T0 + 30_000, "{when}: {last}");
+        assert_eq!(last[0]["value"], "0.0", "{when}: {last}");
+    };
+    check(&s, "live");
+    s.kill9();
+    s.restart();
+    check(&s, "after kill -9");
+    s.stop();
+    s.restart();
+    check(&s, "after a clean stop");
 }

@@ -1,20 +1,27 @@
 """PromQL comparison harness (issue 21): the same queries to Prometheus and
-to hourglass, over the same samples, each as an instant query and as a range
-query; every answer must be equal (labels exactly, values within 1e-9
-relative, NaN equal to NaN). Prints each difference and the score; exits 1
-on any difference.
+to hourglass, over the same samples; every answer must be equal (labels
+exactly, values within 1e-9 relative, NaN equal to NaN). Prints each
+difference and the score; exits 1 on any difference.
 
     python3 tests/promql/compare.py --hourglass HOST:PORT --prometheus HOST:PORT \
-        [--queries tests/promql/queries.txt] [--at UNIX_SECONDS] [--range 30] [--step 5]
+        --start UNIX_SECONDS [--run 90] [--step 2] [--instants 44,67,90] \
+        [--queries tests/promql/queries.txt] [--only SUBSTRING]
 
-`--at` defaults to 20 s ago, so that every sample before it has reached both.
+START is when tests/promql/exporter.py's phases began. Each query is sent
+as a range query over [START, START+RUN] (every STEP seconds) and as an
+instant query at START+s for each s of --instants (by default: during
+target b's gap, after the api reset and the restarts, and at the end).
+In a query, `${T}` is START and `${T+n}` / `${T-n}` is START±n (for `@`).
+
 Instant-vector answers are compared as sets unless the query orders them
 (`sort`, `sort_desc`); range answers series by series.
 """
 
 import argparse
+import concurrent.futures
 import json
 import math
+import re
 import sys
 import time
 import urllib.error
@@ -24,16 +31,24 @@ import urllib.request
 
 def get(base, path, params):
     url = f"http://{base}{path}?{urllib.parse.urlencode(params)}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as r:
-            return json.load(r)
-    except urllib.error.HTTPError as e:
-        return json.load(e)
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            try:
+                return json.load(e)
+            except ValueError:
+                return {"status": "error", "errorType": f"http {e.code}", "error": ""}
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+            if attempt == 2:
+                return {"status": "error", "errorType": "harness", "error": str(e)}
+            time.sleep(0.5)
 
 
 def normalised(answer, ordered):
     if answer.get("status") != "success":
-        return ("error", answer.get("errorType"))
+        return ("error", answer.get("errorType"), answer.get("error", ""))
     kind, result = answer["data"]["resultType"], answer["data"]["result"]
     if kind in ("scalar", "string"):
         return (kind, result[0], result[1])
@@ -58,37 +73,123 @@ def equal(a, b):
     return a == b
 
 
+def same(mine, theirs):
+    if mine[0] == "error" and theirs[0] == "error":
+        return True
+    return equal(mine, theirs)
+
+
+def explain(mine, theirs, t0):
+    """Where two unequal answers part, in a few lines (times as T+seconds)."""
+    rel = lambda ts: f"T{float(ts) - t0:+g}"
+    if mine[0] != theirs[0] or mine[0] in ("error", "scalar", "string"):
+        return [f"hourglass:  {str(mine)[:300]}", f"prometheus: {str(theirs)[:300]}"]
+    out = []
+    if mine[0] == "vector":
+        if [r[0] for r in mine[1]] == [r[0] for r in theirs[1]]:
+            for (k, ts, x), (_, _, y) in zip(mine[1], theirs[1]):
+                if not equal(x, y):
+                    out.append(f"{k} @{rel(ts)}: hourglass {x}, prometheus {y}")
+        else:
+            a, b = [r[0] for r in mine[1]], [r[0] for r in theirs[1]]
+            sa, sb = set(a), set(b)
+            for k in sorted(sa - sb):
+                out.append(f"only hourglass:  {k} = {dict((r[0], r[2]) for r in mine[1])[k]}")
+            for k in sorted(sb - sa):
+                out.append(f"only prometheus: {k} = {dict((r[0], r[2]) for r in theirs[1])[k]}")
+            if sa == sb:
+                out.append(f"order: hourglass {a}")
+                out.append(f"       prometheus {b}")
+            else:
+                vm, vt = {r[0]: r[2] for r in mine[1]}, {r[0]: r[2] for r in theirs[1]}
+                for k in sorted(sa & sb):
+                    if not equal(vm[k], vt[k]):
+                        out.append(f"{k}: hourglass {vm[k]}, prometheus {vt[k]}")
+    else:
+        m, t = dict(mine[1]), dict(theirs[1])
+        for k in sorted(set(m) - set(t)):
+            out.append(f"only hourglass:  {k} ({len(m[k])} points from {rel(m[k][0][0])})")
+        for k in sorted(set(t) - set(m)):
+            out.append(f"only prometheus: {k} ({len(t[k])} points from {rel(t[k][0][0])})")
+        for k in sorted(set(m) & set(t)):
+            pm, pt = dict(m[k]), dict(t[k])
+            bad = [ts for ts in sorted(set(pm) | set(pt), key=float)
+                   if ts not in pm or ts not in pt or not equal(pm[ts], pt[ts])]
+            if bad:
+                shown = ", ".join(f"{rel(ts)} {pm.get(ts, '-')}/{pt.get(ts, '-')}" for ts in bad[:4])
+                out.append(f"{k}: {len(bad)} points differ (hourglass/prometheus): {shown}")
+    if len(out) > 8:
+        out = out[:8] + [f"… {len(out) - 8} more"]
+    return out or [f"hourglass:  {str(mine)[:300]}", f"prometheus: {str(theirs)[:300]}"]
+
+
+def expand(q, t0):
+    def sub(m):
+        return str(t0 + int(m.group(1) or 0))
+    return re.sub(r"\$\{T([+-]\d+)?\}", sub, q)
+
+
+def settle(args, t0, end):
+    """Wait (up to 20 s) until hourglass has every `up` sample Prometheus has."""
+    q = {"query": f"sum by (job, instance) (count_over_time(up[{end - t0 + 10}s]))", "time": end + 1}
+    for _ in range(40):
+        a = normalised(get(args.hourglass, "/api/v1/query", q), False)
+        b = normalised(get(args.prometheus, "/api/v1/query", q), False)
+        if equal(a, b):
+            return
+        time.sleep(0.5)
+    print(f"warning: hourglass has not caught up with Prometheus:\n  {a}\n  {b}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hourglass", required=True)
     ap.add_argument("--prometheus", required=True)
     ap.add_argument("--queries", default="tests/promql/queries.txt")
-    ap.add_argument("--at", type=int, default=int(time.time()) - 20)
-    ap.add_argument("--range", type=int, default=30)
-    ap.add_argument("--step", type=int, default=5)
+    ap.add_argument("--start", type=int, required=True)
+    ap.add_argument("--run", type=int, default=90)
+    ap.add_argument("--step", type=int, default=2)
+    ap.add_argument("--instants", default="44,67,90")
+    ap.add_argument("--only", help="only the queries containing this")
+    ap.add_argument("--jobs", type=int, default=4)
     args = ap.parse_args()
     with open(args.queries, encoding="utf-8") as f:
         queries = [line.strip() for line in f if line.strip() and not line.startswith("#")]
-    t = args.at
-    checks = same = 0
+    if args.only:
+        queries = [q for q in queries if args.only in q]
+    t0, end = args.start, args.start + args.run
+    settle(args, t0, end)
+    instants = [int(s) for s in args.instants.split(",")]
+
+    checks = []
     for q in queries:
+        sent = expand(q, t0)
         ordered = q.startswith("sort")
-        for kind, path, params in (
-            ("instant", "/api/v1/query", {"query": q, "time": t}),
-            ("range", "/api/v1/query_range",
-             {"query": q, "start": t - args.range, "end": t, "step": args.step}),
-        ):
-            checks += 1
-            mine = normalised(get(args.hourglass, path, params), ordered)
-            theirs = normalised(get(args.prometheus, path, params), ordered)
-            if mine[0] == "error" and theirs[0] == "error":
-                same += 1
-            elif equal(mine, theirs):
-                same += 1
+        checks.append((q, f"range T+0..{args.run}/{args.step}", "/api/v1/query_range",
+                       {"query": sent, "start": t0, "end": end, "step": args.step}, ordered))
+        for s in instants:
+            checks.append((q, f"instant T+{s}", "/api/v1/query", {"query": sent, "time": t0 + s}, ordered))
+
+    def run(check):
+        q, label, path, params, ordered = check
+        mine = normalised(get(args.hourglass, path, params), ordered)
+        theirs = normalised(get(args.prometheus, path, params), ordered)
+        return check, mine, theirs
+
+    began = time.time()
+    equal_answers = 0
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for (q, label, _, _, _), mine, theirs in pool.map(run, checks):
+            if same(mine, theirs):
+                equal_answers += 1
             else:
-                print(f"DIFF {kind} {q}\n  hourglass:  {str(mine)[:400]}\n  prometheus: {str(theirs)[:400]}")
-    print(f"PromQL against Prometheus: {same}/{checks} answers equal ({len(queries)} queries, instant and range)")
-    return 0 if same == checks else 1
+                print(f"DIFF {label}: {q}")
+                for line in explain(mine, theirs, t0):
+                    print(f"  {line}")
+    print(f"PromQL against Prometheus: {equal_answers}/{len(checks)} answers equal "
+          f"({len(queries)} queries, each as a range query and {len(instants)} instant queries; "
+          f"{time.time() - began:.0f} s)")
+    return 0 if equal_answers == len(checks) else 1
 
 
 if __name__ == "__main__":

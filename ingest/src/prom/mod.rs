@@ -16,10 +16,11 @@
 //!   `%2E`), then the [`crate::names`] `%XX` rule for anything else OpenTSDB forbids. Other labels
 //!   → tags, keys and values mapped with [`crate::names::encode_name`]. A label with an empty
 //!   value is absent (Prometheus semantics).
-//! * Values: finite doubles as OpenTSDB classifies them ([`crate::Value::from_double`]: a
-//!   float when exact in `f32`, else a double). Staleness markers (NaN with bits
-//!   `0x7ff0000000000002`) are dropped and counted ([`RemoteWrite::stale_markers`]); other
-//!   NaN/±Inf values are dropped and counted ([`RemoteWrite::non_finite`]). Neither is an error.
+//! * Values: doubles as OpenTSDB classifies them ([`crate::Value::from_double`]: a float
+//!   when exact in `f32`, else a double). NaN, ±Inf and Prometheus' staleness markers (NaN
+//!   with bits `0x7ff0000000000002`, [`is_stale_marker`]) are stored too, bit for bit, so
+//!   that PromQL ends a stopped series where Prometheus does; OpenTSDB's readers never see
+//!   a staleness marker.
 //! * Timestamps: milliseconds, checked with [`crate::timestamp::timestamp_from_millis`].
 //! * Exemplars and native histograms are ignored and counted; metadata-only requests (no
 //!   series) are fine and yield no points.
@@ -58,4 +59,6 @@ pub use read::{
     prometheus_safe_labels, series_to_prom,
 };
 pub use snappy::{DEFAULT_MAX_DECODED_LEN, declared_len, decompress};
-pub use write::{PromSeries, RemoteWrite, STALE_NAN_BITS, SeriesError, decode_write};
+pub use write::{
+    PromSeries, RemoteWrite, STALE_NAN_BITS, SeriesError, decode_write, is_stale_marker,
+};

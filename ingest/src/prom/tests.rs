@@ -125,9 +125,10 @@ fn write_maps_series() {
 }
 
 #[test]
-fn staleness_markers_and_non_finite_values_are_dropped_and_counted() {
+fn staleness_markers_and_non_finite_values_are_stored_bit_for_bit() {
     let stale = f64::from_bits(STALE_NAN_BITS);
-    assert!(stale.is_nan());
+    assert!(stale.is_nan() && crate::prom::is_stale_marker(stale));
+    assert!(!crate::prom::is_stale_marker(f64::NAN));
     let req = pb::WriteRequest {
         timeseries: vec![
             series(
@@ -140,20 +141,41 @@ fn staleness_markers_and_non_finite_values_are_dropped_and_counted() {
                     (T + 4, f64::NEG_INFINITY),
                 ],
             ),
-            // Only a staleness marker: the series disappears without error.
+            // Only a staleness marker: the series ends there.
             series(&[("__name__", "gone"), ("job", "x")], &[(T, stale)]),
         ],
         metadata: Vec::new(),
     };
     let w = write(&req).unwrap();
-    assert_eq!(w.stale_markers, 2);
-    assert_eq!(w.non_finite, 3);
     assert_eq!(w.errors, Vec::new());
-    assert_eq!(w.series.len(), 1);
+    assert_eq!(w.series.len(), 2);
+    let bits = |i: usize| -> Vec<(u64, u64)> {
+        w.series[i]
+            .samples
+            .iter()
+            .map(|&(t, v)| {
+                let d = match v {
+                    Value::Int(i) => i as f64,
+                    Value::Float(f) => f64::from(f),
+                    Value::Double(d) => d,
+                };
+                (t.0, d.to_bits())
+            })
+            .collect()
+    };
     assert_eq!(
-        w.series[0].samples,
-        vec![(Timestamp(T as u64), Value::Float(1.0))]
+        bits(0),
+        vec![
+            (T as u64, 1f64.to_bits()),
+            (T as u64 + 1, STALE_NAN_BITS),
+            (T as u64 + 2, f64::NAN.to_bits()),
+            (T as u64 + 3, f64::INFINITY.to_bits()),
+            (T as u64 + 4, f64::NEG_INFINITY.to_bits()),
+        ]
     );
+    // A NaN is a double (no f32 keeps its bits).
+    assert!(matches!(w.series[0].samples[1].1, Value::Double(d) if d.to_bits() == STALE_NAN_BITS));
+    assert_eq!(bits(1), vec![(T as u64, STALE_NAN_BITS)]);
     assert_eq!(w.status(), 204);
 }
 

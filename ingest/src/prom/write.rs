@@ -19,6 +19,13 @@ use crate::validate::check_series;
 /// The NaN bit pattern Prometheus writes as a staleness marker.
 pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
 
+/// Whether a sample is Prometheus' staleness marker: stored bit for bit, it
+/// ends a series for PromQL and is never a value for OpenTSDB's readers.
+#[inline]
+pub fn is_stale_marker(value: f64) -> bool {
+    value.to_bits() == STALE_NAN_BITS
+}
+
 /// One series of a remote-write request, mapped and validated, with its storable samples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PromSeries {
@@ -64,10 +71,6 @@ pub struct RemoteWrite {
     pub series: Vec<PromSeries>,
     /// Series or samples refused.
     pub errors: Vec<SeriesError>,
-    /// Staleness markers dropped.
-    pub stale_markers: usize,
-    /// Other NaN and ±Inf samples dropped.
-    pub non_finite: usize,
     /// Exemplars ignored.
     pub exemplars: usize,
     /// Native histogram samples ignored.
@@ -189,14 +192,8 @@ fn decode_series(
     let mut stored = Vec::with_capacity(samples.len());
     let mut refused: Option<SeriesError> = None;
     for s in samples {
-        if s.value.to_bits() == STALE_NAN_BITS {
-            out.stale_markers += 1;
-            continue;
-        }
-        if !s.value.is_finite() {
-            out.non_finite += 1;
-            continue;
-        }
+        // NaN (the staleness marker among them) keeps its bits as a double;
+        // ±Inf is an exact f32 like any other.
         match timestamp_from_millis(s.timestamp) {
             Ok(ts) => stored.push((ts, Value::from_double(s.value))),
             Err(e) => {

@@ -103,11 +103,7 @@ impl Value {
 }
 
 /// Prometheus' staleness marker: a NaN with these bits ends a series.
-pub const STALE_NAN_BITS: u64 = 0x7ff0_0000_0000_0002;
-
-pub fn is_stale(value: f64) -> bool {
-    value.to_bits() == STALE_NAN_BITS
-}
+pub use hourglass_ingest::prom::{STALE_NAN_BITS, is_stale_marker as is_stale};
 
 #[cfg(test)]
 mod tests {

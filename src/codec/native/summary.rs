@@ -68,6 +68,13 @@ impl CellSummary {
     }
 
     /// The summary as the query layer's partial of its hour.
+    /// Whether the first or last value is NaN, which may be a staleness
+    /// marker (a reader that skips markers must then decode the points:
+    /// NaN is otherwise left out of every aggregate but these two).
+    pub fn may_hold_stale_ends(&self) -> bool {
+        self.first.is_nan() || self.last.is_nan()
+    }
+
     pub fn partial(&self) -> Partial {
         Partial {
             valid: u64::from(self.valid),

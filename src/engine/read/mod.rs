@@ -215,11 +215,13 @@ fn feed_row(
     };
     // A whole hour in one bucket: the cell's summary stands for its points,
     // one value read (an unreadable summary is left to the decoder to
-    // report).
+    // report). Not when it may start or end with a staleness marker, which
+    // is no point for a downsample.
     if let Some(cell) = native
         && base_ms >= lo
         && sink.takes_hour(base_ms)
         && let Ok(Some(summary)) = crate::codec::native::cell_summary(cell)
+        && !summary.may_hold_stale_ends()
     {
         sink.push_hour(base_ms, &summary.partial(), scan.budget)
             .map_err(Fed::Query)?;
@@ -232,6 +234,7 @@ fn feed_row(
         let ts = base_ms + i64::from(off);
         if ts >= lo
             && failed.is_none()
+            && !v.is_stale_marker()
             && let Err(e) = sink.push(ts, to_num(v).as_f64(), scan.budget)
         {
             failed = Some(e);
@@ -754,7 +757,7 @@ impl SeriesSource for Engine {
             if let Some(mut sink) = found.sink {
                 // Everything before the memory cut went into the sink; what
                 // follows it (the store's rows and memory) comes in order.
-                for (ts, v) in settle(pts, horizon, req.scan_end_ms) {
+                for (ts, v) in settle(pts, horizon, req.scan_end_ms, req.stale_markers) {
                     sink.push(ts, v.as_f64(), req.budget).map_err(sink_err)?;
                 }
                 let buckets = sink.finish(req.budget).map_err(sink_err)?;
@@ -764,7 +767,7 @@ impl SeriesSource for Engine {
                 }
                 continue;
             }
-            let pts = settle(pts, horizon, req.scan_end_ms);
+            let pts = settle(pts, horizon, req.scan_end_ms, req.stale_markers);
             if let Some(ext) = external.remove(&key) {
                 let buckets = Self::bucket_with_external(req, pts, ext)?;
                 bucketed.push(self.series(&key, buckets, found.notes, true)?);
@@ -774,7 +777,7 @@ impl SeriesSource for Engine {
         }
         for (key, mem) in memory {
             if mem.hours.is_empty() {
-                let pts = settle(mem.points, horizon, req.scan_end_ms);
+                let pts = settle(mem.points, horizon, req.scan_end_ms, req.stale_markers);
                 if let Some(ext) = external.remove(&key) {
                     let buckets = Self::bucket_with_external(req, pts, ext)?;
                     bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
@@ -797,7 +800,7 @@ impl SeriesSource for Engine {
                     sink.push(i64::from(h.base) * 1000, h.value, req.budget)
                         .map_err(sink_err)?;
                 }
-                if ts >= horizon {
+                if ts >= horizon && !is_stale_num(v) {
                     sink.push(ts, v.as_f64(), req.budget).map_err(sink_err)?;
                 }
             }
@@ -822,8 +825,22 @@ impl SeriesSource for Engine {
 
 /// A series' points as the query wants them: in time order, inside
 /// `[horizon, end)`, the newest point of an instant (the later in `pts`:
-/// memory after the store) kept.
-fn settle(mut pts: Points, horizon: i64, end: i64) -> Points {
+/// memory after the store) kept, and Prometheus' staleness markers dropped
+/// unless the reader asked for them (after deduplication: a marker newer
+/// than a value of its instant replaces it).
+fn settle(mut pts: Points, horizon: i64, end: i64, stale_markers: bool) -> Points {
+    pts = settle_window(pts, horizon, end);
+    if !stale_markers {
+        pts.retain(|&(_, v)| !is_stale_num(v));
+    }
+    pts
+}
+
+fn is_stale_num(v: Num) -> bool {
+    matches!(v, Num::Float(f) if hourglass_ingest::prom::is_stale_marker(f))
+}
+
+fn settle_window(mut pts: Points, horizon: i64, end: i64) -> Points {
     if pts.windows(2).all(|w| w[0].0 < w[1].0) {
         // The usual case (rows arrive in hour order, one source): trim the
         // ends by binary search.

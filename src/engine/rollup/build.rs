@@ -27,6 +27,7 @@ pub fn hour_value(
     if let [c] = cells
         && let CellKind::Native { cell, .. } = row::classify(&c.column, &c.value)
         && let Ok(Some(summary)) = native::cell_summary(cell)
+        && !summary.may_hold_stale_ends()
     {
         let points = native::cell_point_count(cell).map_err(row::RowError::from)?;
         return Ok(Some(TierValue {
@@ -36,14 +37,22 @@ pub fn hour_value(
     }
     scratch.clear();
     row::decode_row(cells, scratch)?;
+    Ok(points_value(scratch))
+}
+
+/// The value of an hour's points, in time order, as the read path folds
+/// them (a staleness marker is not a value); `None` without a value.
+pub fn points_value(points: &[DecodedPoint]) -> Option<TierValue> {
     let mut partial = Partial::EMPTY;
-    for p in scratch.iter() {
+    let mut count = 0u64;
+    for p in points.iter().filter(|p| !p.value.is_stale_marker()) {
         partial.push(p.value.as_f64());
+        count += 1;
     }
-    Ok((!partial.is_empty()).then_some(TierValue {
-        points: scratch.len() as u64,
+    (!partial.is_empty()).then_some(TierValue {
+        points: count,
         partial,
-    }))
+    })
 }
 
 /// The value of an interval from the base tier's values inside it, in

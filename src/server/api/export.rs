@@ -152,7 +152,7 @@ async fn start(
                     while from <= end_ms {
                         let to = from.saturating_add(window - 1).min(end_ms);
                         let budget = QueryBudget::new(limits).with_cancel_flag(Arc::clone(&cancel));
-                        match selection.fetch(&engine, metric, from, to, &budget) {
+                        match selection.fetch(&engine, metric, (from, to), false, &budget) {
                             Ok(series) => {
                                 // Over empty stretches the window grows; where
                                 // there are points it stays at most a day (and

@@ -7,9 +7,10 @@
 //! decoded; the decoded size is reserved in the in-flight budget before it is
 //! decoded), and acknowledged like `/api/put`: 204 once durable. Status codes
 //! follow what Prometheus does with them:
-//! * 204 — stored (staleness markers, other NaN/±Inf samples, exemplars,
-//!   native histograms and metadata are skipped and counted in
-//!   `hourglass_prom_write_skipped_total`; a metadata-only request is a 204);
+//! * 204 — stored (staleness markers and other NaN/±Inf samples too, bit for
+//!   bit; exemplars, native histograms and metadata are skipped and counted
+//!   in `hourglass_prom_write_skipped_total`; a metadata-only request is a
+//!   204);
 //! * 400 / 413 / 415 — the request can never succeed (undecodable, too large,
 //!   unknown encoding, a series hourglass cannot store): Prometheus drops it,
 //!   which is right, since resending would fail again. The storable rest of
@@ -122,8 +123,6 @@ async fn write(
         drop(bytes);
         let skipped = &ctx.metrics.prom_skipped;
         for (reason, n) in [
-            ("stale_marker", decoded.stale_markers),
-            ("non_finite", decoded.non_finite),
             ("exemplar", decoded.exemplars),
             ("histogram", decoded.histograms),
             ("metadata", decoded.metadata),
@@ -344,7 +343,7 @@ fn run_query(
     }
     let mut out = Vec::new();
     for metric in selection.metrics(engine)? {
-        for s in selection.fetch(engine, &metric, start, end, budget)? {
+        for s in selection.fetch(engine, &metric, (start, end), true, budget)? {
             let tags: Vec<(&str, &str)> = s.tags.iter().map(|t| (&*t.key, &*t.value)).collect();
             let samples = s.points.iter().map(|&(t, v)| (t, v.as_f64()));
             let mut ts = prom::series_to_prom(&metric, &tags, samples);

@@ -53,7 +53,7 @@ impl PromSource for Store<'_> {
         let mut out = Vec::new();
         for metric in selection.metrics(self.engine).map_err(to_query)? {
             let series = selection
-                .fetch(self.engine, &metric, start_ms, end_ms, budget)
+                .fetch(self.engine, &metric, (start_ms, end_ms), true, budget)
                 .map_err(|e| to_query(e.into()))?;
             let name = hourglass_ingest::prom::opentsdb_metric_to_prom(&metric).into_owned();
             for s in series {

@@ -170,13 +170,14 @@ impl Selection {
     }
 
     /// The series of `metric` the tag matchers pass, with their points in
-    /// `[start_ms, end_ms]` (series left without a point are dropped).
+    /// `[start_ms, end_ms]` (series left without a point are dropped), with
+    /// Prometheus' staleness markers if `stale_markers`.
     pub fn fetch(
         &self,
         engine: &Engine,
         metric: &str,
-        start_ms: i64,
-        end_ms: i64,
+        (start_ms, end_ms): (i64, i64),
+        stale_markers: bool,
         budget: &QueryBudget,
     ) -> Result<Vec<Series>, FetchError> {
         let api = |e: ApiError| FetchError::Api(e);
@@ -190,6 +191,7 @@ impl Selection {
             scan_start_ms: start_ms,
             scan_end_ms: end_ms.saturating_add(1),
             downsample: None,
+            stale_markers,
             budget,
         };
         let mut series: Vec<Series> = match engine.fetch(&req) {
