@@ -28,14 +28,10 @@ cleanup() {
 trap cleanup EXIT
 start_server "$work/hg"
 
-START=$(date +%s)
-python3 tests/promql/exporter.py --start "$START" --ports-file "$work/ports" &
-EXP_PID=$!
-for _ in $(seq 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
-[ -s "$work/ports" ] || { echo "exporter did not start"; exit 1; }
-read -r PORT_A PORT_B <"$work/ports"
-
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PROM_PORT=$(free_port)
+PORT_A=$(free_port)
+PORT_B=$(free_port)
 cat > "$work/prometheus.yml" <<CONF
 global: {scrape_interval: 1s}
 scrape_configs:
@@ -52,11 +48,29 @@ CONF
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
   --web.listen-address="127.0.0.1:$PROM_PORT" --storage.remote.flush-deadline=2s >"$work/prometheus.log" 2>&1 &
 PROM_PID=$!
+# The phases start once Prometheus scrapes (it takes seconds to start).
+python3 - "$PROM_PORT" <<'PY' || { echo "prometheus is not ready:"; cat "$work/prometheus.log"; exit 1; }
+import sys, time, urllib.request
+for _ in range(600):
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/-/ready", timeout=1)
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+
+START=$(date +%s)
+python3 tests/promql/exporter.py --start "$START" --ports "$PORT_A,$PORT_B" --ports-file "$work/ports" &
+EXP_PID=$!
+for _ in $(seq 50); do [ -s "$work/ports" ] && break; sleep 0.1; done
+[ -s "$work/ports" ] || { echo "exporter did not start"; exit 1; }
 echo "exporter pid $EXP_PID on 127.0.0.1:$PORT_A (a), :$PORT_B (b), phases from $START"
 echo "prometheus pid $PROM_PID on 127.0.0.1:$PROM_PORT; scraping for $RUN s"
 # The phases end at START+RUN; 3 s more lets the last samples reach hourglass
 # (compare.py also waits until both have the same `up` samples).
-sleep $(( START + RUN + 3 - $(date +%s) ))
+wait_s=$(( START + RUN + 3 - $(date +%s) ))
+[ "$wait_s" -gt 0 ] && sleep "$wait_s"
 kill -0 "$PROM_PID" 2>/dev/null || { echo "prometheus exited:"; cat "$work/prometheus.log"; exit 1; }
 kill -0 "$EXP_PID" 2>/dev/null || { echo "exporter exited"; exit 1; }
 python3 tests/promql/compare.py --hourglass "$HG_ADDR" --prometheus "127.0.0.1:$PROM_PORT" \

@@ -11,10 +11,13 @@ START is when tests/promql/exporter.py's phases began. Each query is sent
 as a range query over [START, START+RUN] (every STEP seconds) and as an
 instant query at START+s for each s of --instants (by default: during
 target b's gap, after the api reset and the restarts, and at the end).
-In a query, `${T}` is START and `${T+n}` / `${T-n}` is START±n (for `@`).
+In a query, `${T}` is START and `${T+n}` / `${T-n}` is START±n (for `@`);
+`${A+n}` is the time (to the millisecond) of target a's first scrape at or
+after START+n, to ask at a sample's own timestamp.
 
 Instant-vector answers are compared as sets unless the query orders them
-(`sort`, `sort_desc`); range answers series by series.
+(`sort`, `sort_desc`: then in order, except among equal values, whose order
+is not defined); range answers series by series.
 """
 
 import argparse
@@ -55,8 +58,20 @@ def normalised(answer, ordered):
     key = lambda x: json.dumps(x["metric"], sort_keys=True)
     if kind == "vector":
         rows = [(key(x), x["value"][0], x["value"][1]) for x in result]
-        return (kind, rows if ordered else sorted(rows))
+        return (kind, ties_sorted(rows) if ordered else sorted(rows))
     return (kind, sorted((key(x), tuple((v[0], v[1]) for v in x["values"])) for x in result))
+
+
+def ties_sorted(rows):
+    """An ordered answer with each run of equal values (ties, NaN among
+    them) sorted by labels: the order among ties is not defined."""
+    out, run = [], []
+    for row in rows:
+        if run and not equal(run[-1][2], row[2]):
+            out += sorted(run)
+            run = []
+        run.append(row)
+    return out + sorted(run)
 
 
 def equal(a, b):
@@ -123,10 +138,24 @@ def explain(mine, theirs, t0):
     return out or [f"hourglass:  {str(mine)[:300]}", f"prometheus: {str(theirs)[:300]}"]
 
 
-def expand(q, t0):
-    def sub(m):
+def expand(q, t0, scrapes=()):
+    """`${T+n}`: START+n; `${A+n}`: the time of target a's first scrape at or
+    after START+n (to ask at a sample's own millisecond)."""
+    def start(m):
         return str(t0 + int(m.group(1) or 0))
-    return re.sub(r"\$\{T([+-]\d+)?\}", sub, q)
+
+    def scrape(m):
+        at = t0 + int(m.group(1) or 0)
+        return "%.3f" % next((x for x in scrapes if x >= at), at)
+    return re.sub(r"\$\{A([+-]\d+)?\}", scrape, re.sub(r"\$\{T([+-]\d+)?\}", start, q))
+
+
+def scrape_times(args, t0, end):
+    """When Prometheus scraped target a, from START to END (seconds)."""
+    q = {"query": f'hg_balance{{instance="a"}}[{end - t0 + 5}s]', "time": end + 1}
+    answer = get(args.prometheus, "/api/v1/query", q)
+    result = answer.get("data", {}).get("result", [])
+    return sorted(float(v[0]) for v in result[0]["values"]) if result else []
 
 
 def settle(args, t0, end):
@@ -161,9 +190,10 @@ def main():
     settle(args, t0, end)
     instants = [int(s) for s in args.instants.split(",")]
 
+    scrapes = scrape_times(args, t0, end) if any("${A" in q for q in queries) else []
     checks = []
     for q in queries:
-        sent = expand(q, t0)
+        sent = expand(q, t0, scrapes)
         ordered = q.startswith("sort")
         checks.append((q, f"range T+0..{args.run}/{args.step}", "/api/v1/query_range",
                        {"query": sent, "start": t0, "end": end, "step": args.step}, ordered))

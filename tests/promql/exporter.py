@@ -6,7 +6,8 @@ instance="b") serve the Prometheus text format 0.0.4. What they serve is a
 function of the seconds since START (given, unix seconds), so that the phases
 below line up with the times compare.py asks about:
 
-    s  0      both targets up; everything present
+    s  0      target a up, everything present; target b answers 500 until a
+              second after a's first scrape (and s 3), then shows its series
     s 20      hg_ratio{kind="nan"} is NaN until s 60;  job "delta" runs until 30
     s 25      job "alpha" stops (its series disappear: staleness markers)
     s 30      hg_ratio{kind="posinf"} is +Inf until s 70
@@ -26,7 +27,7 @@ below line up with the times compare.py asks about:
 Values are floats that differ between all series of one metric (and between
 a and b), so that topk/bottomk/sort never meet a tie.
 
-    python3 tests/promql/exporter.py --start UNIX_SECONDS --ports-file FILE
+    python3 tests/promql/exporter.py --start UNIX_SECONDS [--ports A,B] --ports-file FILE
 
 writes "PORT_A PORT_B" to FILE once both listen.
 """
@@ -85,6 +86,10 @@ def fmt(v):
     return repr(float(v))
 
 
+def escape(value):
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def tri(s, period, lo, hi):
     """Integer triangle wave between lo and hi."""
     x = (s % period) / period
@@ -99,29 +104,41 @@ def counter(rate, since):
 
 
 class Exposition:
-    def __init__(self):
-        self.lines = []
-        self.seen = set()
+    """Collects samples; text() gives them sorted by label set (as Prometheus
+    sorts labels), so that the series Prometheus creates on the first scrape
+    are created in label order: Prometheus 2.42 evaluates a selector's series
+    in creation order, and label order is the one order hourglass can follow.
+    Then sums and means, whose last bits depend on the order, are comparable."""
+
+    def __init__(self, target):
+        self.target = target
+        self.samples = []
+        self.kinds = {}
 
     def add(self, name, kind, labels, value):
         family = name
         for suffix in ("_bucket", "_sum", "_count"):
             if kind in ("histogram", "summary") and name.endswith(suffix):
                 family = name[: -len(suffix)]
-        if family not in self.seen:
-            self.seen.add(family)
-            self.lines.append(f"# HELP {family} Made for the PromQL comparison.")
-            self.lines.append(f"# TYPE {family} {kind}")
-        text = ",".join(f'{k}="{v}"' for k, v in labels.items())
-        self.lines.append(f"{name}{{{text}}} {fmt(value)}" if text else f"{name} {fmt(value)}")
+        self.kinds.setdefault(family, kind)
+        full = dict(labels, __name__=name, instance=self.target, job="hg")
+        self.samples.append((sorted(full.items()), family, name, labels, value))
 
     def text(self):
-        return "\n".join(self.lines) + "\n"
+        lines, seen = [], set()
+        for _, family, name, labels, value in sorted(self.samples, key=lambda x: x[0]):
+            if family not in seen:
+                seen.add(family)
+                lines.append(f"# HELP {family} Made for the PromQL comparison.")
+                lines.append(f"# TYPE {family} {self.kinds[family]}")
+            text = ",".join(f'{k}="{escape(v)}"' for k, v in labels.items())
+            lines.append(f"{name}{{{text}}} {fmt(value)}" if text else f"{name} {fmt(value)}")
+        return "\n".join(lines) + "\n"
 
 
 def exposition(target, s):
     """What target ("a" or "b") shows s seconds after the start."""
-    e = Exposition()
+    e = Exposition(target)
     b = target == "b"
 
     # Counters with three label dimensions; a's "api" restarts at s 60.
@@ -171,6 +188,13 @@ def exposition(target, s):
         e.add("hg_ratio", "gauge", {"kind": "neginf"}, -math.inf if s >= 50.0 else -1.5 - 0.001 * s)
         e.add("hg_ratio", "gauge", {"kind": "normal"}, 0.75 + 0.1 * math.sin(s / 4.0))
 
+    # Label values that need escaping (in the text format, and in OpenTSDB's
+    # names: %, non-ASCII, quotes, backslash, newline, colon, space), and a
+    # metric name with colons (a recording rule's).
+    for i, text in enumerate(("50%25 off", "caf\u00e9 \u2615", 'a "quoted" \\ back\nline', "h:9100/x y")):
+        e.add("hg_escape_info", "gauge", {"text": text}, 1.5 + i + (10.0 if b else 0.0))
+    e.add("hg:colon:ratio", "gauge", {"kind": "recorded"}, 0.5 + 0.25 * math.cos(s / 8.0) + (1.0 if b else 0.0))
+
     # Static information to join on.
     e.add("hg_info", "gauge", {"version": "1.5.0" if b else "1.4.2", "region": "eu" if b else "us"}, 1.0)
     for service, cap in (("api", 100.0), ("web", 250.0), ("auth", 40.0)):
@@ -214,16 +238,26 @@ def exposition(target, s):
 
 
 START = 0.0
+FIRST_A = []  # when target a was first scraped
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     target = "a"
 
     def do_GET(self):
-        s = time.time() - START
-        if self.target == "b" and DOWN[0] <= s < DOWN[1]:
-            self.send_error(500, "target b is down for the gap")
-            return
+        now = time.time()
+        s = now - START
+        if self.target == "a" and not FIRST_A:
+            FIRST_A.append(now)
+        if self.target == "b":
+            # b comes up a second after a's first scrape (so that a's series
+            # are created first, in label order), and is down for the gap.
+            if not FIRST_A or now - FIRST_A[0] < 1.0 or s < 3.0:
+                self.send_error(500, "target b is not up yet")
+                return
+            if DOWN[0] <= s < DOWN[1]:
+                self.send_error(500, "target b is down for the gap")
+                return
         body = exposition(self.target, s).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -243,6 +277,7 @@ def main():
     global START
     ap = argparse.ArgumentParser()
     ap.add_argument("--start", type=float, default=time.time())
+    ap.add_argument("--ports", default="0,0", help="the ports of a and b (0: any free one)")
     ap.add_argument("--ports-file", required=True)
     ap.add_argument("--dump", type=float, help="print what a and b show at this second and exit")
     args = ap.parse_args()
@@ -251,9 +286,9 @@ def main():
         sys.stdout.write(exposition("a", args.dump) + exposition("b", args.dump))
         return 0
     servers = []
-    for target in ("a", "b"):
+    for target, port in zip(("a", "b"), (int(p) for p in args.ports.split(","))):
         handler = type(f"Handler_{target}", (Handler,), {"target": target})
-        srv = Server(("127.0.0.1", 0), handler)
+        srv = Server(("127.0.0.1", port), handler)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         servers.append(srv)
     with open(args.ports_file + ".tmp", "w") as f:

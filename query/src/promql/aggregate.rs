@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use promql_parser::parser::LabelModifier;
 
 use super::failure::unsupported;
+use super::float_text::{go_v, label_text};
 use super::functions::{quantile, valid_label_name};
 use super::value::{Labels, METRIC_NAME, Sample};
 use crate::error::QueryError;
@@ -36,19 +37,6 @@ fn group_labels(labels: &Labels, modifier: &Option<LabelModifier>) -> Labels {
     }
 }
 
-/// Prometheus' float formatting (`strconv.FormatFloat(v, 'f', -1, 64)`).
-pub(super) fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".to_string()
-    } else if v == f64::INFINITY {
-        "+Inf".to_string()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".to_string()
-    } else {
-        format!("{v}")
-    }
-}
-
 /// `op` of `input`, grouped by `modifier` (`param`: `topk`'s k,
 /// `quantile`'s φ, `count_values`' label).
 pub(super) fn aggregate(
@@ -57,6 +45,15 @@ pub(super) fn aggregate(
     input: Vec<Sample>,
     modifier: &Option<LabelModifier>,
 ) -> Result<Vec<Sample>, QueryError> {
+    if let ("topk" | "bottomk", &Param::Number(k)) = (op, param)
+        // Go's convertibleToInt64 (NaN fails it too).
+        && !(-9.223_372_036_854_776e18..=9.223_372_036_854_776e18).contains(&k)
+    {
+        return Err(QueryError::Execution(format!(
+            "Scalar value {} overflows int64",
+            go_v(k)
+        )));
+    }
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<Labels, usize> = HashMap::new();
     for s in input {
@@ -69,7 +66,7 @@ pub(super) fn aggregate(
                     "invalid label name {label:?}"
                 )));
             }
-            key = key.with(label, &format_value(s.value));
+            key = key.with(label, &label_text(s.value));
         }
         let i = *index.entry(key.clone()).or_insert_with(|| {
             groups.push(Group {

@@ -64,8 +64,15 @@ pub struct Evaluator<'a, S: PromSource> {
     /// `@ end()` name, in subqueries too.
     query_start: i64,
     query_end: i64,
-    /// Selector reads, by the selector node's address.
+    /// Selector reads, by the selector node's address, each in label order
+    /// (the order Prometheus evaluates series created in that order: sums
+    /// of floats depend on it in their last bits).
     fetched: HashMap<usize, Vec<RangeSeries>>,
+    /// Per selector and series, where the last step's window started and
+    /// ended in its samples: a range query's steps move forward, so the
+    /// next window is found from there instead of by a binary search of
+    /// every series at every step.
+    cursors: HashMap<usize, Vec<(usize, usize)>>,
     /// Each subquery's evaluator (its own range and reads) and its inner
     /// expression's values by step, by the subquery node's address.
     subqueries: HashMap<usize, Subquery<'a, S>>,
@@ -97,6 +104,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             query_start: start_ms,
             query_end: end_ms,
             fetched: HashMap::new(),
+            cursors: HashMap::new(),
             subqueries: HashMap::new(),
         }
     }
@@ -117,42 +125,61 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
     }
 
     /// The series of `vs` over every instant this query may ask of it,
-    /// `window` ms back from each.
-    fn series_of(
-        &mut self,
-        vs: &VectorSelector,
-        window: i64,
-    ) -> Result<&[RangeSeries], QueryError> {
+    /// `window` ms back from each, read once (see `fetched`), with their
+    /// cursors; the key of both.
+    fn series_of(&mut self, vs: &VectorSelector, window: i64) -> Result<usize, QueryError> {
         let key = vs as *const VectorSelector as usize;
         if !self.fetched.contains_key(&key) {
             let first = self.reference(&vs.at, &vs.offset, self.start);
             let last = self.reference(&vs.at, &vs.offset, self.end);
-            let series = self.source.select(
+            let mut series = self.source.select(
                 vs,
                 first.min(last).saturating_sub(window),
                 first.max(last),
                 self.budget,
             )?;
+            series.sort_by(|x, y| x.labels.cmp(&y.labels));
+            self.cursors.insert(key, vec![(0, 0); series.len()]);
             self.fetched.insert(key, series);
         }
-        Ok(self.fetched.get(&key).map_or(&[], Vec::as_slice))
+        Ok(key)
     }
 
     /// An instant selector at `t`.
     fn instant(&mut self, vs: &VectorSelector, t: i64) -> Result<Vec<Sample>, QueryError> {
+        Ok(self
+            .instant_samples(vs, t)?
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect())
+    }
+
+    /// An instant selector at `t`, each sample with its own time.
+    fn instant_samples(
+        &mut self,
+        vs: &VectorSelector,
+        t: i64,
+    ) -> Result<Vec<(Sample, i64)>, QueryError> {
         let at = self.reference(&vs.at, &vs.offset, t);
-        let series = self.series_of(vs, LOOKBACK_MS)?;
+        let key = self.series_of(vs, LOOKBACK_MS)?;
+        let (Some(series), Some(cursors)) = (self.fetched.get(&key), self.cursors.get_mut(&key))
+        else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::with_capacity(series.len());
-        for s in series {
-            let upto = s.samples.partition_point(|&(ts, _)| ts <= at);
+        for (s, (_, end)) in series.iter().zip(cursors.iter_mut()) {
+            let upto = seek(&s.samples, end, |ts| ts <= at);
             if let Some(&(ts, value)) = upto.checked_sub(1).and_then(|i| s.samples.get(i))
                 && ts >= at.saturating_sub(LOOKBACK_MS)
                 && !is_stale(value)
             {
-                out.push(Sample {
-                    labels: s.labels.clone(),
-                    value,
-                });
+                out.push((
+                    Sample {
+                        labels: s.labels.clone(),
+                        value,
+                    },
+                    ts,
+                ));
             }
         }
         self.budget.hold(out.len())?;
@@ -167,14 +194,17 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
     ) -> Result<Vec<RangeSeries>, QueryError> {
         let range = ms.range.as_millis() as i64;
         let at = self.reference(&ms.vs.at, &ms.vs.offset, t);
-        let series = self.series_of(&ms.vs, range)?;
+        let from_ts = at.saturating_sub(range);
+        let key = self.series_of(&ms.vs, range)?;
+        let (Some(series), Some(cursors)) = (self.fetched.get(&key), self.cursors.get_mut(&key))
+        else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
         let mut held = 0;
-        for s in series {
-            let from = s
-                .samples
-                .partition_point(|&(ts, _)| ts < at.saturating_sub(range));
-            let to = s.samples.partition_point(|&(ts, _)| ts <= at);
+        for (s, (start, end)) in series.iter().zip(cursors.iter_mut()) {
+            let from = seek(&s.samples, start, |ts| ts < from_ts);
+            let to = seek(&s.samples, end, |ts| ts <= at).max(from);
             let samples: Vec<(i64, f64)> = s.samples[from..to]
                 .iter()
                 .copied()
@@ -379,6 +409,24 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                 let max = self.scalar(arg(call, 1)?, t)?;
                 self.map_vector(call, t, |v| go_min(v, max))
             }
+            "timestamp" => {
+                // Of a selector itself, each sample's own time; of
+                // anything else (parentheses too), the evaluation time, as
+                // Prometheus 2.42 special-cases only a bare selector.
+                let input = match arg(call, 0)? {
+                    Expr::VectorSelector(vs) => self.instant_samples(vs, t)?,
+                    other => self.vector(other, t)?.into_iter().map(|s| (s, t)).collect(),
+                };
+                vector(
+                    input
+                        .into_iter()
+                        .map(|(s, ts)| Sample {
+                            labels: s.labels.without_name(),
+                            value: ts as f64 / 1000.0,
+                        })
+                        .collect(),
+                )
+            }
             "sort" | "sort_desc" => {
                 let mut v = self.vector(arg(call, 0)?, t)?;
                 functions::sort_samples(name == "sort_desc", &mut v);
@@ -414,6 +462,16 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
                         })
                         .collect(),
                 )
+            }
+            "histogram_count" | "histogram_sum" | "histogram_fraction" => {
+                // Functions of native histograms: no stored series holds
+                // one (remote write's are not kept), and of float samples
+                // Prometheus answers nothing. The arguments are still
+                // evaluated, for their errors.
+                for e in &call.args.args {
+                    self.eval(e, t)?;
+                }
+                vector(Vec::new())
             }
             "histogram_quantile" => {
                 let q = self.scalar(arg(call, 0)?, t)?;
@@ -478,6 +536,15 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             "predict_linear" => (self.scalar(arg(call, 1)?, t)?, arg(call, 0)?),
             _ => (f64::NAN, arg(call, 0)?),
         };
+        // holt_winters, by the name the parser knows (see `parse`).
+        let factors = if name == "double_exponential_smoothing" {
+            Some((
+                self.scalar(arg(call, 1)?, t)?,
+                self.scalar(arg(call, 2)?, t)?,
+            ))
+        } else {
+            None
+        };
         let (series, range_start, range_end) = match unparen(matrix_arg) {
             Expr::MatrixSelector(ms) => {
                 let end = self.reference(&ms.vs.at, &ms.vs.offset, t);
@@ -501,9 +568,27 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
         };
         let mut out = Vec::with_capacity(series.len());
         for RangeSeries { labels, samples } in series {
-            if let Some(value) =
-                functions::range_value(name, &samples, range_start, range_end, t, param)
-            {
+            let value = match factors {
+                // Checked only for a series with samples, as Prometheus
+                // calls the function only then.
+                Some((sf, tf)) => {
+                    if !(sf > 0.0 && sf < 1.0) {
+                        return Err(execution(format!(
+                            "invalid smoothing factor. Expected: 0 < sf < 1, got: {}",
+                            functions::go_f(sf)
+                        )));
+                    }
+                    if !(tf > 0.0 && tf < 1.0) {
+                        return Err(execution(format!(
+                            "invalid trend factor. Expected: 0 < tf < 1, got: {}",
+                            functions::go_f(tf)
+                        )));
+                    }
+                    functions::holt_winters(&samples, sf, tf)
+                }
+                None => functions::range_value(name, &samples, range_start, range_end, t, param),
+            };
+            if let Some(value) = value {
                 out.push(Sample {
                     labels: if name == "last_over_time" {
                         labels
@@ -610,6 +695,29 @@ pub fn eval_instant<S: PromSource>(
         samples.sort_by(|x, y| x.labels.cmp(&y.labels));
     }
     Ok(value)
+}
+
+/// The number of leading samples whose time passes `before` (a predicate
+/// true up to some point, then false), found from `hint`, the answer for
+/// the previous step: a few samples forward, then a binary search of the
+/// rest; from scratch when the window moved back. Updates `hint`.
+fn seek(samples: &[(i64, f64)], hint: &mut usize, before: impl Fn(i64) -> bool) -> usize {
+    let mut i = (*hint).min(samples.len());
+    if i > 0 && !before(samples[i - 1].0) {
+        i = samples[..i].partition_point(|&(ts, _)| before(ts));
+    } else {
+        let mut walked = 0;
+        while i < samples.len() && before(samples[i].0) {
+            i += 1;
+            walked += 1;
+            if walked == 8 {
+                i += samples[i..].partition_point(|&(ts, _)| before(ts));
+                break;
+            }
+        }
+    }
+    *hint = i;
+    i
 }
 
 fn unparen(mut e: &Expr) -> &Expr {

@@ -328,26 +328,49 @@ fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
     start + (end - start) * (rank / count)
 }
 
-/// A date function of unix seconds, in UTC (`hour`, `day_of_week`, …).
+/// A date function of unix seconds, in UTC (`hour`, `day_of_week`, …),
+/// exactly as Prometheus computes it with Go: `time.Unix(int64(v), 0)`,
+/// where a NaN, infinite or out-of-range `v` converts to the smallest
+/// int64 (amd64's conversion), and Go's calendar arithmetic runs on
+/// seconds since January 1 of year -292277022399, wrapping at 2^64 (so
+/// `year(vector(NaN))` is 292277026596, as Prometheus answers).
 pub(super) fn date_part(name: &str, seconds: f64) -> f64 {
-    if !seconds.is_finite() {
-        return f64::NAN;
-    }
-    let Ok(ts) = jiff::Timestamp::from_second(seconds as i64) else {
-        return f64::NAN;
+    use crate::civil::{civil_from_days, days_from_civil};
+    /// Go's `absoluteZeroYear`.
+    const ABSOLUTE_ZERO_YEAR: i64 = -292_277_022_399;
+    /// Go's `unixToInternal + internalToAbsolute`: seconds from the
+    /// absolute zero to the unix epoch.
+    const UNIX_TO_ABSOLUTE: i64 = 62_135_596_800 + 9_223_371_966_579_724_800;
+    let unix = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&seconds) {
+        seconds as i64
+    } else {
+        i64::MIN
     };
-    let d = ts.to_zoned(jiff::tz::TimeZone::UTC).datetime();
-    f64::from(match name {
-        "day_of_month" => i32::from(d.day()),
-        "day_of_week" => i32::from(d.weekday().to_sunday_zero_offset()),
-        "day_of_year" => i32::from(d.date().day_of_year()),
-        "days_in_month" => i32::from(d.date().days_in_month()),
-        "hour" => i32::from(d.hour()),
-        "minute" => i32::from(d.minute()),
-        "month" => i32::from(d.month()),
-        "year" => i32::from(d.year()),
+    let absolute = unix.wrapping_add(UNIX_TO_ABSOLUTE) as u64;
+    // Below 2^64 / 86400: fits an i64.
+    let days = (absolute / 86_400) as i64;
+    // Year -292277022399 starts a 400-year cycle as year 1 does, so the
+    // calendar is year 1's, shifted.
+    let (y, month, day) = civil_from_days(days_from_civil(1, 1, 1) + days);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let value = match name {
+        "day_of_month" => day,
+        // January 1 of the absolute zero year is a Monday.
+        "day_of_week" => (days + 1) % 7,
+        "day_of_year" => days_from_civil(y, month, day) - days_from_civil(y, 1, 1) + 1,
+        "days_in_month" => match month {
+            2 if leap => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        },
+        "hour" => (absolute % 86_400 / 3600) as i64,
+        "minute" => (absolute % 3600 / 60) as i64,
+        "month" => month,
+        "year" => y - 1 + ABSOLUTE_ZERO_YEAR,
         _ => return f64::NAN,
-    })
+    };
+    value as f64
 }
 
 /// Prometheus' label-name rule.
@@ -374,6 +397,35 @@ pub(super) fn check_unique(samples: &[Sample]) -> Result<(), QueryError> {
 /// The value of a range function (`rate`, `*_over_time`, …) of one
 /// series' window `[range_start, range_end]`, evaluated at `t`; `None`:
 /// no value (too few samples).
+/// `holt_winters(m, sf, tf)` of one series' samples (double exponential
+/// smoothing, Prometheus 2.42's `funcHoltWinters`); `None` below two
+/// samples. The factors are checked by the caller.
+pub(super) fn holt_winters(samples: &[(i64, f64)], sf: f64, tf: f64) -> Option<f64> {
+    let [(_, first), (_, second), ..] = samples else {
+        return None;
+    };
+    let (mut s0, mut s1, mut trend) = (0.0, *first, second - first);
+    for (i, &(_, v)) in samples.iter().enumerate().skip(1) {
+        let x = sf * v;
+        // The trend at the previous sample (the first one's is given).
+        if i > 1 {
+            trend = tf * (s1 - s0) + (1.0 - tf) * trend;
+        }
+        let y = (1.0 - sf) * (s1 + trend);
+        (s0, s1) = (s1, x + y);
+    }
+    Some(s1)
+}
+
+/// Go's `%f` (six decimals), for holt_winters' messages.
+pub(super) fn go_f(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.6}")
+    } else {
+        super::float_text::go_v(v)
+    }
+}
+
 pub(super) fn range_value(
     name: &str,
     samples: &[(i64, f64)],
@@ -421,6 +473,7 @@ pub(super) fn is_range_function(name: &str) -> bool {
             | "stddev_over_time"
             | "stdvar_over_time"
             | "quantile_over_time"
+            | "double_exponential_smoothing"
             | "changes"
             | "resets"
     )
@@ -500,6 +553,34 @@ pub(super) fn label_join(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_parts_are_gos_even_past_any_calendar() {
+        // Prometheus 2.42's answers (amd64), and ordinary dates.
+        for (name, v, want) in [
+            ("hour", f64::NAN, 15.0),
+            ("year", f64::INFINITY, 292_277_026_596.0),
+            ("minute", f64::NEG_INFINITY, 30.0),
+            ("year", 1e13, 318_857.0),
+            ("day_of_year", -1e13, 225.0),
+            ("month", 2f64.powi(62), 6.0),
+            ("year", 1_700_000_000.0, 2023.0),
+            ("month", 1_700_000_000.0, 11.0),
+            ("day_of_month", 1_700_000_000.0, 14.0),
+            ("hour", 1_700_000_000.0, 22.0),
+            ("minute", 1_700_000_000.0, 13.0),
+            ("day_of_year", 1_700_000_000.0, 318.0),
+            // 2023-11-14 was a Tuesday; 1970-01-01 a Thursday.
+            ("day_of_week", 1_700_000_000.0, 2.0),
+            ("day_of_week", 0.0, 4.0),
+            ("day_of_week", -1.0, 3.0),
+            ("days_in_month", 951_782_400.0, 29.0), // 2000-02-29
+            ("days_in_month", 4_107_456_000.0, 28.0), // 2100-02-28
+            ("year", -1.5, 1969.0),
+        ] {
+            assert_eq!(date_part(name, v), want, "{name}({v})");
+        }
+    }
 
     #[test]
     fn rate_extrapolates_as_prometheus_does() {

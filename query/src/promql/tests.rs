@@ -236,10 +236,66 @@ fn functions_of_labels_and_scalars() {
         vector("abs(-mem)", MIN)[0],
         ("instance=a".to_string(), 100.0)
     );
-    match instant("timestamp(mem)", MIN) {
-        Err(QueryError::Execution(e)) => assert!(e.contains("not supported yet"), "{e}"),
-        other => panic!("{other:?}"),
+    // timestamp: a bare selector's own sample times; of anything else
+    // (parentheses too) the evaluation time, as Prometheus 2.42 gives.
+    let at = MIN + 5_000;
+    assert_eq!(vector("timestamp(mem)", at)[0], ("instance=a".into(), 60.0));
+    assert_eq!(
+        vector("timestamp(mem offset 30s)", at)[0],
+        ("instance=a".into(), 30.0)
+    );
+    assert_eq!(
+        vector("timestamp((mem))", at)[0],
+        ("instance=a".into(), 65.0)
+    );
+    assert_eq!(vector("timestamp(sum(mem))", at), [(String::new(), 65.0)]);
+    // holt_winters follows a straight line exactly, and a flat one.
+    assert_eq!(
+        vector(
+            r#"holt_winters(http_requests_total{instance="a"}[1m], 0.5, 0.5)"#,
+            MIN
+        ),
+        [("instance=a,job=api".into(), 40.0)]
+    );
+    assert_eq!(
+        vector("holt_winters(mem[1m], 0.1, 0.9)", MIN)[1],
+        ("instance=b".into(), 300.0)
+    );
+    for (q, e) in [
+        (
+            "holt_winters(mem[1m], 0, 0.5)",
+            "invalid smoothing factor. Expected: 0 < sf < 1, got: 0.000000",
+        ),
+        (
+            "holt_winters(mem[1m], 0.5, 1)",
+            "invalid trend factor. Expected: 0 < tf < 1, got: 1.000000",
+        ),
+    ] {
+        assert_eq!(instant(q, MIN), Err(QueryError::Execution(e.into())), "{q}");
     }
+    // Not checked without samples, as Prometheus checks per series.
+    assert!(vector("holt_winters(nope[1m], 0, 0)", MIN).is_empty());
+    // The 2.42 name is mapped for the parser, never inside a string or a
+    // comment; the Prometheus 3 name is refused, as 2.42 refuses it.
+    assert_eq!(
+        vector(
+            "holt_winters ( mem{instance!=\"holt_winters(\"}[1m], 0.1, 0.9) # holt_winters(",
+            MIN
+        )
+        .len(),
+        2
+    );
+    assert_eq!(
+        instant("double_exponential_smoothing(mem[1m], 0.5, 0.5)", MIN),
+        Err(QueryError::BadRequest {
+            message: "unknown function with name \"double_exponential_smoothing\"".into(),
+            details: None
+        })
+    );
+    assert!(matches!(
+        instant("my_holt_winters(mem)", MIN),
+        Err(QueryError::BadRequest { .. })
+    ));
 }
 
 #[test]
@@ -319,6 +375,21 @@ fn edge_cases_prometheus_answers_its_own_way() {
         ),
         other => panic!("{other:?}"),
     }
+    // topk's k must be convertible to int64, as Go converts it.
+    for (q, k) in [
+        ("topk(NaN, mem)", "NaN"),
+        ("bottomk(Inf, mem)", "+Inf"),
+        ("topk(1e19, mem)", "1e+19"),
+        ("topk(-1e19, mem)", "-1e+19"),
+    ] {
+        match instant(q, MIN) {
+            Err(QueryError::Execution(e)) => {
+                assert_eq!(e, format!("Scalar value {k} overflows int64"), "{q}")
+            }
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+    assert!(vector("topk(0.5, mem)", MIN).is_empty());
 }
 
 #[test]
