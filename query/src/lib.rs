@@ -75,6 +75,7 @@ pub mod civil;
 pub mod downsample;
 pub mod error;
 pub mod exec;
+pub mod expression;
 pub mod filter;
 mod input;
 mod json_out;

@@ -15,8 +15,8 @@ use axum::routing::{get, post};
 use tower::util::MapRequest;
 
 use super::api::{
-    admin, annotation, config, export, import, influx, info, last, prom, prom_api, promql, put,
-    query, rollup, search, stats, suggest, uid,
+    admin, annotation, config, export, expression, import, influx, info, last, prom, prom_api,
+    promql, put, query, rollup, search, stats, suggest, uid,
 };
 use super::http::serve::Incoming;
 use super::http::{ApiError, AppService, auth, cors, normalize};
@@ -50,6 +50,8 @@ pub fn service(ctx: Arc<Ctx>) -> AppService {
         .route("/api/stats", get(stats::stats).post(stats::stats))
         .route("/api/stats/query", get(stats::stats_query))
         .route("/api/query/last", get(last::last).post(last::last))
+        .route("/api/query/exp", post(expression::exp_post))
+        .route("/api/query/gexp", get(expression::gexp_get))
         .route(
             "/api/annotation",
             get(annotation::annotation)

@@ -162,6 +162,20 @@ fn endpoints(metric: &str) -> Vec<(&'static str, String, String, &'static str)> 
             "read",
         ),
         (
+            "POST",
+            "/api/query/exp".into(),
+            format!(
+                r#"{{"time":{{"start":"1h-ago","aggregator":"sum"}},"metrics":[{{"id":"a","metric":"{metric}"}}],"expressions":[{{"id":"e","expr":"a * 2"}}]}}"#
+            ),
+            "read",
+        ),
+        (
+            "GET",
+            format!("/api/query/gexp?start=1h-ago&exp=scale(sum:{metric},2)"),
+            String::new(),
+            "read",
+        ),
+        (
             "GET",
             "/api/search/lookup?m=x".into(),
             String::new(),

@@ -3,6 +3,7 @@
 mod api_annotation;
 mod api_arrow;
 mod api_cardinality;
+mod api_expression;
 mod api_last;
 mod api_lookup;
 mod api_query_more;

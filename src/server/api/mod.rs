@@ -17,6 +17,7 @@ pub mod annotation;
 pub mod arrow;
 pub mod config;
 pub mod export;
+pub mod expression;
 pub mod import;
 pub mod influx;
 pub mod info;

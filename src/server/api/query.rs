@@ -21,6 +21,27 @@ use crate::server::http::{ApiError, Caller, Params, Run, json_response, now_ms, 
 /// day, and the hour each end may be widened by.
 const INLINE_SCAN_MS: i64 = 26 * 3_600_000;
 
+/// Where a query runs: inline when it scans at most a day (a dashboard's
+/// usual window; a downsample interval widens it), else on the blocking
+/// pool.
+pub(super) fn run_of(q: &hourglass_query::TsQuery) -> Run {
+    let scanned = q
+        .queries
+        .iter()
+        .map(|sub| {
+            let (s, e) =
+                hourglass_query::exec::scan_window(q.start_ms, q.end_ms, sub.downsample.as_ref());
+            e.saturating_sub(s)
+        })
+        .max()
+        .unwrap_or(0);
+    if scanned <= INLINE_SCAN_MS {
+        Run::Inline
+    } else {
+        Run::Pool
+    }
+}
+
 async fn run_query(
     ctx: Arc<Ctx>,
     q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
@@ -47,27 +68,8 @@ async fn run_query(
         // is dropped (the client went away), the ticket's drop cancels the
         // budget and the blocking task stops at its next check.
         let engine = Arc::clone(&ctx.engine);
-        // A query that scans at most a day (a dashboard's usual window;
-        // a downsample interval widens it) runs on the worker thread;
-        // longer ones, and deletes, on the blocking pool.
-        let scanned = q
-            .queries
-            .iter()
-            .map(|sub| {
-                let (s, e) = hourglass_query::exec::scan_window(
-                    q.start_ms,
-                    q.end_ms,
-                    sub.downsample.as_ref(),
-                );
-                e.saturating_sub(s)
-            })
-            .max()
-            .unwrap_or(0);
-        let run = if scanned <= INLINE_SCAN_MS && !q.delete {
-            Run::Inline
-        } else {
-            Run::Pool
-        };
+        // Deletes run on the blocking pool.
+        let run = if q.delete { Run::Pool } else { run_of(&q) };
         crate::server::http::run_budgeted(&ctx, text, peer, run, move |budget| {
             let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
             if q.delete {

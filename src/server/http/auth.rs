@@ -47,6 +47,8 @@ pub fn needed(method: &Method, path: &str) -> Option<Scope> {
         "/query" => Scope::Write,
         "/api/query"
         | "/api/query/last"
+        | "/api/query/exp"
+        | "/api/query/gexp"
         | "/api/suggest"
         | "/api/search/lookup"
         | "/api/uid/uidmeta"
