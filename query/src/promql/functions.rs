@@ -499,6 +499,7 @@ pub(super) fn label_replace(
     src: &str,
     pattern: &str,
 ) -> Result<Vec<Sample>, QueryError> {
+    let pattern = super::go_regex::expand_quotes(pattern);
     let re = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
         execution(format!(
             "invalid regular expression in label_replace(): {e}"

@@ -7,7 +7,7 @@
 //!   markers), instant and range evaluation.
 //! * [`functions`], [`aggregate`], [`binary`] — what an expression
 //!   computes, pure; [`failure`] — the evaluator's errors; [`float_text`]
-//!   — floats written as Go writes them.
+//!   — floats written as Go writes them; [`go_regex`] — Go's `\Q…\E`.
 //!
 //! What is not there answers an execution error that names it ("… is not
 //! supported yet"), never a wrong answer (`docs/promql.md`).
@@ -18,6 +18,7 @@ pub mod eval;
 pub mod failure;
 pub mod float_text;
 pub mod functions;
+pub mod go_regex;
 pub mod value;
 
 pub use eval::{LOOKBACK_MS, PromSource, eval_instant, eval_range};
@@ -35,6 +36,7 @@ pub fn parse(text: &str) -> Result<promql_parser::parser::Expr, QueryError> {
         details: None,
     };
     let text = rename_holt_winters(text).map_err(bad)?;
+    let text = go_regex::rewrite_matchers(&text);
     promql_parser::parser::parse(&text).map_err(bad)
 }
 

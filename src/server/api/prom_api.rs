@@ -119,7 +119,9 @@ pub fn parse_time(name: &str, text: &str) -> Result<i64, ApiError> {
 /// One `match[]`: a PromQL series selector, as matchers on stored names.
 fn selector(text: &str) -> Result<Selection, ApiError> {
     let invalid = |why: String| bad_data(format!("invalid parameter \"match[]\": {why}"));
-    let expr = promql_parser::parser::parse(text).map_err(invalid)?;
+    // Go's `\Q…\E` in matchers, as in queries.
+    let rewritten = hourglass_query::promql::go_regex::rewrite_matchers(text);
+    let expr = promql_parser::parser::parse(&rewritten).map_err(invalid)?;
     let Expr::VectorSelector(vs) = expr else {
         return Err(invalid(format!("{text:?} is not a series selector")));
     };
