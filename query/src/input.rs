@@ -50,6 +50,23 @@ pub(crate) fn lenient_flag(value: Option<&Value>) -> bool {
     }
 }
 
+/// A boolean field as Jackson coerces it: `true`/`false`, numbers (non-zero
+/// is true), the strings `"true"`/`"false"` in any case and `""` (false);
+/// absent and `null` are `None`; anything else is an error
+/// (`'<key>' must be a boolean`).
+pub(crate) fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>, QueryError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::Number(n)) => Ok(Some(n.as_f64().is_some_and(|f| f != 0.0))),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") || s.is_empty() => {
+            Ok(Some(false))
+        }
+        Some(_) => Err(json_err(&format!("'{key}' must be a boolean"))),
+    }
+}
+
 /// A string field; numbers and booleans are accepted as their text.
 pub(crate) fn opt_string(
     obj: &Map<String, Value>,

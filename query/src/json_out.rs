@@ -66,6 +66,18 @@ pub fn java_double(value: f64) -> String {
     out
 }
 
+/// A double as Jackson writes it: [`java_double`]'s text, the non-finite
+/// values (`NaN`, `Infinity`, `-Infinity`) quoted as strings.
+pub(crate) fn push_jackson_double(out: &mut String, value: f64) {
+    if value.is_finite() {
+        push_java_double(out, value);
+    } else {
+        out.push('"');
+        push_java_double(out, value);
+        out.push('"');
+    }
+}
+
 /// [`java_double`] appended to `out`, without allocating: Rust's shortest
 /// round-trip digits (`{:e}`) are written to a stack buffer and laid out
 /// from there (this runs for every value of every answer).
@@ -245,6 +257,16 @@ mod tests {
         }
         assert_eq!(java_double(f64::NAN), "NaN");
         assert_eq!(java_double(f64::INFINITY), "Infinity");
+    }
+
+    #[test]
+    fn jackson_quotes_only_non_finite_doubles() {
+        let mut out = String::new();
+        for v in [1.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0] {
+            push_jackson_double(&mut out, v);
+            out.push(' ');
+        }
+        assert_eq!(out, "1.5 \"NaN\" \"Infinity\" \"-Infinity\" -0.0 ");
     }
 
     proptest::proptest! {

@@ -21,7 +21,7 @@ use crate::annotation::in_query_range;
 use crate::downsample::FillPolicy;
 use crate::exec::QueryResult;
 pub use crate::json_out::{java_double, push_java_double};
-use crate::json_out::{push_str_list, push_str_lit, push_str_map};
+use crate::json_out::{push_jackson_double, push_str_list, push_str_lit, push_str_map};
 use crate::num::Num;
 use crate::request::{SubQuery, TsQuery};
 
@@ -193,19 +193,10 @@ fn push_value(out: &mut String, value: Num, nan_as_null: bool) {
         Num::Int(i) => {
             let _ = write!(out, "{i}");
         }
-        Num::Float(f) if f.is_nan() => {
-            out.push_str(if nan_as_null { "null" } else { "\"NaN\"" });
-        }
-        // Jackson quotes non-finite numbers; execution rejects infinities
-        // anyway, this is only for completeness.
-        Num::Float(f) if f.is_infinite() => {
-            out.push_str(if f > 0.0 {
-                "\"Infinity\""
-            } else {
-                "\"-Infinity\""
-            });
-        }
-        Num::Float(f) => push_java_double(out, f),
+        Num::Float(f) if f.is_nan() && nan_as_null => out.push_str("null"),
+        // Jackson quotes non-finite numbers (execution rejects infinities
+        // anyway).
+        Num::Float(f) => push_jackson_double(out, f),
     }
 }
 

@@ -194,11 +194,7 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
         let fields = item
             .as_object()
             .ok_or_else(|| json_err("each filter must be a JSON object"))?;
-        let filter_type = opt_string(fields, "type")?.unwrap_or_else(|| "null".to_string());
-        let tagk = opt_string(fields, "tagk")?.unwrap_or_default();
-        let expr = opt_string(fields, "filter")?.unwrap_or_default();
-        let group_by = opt_bool(fields, "groupBy")? || opt_bool(fields, "group_by")?;
-        let filter = TagFilter::new(&filter_type, &tagk, &expr, group_by)?;
+        let filter = json_tag_filter(fields)?;
         if !sub.filters.contains(&filter) {
             sub.filters.push(filter);
         }
@@ -222,6 +218,16 @@ fn json_sub_query(obj: &Map<String, Value>) -> Result<RawSubQuery, QueryError> {
     Ok(sub)
 }
 
+/// One tag filter object (`{"type", "tagk", "filter", "groupBy"}`), as
+/// `/api/query` and `/api/query/exp` filter sets write it.
+pub(crate) fn json_tag_filter(fields: &Map<String, Value>) -> Result<TagFilter, QueryError> {
+    let filter_type = opt_string(fields, "type")?.unwrap_or_else(|| "null".to_string());
+    let tagk = opt_string(fields, "tagk")?.unwrap_or_default();
+    let expr = opt_string(fields, "filter")?.unwrap_or_default();
+    let group_by = opt_bool(fields, "groupBy")? || opt_bool(fields, "group_by")?;
+    TagFilter::new(&filter_type, &tagk, &expr, group_by)
+}
+
 fn json_rate_options(obj: &Map<String, Value>) -> Result<RateOptions, QueryError> {
     let mut opts = RateOptions {
         counter: opt_bool(obj, "counter")? || opt_bool(obj, "isCounter")?,
@@ -237,16 +243,10 @@ fn json_rate_options(obj: &Map<String, Value>) -> Result<RateOptions, QueryError
     Ok(opts)
 }
 
-/// A boolean field; `"true"`/`"false"` strings and numbers are coerced.
+/// A boolean field ([`crate::input::opt_bool`]'s coercions), absent as
+/// `false`.
 fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<bool, QueryError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(Value::Number(n)) => Ok(n.as_f64().is_some_and(|f| f != 0.0)),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(true),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") || s.is_empty() => Ok(false),
-        Some(_) => Err(json_err(&format!("'{key}' must be a boolean"))),
-    }
+    Ok(crate::input::opt_bool(obj, key)?.unwrap_or(false))
 }
 
 /// An integer field; floats are truncated, numeric strings parsed, empty

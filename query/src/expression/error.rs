@@ -178,6 +178,13 @@ pub enum ExpressionError {
     /// `alias` without a name.
     #[error("Missing the alias")]
     MissingAlias,
+    /// An `alias` name longer than [`crate::expression::limits::MAX_ALIAS_BYTES`]
+    /// once its `@tagk` are replaced by tag values.
+    #[error("The alias is too long: over {max} bytes once its tags are filled in")]
+    AliasTooLong {
+        /// The limit in bytes.
+        max: usize,
+    },
     /// `scale` without a factor.
     #[error("Missing scaling factor")]
     MissingScaleFactor,

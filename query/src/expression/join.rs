@@ -55,32 +55,41 @@ pub(crate) struct KeyOptions {
     pub include_agg_tags: bool,
 }
 
-/// The flattened key a series joins on: `k1, v1, k2, v2, …, agg1, agg2, …`.
+/// The key a series joins on: its tag pairs (in key order), then its
+/// aggregated tag keys. The two parts stay apart so that tags `{a=b}` with
+/// aggregated `[c, d]` never equal tags `{a=b, c=d}` (a flattened list of
+/// strings would make them the same key). The strings are borrowed from
+/// the series' meta: keying copies no names.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct JoinKey(Vec<String>);
+pub(crate) struct JoinKey<'a> {
+    tags: Vec<(&'a str, &'a str)>,
+    aggregated: Vec<&'a str>,
+}
 
-impl JoinKey {
+impl<'a> JoinKey<'a> {
     /// The key of `meta` in a set whose query filters on `query_tagks`.
     pub(crate) fn of(
-        meta: &SeriesMeta,
+        meta: &'a SeriesMeta,
         query_tagks: &BTreeSet<String>,
         options: KeyOptions,
     ) -> Self {
+        let mut key = JoinKey {
+            tags: Vec::new(),
+            aggregated: Vec::new(),
+        };
         if meta.tags.is_empty() {
-            return JoinKey(Vec::new());
+            return key;
         }
-        let mut parts = Vec::new();
-        for (k, v) in &meta.tags {
-            if options.use_query_tags && !query_tagks.contains(k) {
-                continue;
-            }
-            parts.push(k.clone());
-            parts.push(v.clone());
-        }
+        key.tags = meta
+            .tags
+            .iter()
+            .filter(|(k, _)| !options.use_query_tags || query_tagks.contains(*k))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         if options.include_agg_tags {
-            parts.extend(meta.aggregated_tags.iter().cloned());
+            key.aggregated = meta.aggregated_tags.iter().map(String::as_str).collect();
         }
-        JoinKey(parts)
+        key
     }
 }
 
@@ -96,8 +105,8 @@ pub(crate) enum Joined {
 }
 
 /// Joins `sets` (each the keys of one set's series, in series order).
-pub(crate) fn join(sets: &[Vec<JoinKey>], operator: SetOperator) -> Joined {
-    let mut by_key: BTreeMap<&JoinKey, Row> = BTreeMap::new();
+pub(crate) fn join(sets: &[Vec<JoinKey<'_>>], operator: SetOperator) -> Joined {
+    let mut by_key: BTreeMap<&JoinKey<'_>, Row> = BTreeMap::new();
     for (s, keys) in sets.iter().enumerate() {
         for (i, key) in keys.iter().enumerate() {
             by_key.entry(key).or_insert_with(|| vec![None; sets.len()])[s] = Some(i);
@@ -111,6 +120,8 @@ pub(crate) fn join(sets: &[Vec<JoinKey>], operator: SetOperator) -> Joined {
             .filter(|row| row.iter().all(Option::is_some))
             .collect(),
     };
+    // With every set empty OpenTSDB's IntersectionIterator returns before
+    // computing the intersection (`max_series < 1`): no rows, no error.
     if operator == SetOperator::Intersection && rows.is_empty() && any_series && sets.len() > 1 {
         return Joined::NoIntersection;
     }
@@ -137,7 +148,7 @@ mod tests {
         include_agg_tags: true,
     };
 
-    fn keys(metas: &[SeriesMeta], options: KeyOptions) -> Vec<JoinKey> {
+    fn keys(metas: &[SeriesMeta], options: KeyOptions) -> Vec<JoinKey<'_>> {
         let none = BTreeSet::new();
         metas
             .iter()
@@ -147,21 +158,16 @@ mod tests {
 
     #[test]
     fn intersection_and_union_with_a_missing_host() {
-        let a = keys(
-            &[
-                meta(&[("host", "web01")], &[]),
-                meta(&[("host", "web02")], &[]),
-                meta(&[("host", "web03")], &[]),
-            ],
-            ALL,
-        );
-        let b = keys(
-            &[
-                meta(&[("host", "web02")], &[]),
-                meta(&[("host", "web01")], &[]),
-            ],
-            ALL,
-        );
+        let a = [
+            meta(&[("host", "web01")], &[]),
+            meta(&[("host", "web02")], &[]),
+            meta(&[("host", "web03")], &[]),
+        ];
+        let b = [
+            meta(&[("host", "web02")], &[]),
+            meta(&[("host", "web01")], &[]),
+        ];
+        let (a, b) = (keys(&a, ALL), keys(&b, ALL));
         assert_eq!(
             join(&[a.clone(), b.clone()], SetOperator::Intersection),
             Joined::Rows(vec![vec![Some(0), Some(1)], vec![Some(1), Some(0)]])
@@ -178,8 +184,8 @@ mod tests {
 
     #[test]
     fn empty_intersections() {
-        let a = keys(&[meta(&[("host", "a")], &[])], ALL);
-        let b = keys(&[meta(&[("host", "b")], &[])], ALL);
+        let (a, b) = ([meta(&[("host", "a")], &[])], [meta(&[("host", "b")], &[])]);
+        let (a, b) = (keys(&a, ALL), keys(&b, ALL));
         assert_eq!(
             join(&[a.clone(), b], SetOperator::Intersection),
             Joined::NoIntersection
@@ -206,20 +212,22 @@ mod tests {
         let m = meta(&[("host", "web01"), ("dc", "lga")], &["cpu"]);
         let none = BTreeSet::new();
         let host = BTreeSet::from(["host".to_string()]);
-        assert_eq!(
-            JoinKey::of(&m, &none, ALL).0,
-            ["dc", "lga", "host", "web01", "cpu"]
-        );
+        let key = JoinKey::of(&m, &none, ALL);
+        assert_eq!(key.tags, [("dc", "lga"), ("host", "web01")]);
+        assert_eq!(key.aggregated, ["cpu"]);
         let q = KeyOptions {
             use_query_tags: true,
             include_agg_tags: false,
         };
-        assert_eq!(JoinKey::of(&m, &host, q).0, ["host", "web01"]);
-        assert!(JoinKey::of(&m, &none, q).0.is_empty());
+        assert_eq!(JoinKey::of(&m, &host, q).tags, [("host", "web01")]);
+        assert!(JoinKey::of(&m, &none, q).tags.is_empty());
         // no tags: the empty key, aggregated tags or not
-        assert!(JoinKey::of(&meta(&[], &["host"]), &none, ALL).0.is_empty());
+        let bare = meta(&[], &["host"]);
+        let key = JoinKey::of(&bare, &none, ALL);
+        assert!(key.tags.is_empty() && key.aggregated.is_empty());
         // the last series of a set wins a repeated key
-        let dup = keys(&[meta(&[], &[]), meta(&[], &[])], ALL);
+        let dup = [meta(&[], &[]), meta(&[], &[])];
+        let dup = keys(&dup, ALL);
         assert_eq!(
             join(&[dup], SetOperator::Union),
             Joined::Rows(vec![vec![Some(1)]])
@@ -228,6 +236,22 @@ mod tests {
         assert_eq!(
             SetOperator::parse("outer"),
             Err(ExpressionError::UnknownSetOperator("outer".into()))
+        );
+    }
+
+    #[test]
+    fn aggregated_keys_never_pass_for_tags() {
+        // {a=b} aggregated over [c, d] and {a=b, c=d}: flattened, both were
+        // "a b c d"; structured, they differ and do not join.
+        let aggregated = [meta(&[("a", "b")], &["c", "d"])];
+        let tagged = [meta(&[("a", "b"), ("c", "d")], &[])];
+        assert_ne!(keys(&aggregated, ALL)[0], keys(&tagged, ALL)[0]);
+        assert_eq!(
+            join(
+                &[keys(&aggregated, ALL), keys(&tagged, ALL)],
+                SetOperator::Intersection
+            ),
+            Joined::NoIntersection
         );
     }
 }

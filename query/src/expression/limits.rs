@@ -27,3 +27,7 @@ pub const MAX_GEXP_DEPTH: usize = 16;
 pub const MAX_GEXP_METRICS: usize = 100;
 /// Parameters (series and function parameters) of one function call.
 pub const MAX_GEXP_ARGUMENTS: usize = 100;
+/// Bytes of one series name `alias` makes (its template with every
+/// `@tagk` replaced by the series' tag value): a template repeating `@host`
+/// would otherwise multiply the name by the tag value's length.
+pub const MAX_ALIAS_BYTES: usize = 4096;

@@ -9,6 +9,7 @@
 //! covers all tags (the default).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::exec::QueryResult;
 
@@ -50,6 +51,24 @@ impl SeriesMeta {
         }
         out.unwrap_or_default()
     }
+
+    /// [`SeriesMeta::combine`] for shared metas: a single input is shared,
+    /// not copied, so an expression over one set (or a union row with one
+    /// member) adds no copy of its inputs' names.
+    pub(crate) fn combine_shared(inputs: &[&Arc<SeriesMeta>]) -> Arc<SeriesMeta> {
+        match inputs {
+            [single] => Arc::clone(single),
+            _ => Arc::new(SeriesMeta::combine(
+                inputs.iter().map(|m| -> &SeriesMeta { m }),
+            )),
+        }
+    }
+
+    /// Values (of [`crate::budget::BYTES_PER_VALUE`] bytes) a copy of this
+    /// meta holds: one per name, two per tag pair, one for the record.
+    pub(crate) fn held_values(&self) -> usize {
+        1 + self.metrics.len() + 2 * self.tags.len() + self.aggregated_tags.len()
+    }
 }
 
 #[cfg(test)]
@@ -77,5 +96,15 @@ mod tests {
         assert_eq!(c.tags["host"], "web01");
         assert_eq!(c.aggregated_tags.len(), 2);
         assert_eq!(SeriesMeta::combine([]), SeriesMeta::default());
+    }
+
+    #[test]
+    fn a_single_input_is_shared_not_copied() {
+        let a = Arc::new(meta("a", &[("host", "web01")], &[]));
+        let b = Arc::new(meta("b", &[("host", "web01")], &[]));
+        assert!(Arc::ptr_eq(&SeriesMeta::combine_shared(&[&a]), &a));
+        let both = SeriesMeta::combine_shared(&[&a, &b]);
+        assert_eq!(both.metrics.len(), 2);
+        assert_eq!(both.held_values(), 1 + 2 + 2);
     }
 }

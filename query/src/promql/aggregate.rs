@@ -39,11 +39,20 @@ fn group_labels(labels: &Labels, modifier: &Option<LabelModifier>) -> Labels {
 
 /// `op` of `input`, grouped by `modifier` (`param`: `topk`'s k,
 /// `quantile`'s φ, `count_values`' label).
+/// Input label sets and their group's, kept by the evaluator across the
+/// steps of a range query (the same series come back at every step).
+pub(super) type GroupCache = HashMap<Labels, Labels>;
+
+/// Entries a [`GroupCache`] keeps at most (past it, groups are computed
+/// again: the cache only saves work).
+const GROUP_CACHE_MAX: usize = 1 << 20;
+
 pub(super) fn aggregate(
     op: &str,
     param: &Param,
     input: Vec<Sample>,
     modifier: &Option<LabelModifier>,
+    cache: &mut GroupCache,
 ) -> Result<Vec<Sample>, QueryError> {
     if let ("topk" | "bottomk", &Param::Number(k)) = (op, param)
         // Go's convertibleToInt64 (NaN fails it too).
@@ -57,7 +66,16 @@ pub(super) fn aggregate(
     let mut groups: Vec<Group> = Vec::new();
     let mut index: HashMap<Labels, usize> = HashMap::new();
     for s in input {
-        let mut key = group_labels(&s.labels, modifier);
+        let mut key = match cache.get(&s.labels) {
+            Some(group) => group.clone(),
+            None => {
+                let group = group_labels(&s.labels, modifier);
+                if cache.len() < GROUP_CACHE_MAX {
+                    cache.insert(s.labels.clone(), group.clone());
+                }
+                group
+            }
+        };
         if let Param::Label(label) = param
             && op == "count_values"
         {

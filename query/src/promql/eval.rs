@@ -73,6 +73,9 @@ pub struct Evaluator<'a, S: PromSource> {
     /// next window is found from there instead of by a binary search of
     /// every series at every step.
     cursors: HashMap<usize, Vec<(usize, usize)>>,
+    /// Each aggregation's groups of the label sets it has seen, by the
+    /// aggregation node's address.
+    groups: HashMap<usize, super::aggregate::GroupCache>,
     /// Each subquery's evaluator (its own range and reads) and its inner
     /// expression's values by step, by the subquery node's address.
     subqueries: HashMap<usize, Subquery<'a, S>>,
@@ -105,6 +108,7 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             query_end: end_ms,
             fetched: HashMap::new(),
             cursors: HashMap::new(),
+            groups: HashMap::new(),
             subqueries: HashMap::new(),
         }
     }
@@ -359,7 +363,17 @@ impl<'a, S: PromSource> Evaluator<'a, S> {
             None => Param::None,
         };
         let input = self.vector(&agg.expr, t)?;
-        Ok(Value::Vector(aggregate(&op, &param, input, &agg.modifier)?))
+        let cache = self
+            .groups
+            .entry(agg as *const AggregateExpr as usize)
+            .or_default();
+        Ok(Value::Vector(aggregate(
+            &op,
+            &param,
+            input,
+            &agg.modifier,
+            cache,
+        )?))
     }
 
     /// A function call: its arguments evaluated, then computed by

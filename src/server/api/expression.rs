@@ -13,9 +13,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use hourglass_query::expression::{exp, gexp};
 
-use super::query::run_of;
 use crate::server::Ctx;
-use crate::server::http::{ApiError, Params, json_response, now_ms, peer_of, respond};
+use crate::server::http::{ApiError, Params, Run, json_response, now_ms, peer_of, respond};
 
 /// `POST /api/query/exp`.
 pub async fn exp_post(
@@ -37,8 +36,9 @@ pub async fn exp_post(
         let q = exp::parse(&read.bytes, now_ms())?;
         drop(read);
         let engine = Arc::clone(&ctx.engine);
-        let run = run_of(q.ts_query());
-        crate::server::http::run_budgeted(&ctx, text, peer_of(&ext), run, move |budget| {
+        // Always on the blocking pool: an expression's work grows with its
+        // scripts and joins, not with the window it scans.
+        crate::server::http::run_budgeted(&ctx, text, peer_of(&ext), Run::Pool, move |budget| {
             Ok(exp::run(&q, &*engine, budget)?.to_json().into_bytes())
         })
         .await
@@ -58,12 +58,11 @@ pub async fn gexp_get(
     let result: Result<Vec<u8>, ApiError> = async {
         let q = gexp::parse(&params, now_ms())?;
         let engine = Arc::clone(&ctx.engine);
-        let run = run_of(q.ts_query());
         crate::server::http::run_budgeted(
             &ctx,
             uri.to_string(),
             peer_of(&ext),
-            run,
+            Run::Pool,
             move |budget| {
                 let results = gexp::run(&q, &*engine, budget)?;
                 Ok(hourglass_query::render::render_json(q.ts_query(), &results))

@@ -24,7 +24,7 @@ const INLINE_SCAN_MS: i64 = 26 * 3_600_000;
 /// Where a query runs: inline when it scans at most a day (a dashboard's
 /// usual window; a downsample interval widens it), else on the blocking
 /// pool.
-pub(super) fn run_of(q: &hourglass_query::TsQuery) -> Run {
+fn run_of(q: &hourglass_query::TsQuery) -> Run {
     let scanned = q
         .queries
         .iter()

@@ -14,8 +14,15 @@
 //! not it has a value there, which shifts its values in time when the
 //! timestamps differ; here a nested expression is a series like a metric,
 //! read at its own timestamps and filled where it has none.
+//!
+//! Memory: the values, the timestamps, the join's keys and rows, the
+//! per-row cursors and every combined meta are charged to the query's
+//! budget before they are allocated. Metas are shared ([`Arc`]): a row with
+//! one member reuses its input's, so many expressions over the same large
+//! set do not copy its names once each.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::budget::QueryBudget;
 use crate::error::QueryError;
@@ -30,7 +37,7 @@ use crate::expression::series::SeriesMeta;
 /// Series (columns) over shared timestamps (rows).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Matrix {
-    pub series: Vec<SeriesMeta>,
+    pub series: Vec<Arc<SeriesMeta>>,
     pub timestamps: Vec<i64>,
     /// Row-major: `values[row * series.len() + column]`.
     pub values: Vec<f64>,
@@ -49,7 +56,7 @@ impl Matrix {
 
 /// The series one variable reads.
 struct InputSet<'a> {
-    metas: &'a [SeriesMeta],
+    metas: &'a [Arc<SeriesMeta>],
     points: Vec<Points<'a>>,
     fill: f64,
     query_tagks: &'a BTreeSet<String>,
@@ -63,10 +70,7 @@ pub(crate) fn evaluate_all(
     metrics: &[Vec<QueryResult>],
     budget: &QueryBudget,
 ) -> Result<Vec<Matrix>, QueryError> {
-    let metric_metas: Vec<Vec<SeriesMeta>> = metrics
-        .iter()
-        .map(|results| results.iter().map(SeriesMeta::of_result).collect())
-        .collect();
+    let metric_metas = metas_of(metrics, budget)?;
     let no_tagks = BTreeSet::new();
     let mut done: Vec<Option<Matrix>> = vec![None; plan.expressions.len()];
     for &index in &plan.order {
@@ -84,10 +88,12 @@ pub(crate) fn evaluate_all(
                     query_tagks: plan.metric_tagks.get(m).unwrap_or(&no_tagks),
                 },
                 Source::Expression(x) => {
-                    // The plan orders nested expressions first.
+                    // The plan orders nested expressions first, so a missing
+                    // input is our bug, not the request's: `Source` is the
+                    // variant the server answers with a 500.
                     let matrix = done.get(x).and_then(Option::as_ref).ok_or_else(|| {
-                        QueryError::Execution(format!(
-                            "expression {} was evaluated before its input",
+                        QueryError::Source(format!(
+                            "Internal error: expression {} was evaluated before its input",
                             expression.id
                         ))
                     })?;
@@ -106,12 +112,62 @@ pub(crate) fn evaluate_all(
     Ok(done.into_iter().map(Option::unwrap_or_default).collect())
 }
 
+/// Every metric's series metas, shared by every expression that reads the
+/// metric (charged once, here).
+fn metas_of(
+    metrics: &[Vec<QueryResult>],
+    budget: &QueryBudget,
+) -> Result<Vec<Vec<Arc<SeriesMeta>>>, QueryError> {
+    let mut out = Vec::with_capacity(metrics.len());
+    for results in metrics {
+        let mut metas = Vec::with_capacity(results.len());
+        for result in results {
+            let meta = SeriesMeta::of_result(result);
+            budget.hold(meta.held_values())?;
+            metas.push(Arc::new(meta));
+        }
+        out.push(metas);
+    }
+    Ok(out)
+}
+
+/// What joining `sets` holds at most while an expression is evaluated, in
+/// values: per series its key (two per tag pair, one per aggregated key,
+/// two for the key's and the map entry's records), its row and its cursors
+/// (a row has one slot per set, and there are at most as many rows as
+/// series), and its entry among the active points.
+fn join_values(sets: &[InputSet<'_>]) -> usize {
+    let per_series = sets.len().saturating_mul(2).saturating_add(3);
+    sets.iter()
+        .flat_map(|set| set.metas.iter())
+        .map(|meta| {
+            per_series
+                .saturating_add(2 * meta.tags.len())
+                .saturating_add(meta.aggregated_tags.len())
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
 fn evaluate(
     expression: &CompiledExpression,
     sets: &[InputSet<'_>],
     budget: &QueryBudget,
 ) -> Result<Matrix, QueryError> {
-    let keys: Vec<Vec<JoinKey>> = sets
+    // Keys, rows and cursors live until the matrix is done; charged before
+    // any is built, released at the end.
+    let bookkeeping = join_values(sets);
+    budget.hold(bookkeeping)?;
+    let matrix = evaluate_joined(expression, sets, budget)?;
+    budget.release(bookkeeping);
+    Ok(matrix)
+}
+
+fn evaluate_joined(
+    expression: &CompiledExpression,
+    sets: &[InputSet<'_>],
+    budget: &QueryBudget,
+) -> Result<Matrix, QueryError> {
+    let keys: Vec<Vec<JoinKey<'_>>> = sets
         .iter()
         .map(|set| {
             set.metas
@@ -142,10 +198,21 @@ fn evaluate(
         .flat_map(|row| members(row).into_iter().map(|(s, i)| sets[s].points[i]))
         .collect();
     let timestamps = union_timestamps(&active, budget)?;
-    let series: Vec<SeriesMeta> = rows
-        .iter()
-        .map(|row| SeriesMeta::combine(members(row).into_iter().map(|(s, i)| &sets[s].metas[i])))
-        .collect();
+    let mut series = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let inputs: Vec<&Arc<SeriesMeta>> = members(row)
+            .into_iter()
+            .map(|(s, i)| &sets[s].metas[i])
+            .collect();
+        // A shared meta costs its pointer; a combined one at most the
+        // names of its inputs.
+        let cost = match inputs.as_slice() {
+            [_] => 1,
+            many => many.iter().map(|m| m.held_values()).sum::<usize>(),
+        };
+        budget.hold(cost)?;
+        series.push(SeriesMeta::combine_shared(&inputs));
+    }
 
     let cells = timestamps.len().saturating_mul(rows.len());
     budget.hold(cells)?;
@@ -216,8 +283,14 @@ pub(crate) fn metric_matrix(
             values.push(cursor.take(series, ts).unwrap_or(0.0));
         }
     }
+    let mut series = Vec::with_capacity(results.len());
+    for result in results {
+        let meta = SeriesMeta::of_result(result);
+        budget.hold(meta.held_values())?;
+        series.push(Arc::new(meta));
+    }
     Ok(Matrix {
-        series: results.iter().map(SeriesMeta::of_result).collect(),
+        series,
         timestamps,
         values,
     })

@@ -8,6 +8,14 @@
 //! [`crate::exec::execute_with_budget`], evaluates every expression and
 //! returns an [`ExpAnswer`] whose [`ExpAnswer::to_json`] is the body.
 //!
+//! An output id listed more than once is written each time, and every
+//! copy after the first is charged to the [`QueryBudget`] like a new
+//! matrix (OpenTSDB writes the later copies without data points: its
+//! first output consumes the shared iterator). With every set of an
+//! intersection empty the expression has no series and no error, as in
+//! OpenTSDB (its `IntersectionIterator` stops before intersecting when no
+//! set has a series).
+//!
 //! * `request` — the body as OpenTSDB's Jackson pojos read it.
 //! * `validate` — `Query.validate`.
 //! * `plan` — sub queries, compiled expressions, evaluation order, outputs.
@@ -41,13 +49,14 @@ mod validate;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_bounds;
 
 use crate::budget::QueryBudget;
 use crate::error::QueryError;
 use crate::exec::{QueryResult, SeriesSource, execute_with_budget};
 use crate::request::TsQuery;
 
-use self::eval::Matrix;
 use self::plan::{Plan, Source};
 use self::request::ExpRequest;
 
@@ -67,41 +76,19 @@ impl ExpQuery {
     }
 }
 
-/// The answer of [`run`].
+/// The answer of [`run`]: the body, written while the budget could still
+/// stop it.
 #[derive(Debug, Clone)]
 pub struct ExpAnswer {
-    /// Every expression's result, then the metric outputs' matrices.
-    matrices: Vec<Matrix>,
-    /// `(id, alias, index into matrices)` per output.
-    outputs: Vec<(String, Option<String>, usize)>,
-    /// The `query` object.
-    query_echo: String,
+    body: String,
 }
 
 impl ExpAnswer {
-    /// The response body.
-    pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(
-            64 + self.query_echo.len()
-                + self
-                    .matrices
-                    .iter()
-                    .map(|m| m.values.len() * 12 + m.timestamps.len() * 16)
-                    .sum::<usize>(),
-        );
-        out.push_str("{\"outputs\":[");
-        for (i, (id, alias, matrix)) in self.outputs.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            if let Some(matrix) = self.matrices.get(*matrix) {
-                response::push_output(&mut out, id, alias.as_deref(), matrix);
-            }
-        }
-        out.push_str("],\"query\":");
-        out.push_str(&self.query_echo);
-        out.push('}');
-        out
+    /// The response body. It was written by [`run`] (under the budget's
+    /// deadline and cancellation), so this hands it over instead of
+    /// copying it.
+    pub fn to_json(self) -> String {
+        self.body
     }
 }
 
@@ -130,25 +117,78 @@ pub fn run(
         }
     }
     let mut matrices = eval::evaluate_all(plan, &metrics, budget)?;
+    // Each output's matrix, by index into `matrices`. A metric output is
+    // built once however often it is listed. An id listed again is written
+    // again (OpenTSDB writes later duplicates empty, having consumed its
+    // iterator on the first), and each further copy is charged to the
+    // budget as if it were a new matrix: the response grows with it.
+    let expressions = plan.expressions.len();
+    let mut metric_matrix: Vec<Option<usize>> = vec![None; metrics.len()];
+    // Whether a source's matrix was written already (expressions, then
+    // metrics).
+    let mut used = vec![false; expressions + metrics.len()];
     let mut outputs = Vec::with_capacity(plan.outputs.len());
     for output in &plan.outputs {
-        let index = match output.source {
-            Source::Expression(i) => i,
-            Source::Metric(m) => {
+        let (slot, built) = match output.source {
+            Source::Expression(i) => (i, Some(i)),
+            Source::Metric(m) => (expressions + m, metric_matrix.get(m).copied().flatten()),
+        };
+        let index = match built {
+            Some(index) => index,
+            None => {
+                let m = slot - expressions;
                 matrices.push(eval::metric_matrix(
                     metrics.get(m).map_or(&[], Vec::as_slice),
                     budget,
                 )?);
+                if let Some(known) = metric_matrix.get_mut(m) {
+                    *known = Some(matrices.len() - 1);
+                }
                 matrices.len() - 1
             }
         };
-        outputs.push((output.id.clone(), output.alias.clone(), index));
+        let again = used
+            .get_mut(slot)
+            .is_some_and(|flag| std::mem::replace(flag, true));
+        if again && let Some(matrix) = matrices.get(index) {
+            budget.hold(matrix.values.len().saturating_add(matrix.timestamps.len()))?;
+        }
+        outputs.push((output, index));
     }
-    let mut query_echo = String::new();
-    response::push_query_echo(&mut query_echo, &query.request);
-    Ok(ExpAnswer {
-        matrices,
-        outputs,
-        query_echo,
-    })
+
+    // Room for what is written (about 12 bytes a value, 16 a timestamp):
+    // every written value was charged above, so this is bounded too.
+    let mut body = String::with_capacity(
+        outputs
+            .iter()
+            .filter_map(|(_, index)| matrices.get(*index))
+            .map(|m| {
+                m.values
+                    .len()
+                    .saturating_mul(12)
+                    .saturating_add(m.timestamps.len().saturating_mul(16))
+            })
+            .fold(256, usize::saturating_add),
+    );
+    body.push_str("{\"outputs\":[");
+    let mut tick = 0;
+    for (i, (output, index)) in outputs.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        if let Some(matrix) = matrices.get(*index) {
+            response::push_output(
+                &mut body,
+                &output.id,
+                output.alias.as_deref(),
+                matrix,
+                budget,
+                &mut tick,
+            )?;
+        }
+    }
+    body.push_str("],\"query\":");
+    response::push_query_echo(&mut body, &query.request);
+    body.push('}');
+    Ok(ExpAnswer { body })
 }

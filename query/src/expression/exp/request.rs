@@ -19,7 +19,8 @@ use crate::expression::limits::{
 };
 use crate::expression::script::Script;
 use crate::filter::TagFilter;
-use crate::input::{opt_array, opt_string, parse_body};
+use crate::input::{json_err, opt_array, opt_bool, opt_string, parse_body};
+use crate::request::json_tag_filter;
 
 /// The whole request (`Query`).
 #[derive(Debug, Clone)]
@@ -112,7 +113,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ExpRequest, QueryError> {
     let root = parse_body(body)?;
     let obj = root
         .as_object()
-        .ok_or_else(|| json_error("the query must be a JSON object"))?;
+        .ok_or_else(|| json_err("the query must be a JSON object"))?;
     Ok(ExpRequest {
         name: opt_string(obj, "name")?,
         time: opt_object(obj, "time")?.map(timespan).transpose()?,
@@ -165,13 +166,8 @@ fn filter_set(obj: &Map<String, Value>) -> Result<FilterSet, QueryError> {
             for item in items {
                 let f = item
                     .as_object()
-                    .ok_or_else(|| json_error("each tag filter must be a JSON object"))?;
-                let filter_type = opt_string(f, "type")?.unwrap_or_else(|| "null".to_string());
-                let tagk = opt_string(f, "tagk")?.unwrap_or_default();
-                let expr = opt_string(f, "filter")?.unwrap_or_default();
-                let group_by = opt_bool(f, "groupBy")?.unwrap_or(false)
-                    || opt_bool(f, "group_by")?.unwrap_or(false);
-                filters.push(TagFilter::new(&filter_type, &tagk, &expr, group_by)?);
+                    .ok_or_else(|| json_err("each tag filter must be a JSON object"))?;
+                filters.push(json_tag_filter(f)?);
             }
             Some(filters)
         }
@@ -235,23 +231,26 @@ fn fill_policy(obj: &Map<String, Value>) -> Result<Option<NumericFillPolicy>, Qu
         None | Some(Value::Null) => 0.0,
         Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
         Some(Value::String(s)) => java_double(s.trim())
-            .ok_or_else(|| json_error(&format!("'value' must be a number, got \"{s}\"")))?,
-        Some(_) => return Err(json_error("'value' must be a number")),
+            .ok_or_else(|| json_err(&format!("'value' must be a number, got \"{s}\"")))?,
+        Some(_) => return Err(json_err("'value' must be a number")),
     };
     Ok(Some(NumericFillPolicy::new(kind, value)?))
 }
 
 /// `Double.parseDouble` for the texts a client sends: numbers, `NaN`,
-/// `Infinity`.
+/// `Infinity`, each with at most one sign (`--Infinity` and `+-NaN` are
+/// errors, as in Java).
 fn java_double(text: &str) -> Option<f64> {
-    match text.trim_start_matches(['+', '-']) {
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    match unsigned {
         "NaN" => Some(f64::NAN),
         "Infinity" if text.starts_with('-') => Some(f64::NEG_INFINITY),
         "Infinity" => Some(f64::INFINITY),
         digits
-            if digits
-                .chars()
-                .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')) =>
+            if !digits.starts_with(['+', '-'])
+                && digits
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')) =>
         {
             text.parse().ok()
         }
@@ -283,7 +282,7 @@ fn opt_list<T>(
     for value in items {
         let fields = value
             .as_object()
-            .ok_or_else(|| json_error(&format!("each of '{key}' must be a JSON object")))?;
+            .ok_or_else(|| json_err(&format!("each of '{key}' must be a JSON object")))?;
         out.push(item(fields)?);
     }
     Ok(Some(out))
@@ -297,26 +296,8 @@ fn opt_object<'a>(
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(fields)) => Ok(Some(fields)),
-        Some(_) => Err(json_error(&format!("'{key}' must be an object"))),
+        Some(_) => Err(json_err(&format!("'{key}' must be an object"))),
     }
-}
-
-/// A boolean field as Jackson coerces it; absent and `null` are `None`.
-fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>, QueryError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::Number(n)) => Ok(Some(n.as_f64().is_some_and(|f| f != 0.0))),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") || s.is_empty() => {
-            Ok(Some(false))
-        }
-        Some(_) => Err(json_error(&format!("'{key}' must be a boolean"))),
-    }
-}
-
-fn json_error(details: &str) -> QueryError {
-    ExpressionError::Json(details.to_string()).into()
 }
 
 #[cfg(test)]
@@ -402,5 +383,22 @@ mod tests {
             FillKind::Nan
         );
         assert!(r.time.is_none());
+    }
+
+    #[test]
+    fn fill_values_take_one_sign_at_most() {
+        assert_eq!(java_double("-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(java_double("+Infinity"), Some(f64::INFINITY));
+        assert!(java_double("-NaN").is_some_and(f64::is_nan));
+        assert_eq!(java_double("-1.5e+3"), Some(-1500.0));
+        for bad in ["--Infinity", "+-NaN", "-+1", "--1", "+-Infinity"] {
+            assert_eq!(java_double(bad), None, "{bad}");
+        }
+        let e = err(r#"{"metrics":[{"fillPolicy":{"policy":"scalar","value":"--Infinity"}}]}"#);
+        assert_eq!(e.message(), "Unable to parse the given JSON");
+        assert_eq!(
+            e.details().as_deref(),
+            Some("'value' must be a number, got \"--Infinity\"")
+        );
     }
 }

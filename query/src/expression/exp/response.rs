@@ -22,13 +22,24 @@
 
 use std::fmt::Write as _;
 
+use crate::budget::QueryBudget;
+use crate::error::QueryError;
 use crate::expression::exp::eval::Matrix;
 use crate::expression::exp::request::{ExpRequest, JoinSpec};
 use crate::expression::fill::NumericFillPolicy;
-use crate::json_out::{push_java_double, push_str_list, push_str_lit, push_str_map};
+use crate::json_out::{push_jackson_double, push_str_list, push_str_lit, push_str_map};
 
-/// Appends one output object.
-pub(crate) fn push_output(out: &mut String, id: &str, alias: Option<&str>, matrix: &Matrix) {
+/// Appends one output object, looking at the budget's deadline and
+/// cancellation as rows go by (`tick` is the caller's loop counter): a
+/// large answer takes as long to write as to compute.
+pub(crate) fn push_output(
+    out: &mut String,
+    id: &str,
+    alias: Option<&str>,
+    matrix: &Matrix,
+    budget: &QueryBudget,
+    tick: &mut u32,
+) -> Result<(), QueryError> {
     out.push_str("{\"id\":");
     push_str_lit(out, id);
     if let Some(alias) = alias {
@@ -39,13 +50,14 @@ pub(crate) fn push_output(out: &mut String, id: &str, alias: Option<&str>, matri
     let width = matrix.series.len();
     if width > 0 {
         for (row, ts) in matrix.timestamps.iter().enumerate() {
+            budget.tick(tick)?;
             if row > 0 {
                 out.push(',');
             }
             let _ = write!(out, "[{ts}");
             for value in matrix.values.iter().skip(row * width).take(width) {
                 out.push(',');
-                push_double(out, *value);
+                push_jackson_double(out, *value);
             }
             out.push(']');
         }
@@ -69,6 +81,7 @@ pub(crate) fn push_output(out: &mut String, id: &str, alias: Option<&str>, matri
     if width > 0 {
         out.push_str(",\"meta\":[{\"index\":0,\"metrics\":[\"timestamp\"]}");
         for (i, meta) in matrix.series.iter().enumerate() {
+            budget.tick(tick)?;
             let _ = write!(out, ",{{\"index\":{},\"metrics\":[", i + 1);
             let metrics: Vec<String> = meta.metrics.iter().cloned().collect();
             push_str_list(out, &metrics);
@@ -82,17 +95,7 @@ pub(crate) fn push_output(out: &mut String, id: &str, alias: Option<&str>, matri
         out.push(']');
     }
     out.push('}');
-}
-
-/// A double as Jackson writes it: Java's text, non-finite values quoted.
-fn push_double(out: &mut String, value: f64) {
-    if value.is_finite() {
-        push_java_double(out, value);
-    } else {
-        out.push('"');
-        push_java_double(out, value);
-        out.push('"');
-    }
+    Ok(())
 }
 
 /// The `query` object: the request as OpenTSDB's pojos serialise after
@@ -205,7 +208,7 @@ fn push_fill(out: &mut String, fill: Option<NumericFillPolicy>) {
             out.push_str("{\"policy\":");
             push_str_lit(out, f.kind.name());
             out.push_str(",\"value\":");
-            push_double(out, f.value);
+            push_jackson_double(out, f.value);
             out.push('}');
         }
     }

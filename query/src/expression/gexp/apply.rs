@@ -17,15 +17,21 @@
 //!   ranks NaN first);
 //! * `timeShift` keeps integer values integers (OpenTSDB's fails on
 //!   doubles).
+//!
+//! Like OpenTSDB, `alias` only renames: joins further up still key on the
+//! series' tags (OpenTSDB's on the tag UIDs, which an alias keeps); the
+//! tags are dropped from the answer only ([`Series::aliased`]).
 
-use crate::budget::QueryBudget;
+use crate::budget::{BYTES_PER_VALUE, QueryBudget};
 use crate::error::QueryError;
 use crate::exec::QueryResult;
 use crate::expression::align::{Cursor, Points, union_timestamps};
+use crate::expression::error::ExpressionError;
 use crate::expression::gexp::functions::{Operation, Rank};
 use crate::expression::gexp::moving_average::moving_average;
 use crate::expression::jexl::Value;
 use crate::expression::join::{JoinKey, Joined, KeyOptions, SetOperator, join};
+use crate::expression::limits::MAX_ALIAS_BYTES;
 use crate::expression::script::ArithOp;
 use crate::expression::series::SeriesMeta;
 use crate::num::Num;
@@ -42,12 +48,42 @@ pub(crate) struct Context<'a> {
     pub combined_sub_query: usize,
 }
 
+/// A series between functions.
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub result: QueryResult,
+    /// Renamed by `alias`: its tags are still what it joins on, and are
+    /// dropped when the answer is written ([`Series::into_answer`]).
+    pub aliased: bool,
+}
+
+impl Series {
+    /// A sub query's result, as is.
+    pub(crate) fn of(result: QueryResult) -> Series {
+        Series {
+            result,
+            aliased: false,
+        }
+    }
+
+    /// The result as the answer shows it: an aliased series without tags
+    /// (OpenTSDB's `PostAggregatedDataPoints` hides them behind an alias).
+    pub(crate) fn into_answer(self) -> QueryResult {
+        let mut result = self.result;
+        if self.aliased {
+            result.tags.clear();
+            result.aggregate_tags.clear();
+        }
+        result
+    }
+}
+
 /// Applies `operation` to its parameters' series.
 pub(crate) fn apply(
     operation: &Operation,
-    inputs: Vec<Vec<QueryResult>>,
+    inputs: Vec<Vec<Series>>,
     ctx: Context<'_>,
-) -> Result<Vec<QueryResult>, QueryError> {
+) -> Result<Vec<Series>, QueryError> {
     match operation {
         Operation::Nothing => Ok(Vec::new()),
         Operation::Absolute => each(inputs, |mut r| {
@@ -73,12 +109,20 @@ pub(crate) fn apply(
                 Ok(r)
             })
         }
-        Operation::Alias(template) => each(inputs, |mut r| {
-            r.metric = alias(template, &r);
-            r.tags.clear();
-            r.aggregate_tags.clear();
-            Ok(r)
-        }),
+        Operation::Alias(template) => inputs
+            .into_iter()
+            .flatten()
+            .map(|mut series| -> Result<Series, QueryError> {
+                let name = alias(template, &series.result)?;
+                // The name outlives the query's evaluation: charged like
+                // the values it is written with.
+                ctx.budget
+                    .hold(name.len().div_ceil(BYTES_PER_VALUE as usize))?;
+                series.result.metric = name;
+                series.aliased = true;
+                Ok(series)
+            })
+            .collect(),
         Operation::FirstDiff => each(inputs, |mut r| {
             let mut previous: Option<f64> = None;
             for (_, v) in &mut r.dps {
@@ -94,17 +138,19 @@ pub(crate) fn apply(
             Ok(r)
         }),
         Operation::TimeShift(shift) => {
-            // Only the first parameter is shifted.
+            // Only the first parameter is shifted. Its sub queries fetched
+            // the window `shift` earlier (see `super::run`), so moving the
+            // points forward lands them in the query range.
             Ok(inputs
                 .into_iter()
                 .next()
                 .unwrap_or_default()
                 .into_iter()
-                .map(|mut r| {
-                    for (ts, _) in &mut r.dps {
+                .map(|mut series| {
+                    for (ts, _) in &mut series.result.dps {
                         *ts = ts.saturating_add(*shift);
                     }
-                    r
+                    series
                 })
                 .collect())
         }
@@ -113,12 +159,22 @@ pub(crate) fn apply(
     }
 }
 
-/// `f` applied to every series of every parameter, in order.
+/// `f` applied to every series of every parameter, in order (an alias
+/// stays).
 fn each(
-    inputs: Vec<Vec<QueryResult>>,
-    f: impl FnMut(QueryResult) -> Result<QueryResult, QueryError>,
-) -> Result<Vec<QueryResult>, QueryError> {
-    inputs.into_iter().flatten().map(f).collect()
+    inputs: Vec<Vec<Series>>,
+    mut f: impl FnMut(QueryResult) -> Result<QueryResult, QueryError>,
+) -> Result<Vec<Series>, QueryError> {
+    inputs
+        .into_iter()
+        .flatten()
+        .map(|series| {
+            Ok(Series {
+                result: f(series.result)?,
+                aliased: series.aliased,
+            })
+        })
+        .collect()
 }
 
 /// Keeps the points in the query range (what OpenTSDB's aggregation
@@ -129,32 +185,63 @@ pub(crate) fn clip(result: &mut QueryResult, ctx: Context<'_>) {
         .retain(|(ts, _)| *ts >= ctx.start_ms && *ts <= ctx.end_ms);
 }
 
-/// The alias with `@tagk` replaced by the series' tag values (longer keys
-/// first, so `@host` does not eat `@hostname`).
-fn alias(template: &str, result: &QueryResult) -> String {
-    let mut name = template.to_string();
-    if name.contains('@') {
-        let mut tags: Vec<(&String, &String)> = result.tags.iter().collect();
-        tags.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
-        for (k, v) in tags {
-            name = name.replace(&format!("@{k}"), v);
+/// The alias with each `@tagk` replaced by the series' tag value, in one
+/// pass over the template: at each `@` the longest tag key that follows
+/// wins (`@hostname` is not `@host` + `name`), and inserted values are never
+/// searched again (a value containing `@dc` stays as it is). Fails once the
+/// name exceeds [`MAX_ALIAS_BYTES`].
+fn alias(template: &str, result: &QueryResult) -> Result<String, QueryError> {
+    let too_long = || {
+        QueryError::from(ExpressionError::AliasTooLong {
+            max: MAX_ALIAS_BYTES,
+        })
+    };
+    if template.len() > MAX_ALIAS_BYTES {
+        return Err(too_long());
+    }
+    if !template.contains('@') || result.tags.is_empty() {
+        return Ok(template.to_string());
+    }
+    let mut tags: Vec<(&str, &str)> = result
+        .tags
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    tags.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    let mut name = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find('@') {
+        name.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        match tags.iter().find(|(k, _)| after.starts_with(k)) {
+            Some((k, v)) => {
+                name.push_str(v);
+                rest = &after[k.len()..];
+            }
+            None => {
+                name.push('@');
+                rest = after;
+            }
+        }
+        if name.len() > MAX_ALIAS_BYTES {
+            return Err(too_long());
         }
     }
-    name
+    name.push_str(rest);
+    if name.len() > MAX_ALIAS_BYTES {
+        return Err(too_long());
+    }
+    Ok(name)
 }
 
 /// The top `n` series by `rank`, highest first (ties keep their order).
-fn highest(
-    inputs: Vec<Vec<QueryResult>>,
-    n: usize,
-    rank: Rank,
-    ctx: Context<'_>,
-) -> Vec<QueryResult> {
-    let mut ranked: Vec<(f64, QueryResult)> = inputs
+fn highest(inputs: Vec<Vec<Series>>, n: usize, rank: Rank, ctx: Context<'_>) -> Vec<Series> {
+    let mut ranked: Vec<(f64, Series)> = inputs
         .into_iter()
         .flatten()
-        .filter_map(|mut r| {
-            clip(&mut r, ctx);
+        .filter_map(|mut series| {
+            clip(&mut series.result, ctx);
+            let r = &series.result;
             let mut values = r
                 .dps
                 .iter()
@@ -166,7 +253,7 @@ fn highest(
                 Rank::Current => values.next_back(),
                 Rank::Max => values.reduce(f64::max),
             };
-            Some((key.unwrap_or(f64::NEG_INFINITY), r))
+            Some((key.unwrap_or(f64::NEG_INFINITY), series))
         })
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -180,23 +267,54 @@ fn highest(
 /// (division by zero is 0).
 fn combine(
     op: ArithOp,
-    inputs: Vec<Vec<QueryResult>>,
+    inputs: Vec<Vec<Series>>,
     ctx: Context<'_>,
-) -> Result<Vec<QueryResult>, QueryError> {
+) -> Result<Vec<Series>, QueryError> {
     let options = KeyOptions {
         use_query_tags: false,
         include_agg_tags: false,
     };
     let no_tagks = Default::default();
-    let metas: Vec<Vec<SeriesMeta>> = inputs
+    // The metas, keys, rows and cursors live until the sums are done:
+    // charged before they are built (as `/api/query/exp`'s evaluation
+    // does), released at the end.
+    let per_series = inputs.len().saturating_mul(2).saturating_add(3);
+    let bookkeeping = inputs
         .iter()
-        .map(|set| set.iter().map(SeriesMeta::of_result).collect())
-        .collect();
-    let keys: Vec<Vec<JoinKey>> = metas
+        .flatten()
+        .map(|s| {
+            per_series
+                .saturating_add(4 * s.result.tags.len())
+                .saturating_add(2 * s.result.aggregate_tags.len())
+                .saturating_add(2)
+        })
+        .fold(0usize, usize::saturating_add);
+    ctx.budget.hold(bookkeeping)?;
+    let out = combine_joined(op, &inputs, ctx, &no_tagks, options)?;
+    ctx.budget.release(bookkeeping);
+    Ok(out)
+}
+
+fn combine_joined(
+    op: ArithOp,
+    inputs: &[Vec<Series>],
+    ctx: Context<'_>,
+    no_tagks: &std::collections::BTreeSet<String>,
+    options: KeyOptions,
+) -> Result<Vec<Series>, QueryError> {
+    let metas: Vec<Vec<SeriesMeta>> = inputs
         .iter()
         .map(|set| {
             set.iter()
-                .map(|m| JoinKey::of(m, &no_tagks, options))
+                .map(|s| SeriesMeta::of_result(&s.result))
+                .collect()
+        })
+        .collect();
+    let keys: Vec<Vec<JoinKey<'_>>> = metas
+        .iter()
+        .map(|set| {
+            set.iter()
+                .map(|m| JoinKey::of(m, no_tagks, options))
                 .collect()
         })
         .collect();
@@ -209,7 +327,7 @@ fn combine(
         let members: Vec<(usize, &QueryResult)> = row
             .iter()
             .enumerate()
-            .filter_map(|(s, i)| i.and_then(|i| inputs[s].get(i)).map(|r| (s, r)))
+            .filter_map(|(s, i)| i.and_then(|i| inputs[s].get(i)).map(|r| (s, &r.result)))
             .collect();
         let Some((_, first)) = members.first() else {
             continue;
@@ -249,7 +367,7 @@ fn combine(
             let i = row[*s].unwrap_or_default();
             &metas[*s][i]
         }));
-        out.push(QueryResult {
+        out.push(Series::of(QueryResult {
             sub_query: ctx.combined_sub_query,
             metric: first.metric.clone(),
             tags: meta.tags,
@@ -258,7 +376,7 @@ fn combine(
             annotations: Vec::new(),
             global_annotations: first.global_annotations.clone(),
             dps,
-        });
+        }));
     }
     Ok(out)
 }

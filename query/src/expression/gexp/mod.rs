@@ -24,7 +24,10 @@
 //! expressions, and then picks wrong results because its indexes count
 //! them); identical metric parameters each get their own results
 //! (OpenTSDB de-duplicates the sub queries and then fails); `firstDiff`
-//! (OpenTSDB 2.5) is available.
+//! (OpenTSDB 2.5) is available; the metric parameters under a `timeShift`
+//! fetch the window the shift moves into the query range (OpenTSDB fetches
+//! the query range and shifts it out of itself, answering nothing for a
+//! shift longer than the range).
 
 mod apply;
 mod functions;
@@ -41,7 +44,7 @@ use crate::expression::error::ExpressionError;
 use crate::expression::limits::{MAX_GEXP_CHARS, MAX_GEXP_EXPRESSIONS};
 use crate::request::{TsQuery, parse_query_string};
 
-use self::apply::{Context, apply, clip};
+use self::apply::{Context, Series, apply, clip};
 use self::functions::{Operation, check};
 use self::grammar::{Arg, Call};
 
@@ -53,6 +56,9 @@ pub struct GexpQuery {
     trees: Vec<Node>,
     /// The sub query index of the first metric parameter.
     first_metric: usize,
+    /// Per metric parameter, how far the `timeShift`s around it move its
+    /// points forward (ms, 0 for most).
+    shifts: Vec<i64>,
 }
 
 impl GexpQuery {
@@ -131,11 +137,36 @@ pub fn parse(params: &[(String, String)], now_ms: i64) -> Result<GexpQuery, Quer
     let mut ts_query = parse_query_string(&query_params, now_ms)?;
     let first_metric = ts_query.queries.len().saturating_sub(metrics.len());
     ts_query.queries.retain(|q| q.index >= first_metric);
+    let mut shifts = vec![0; metrics.len()];
+    for tree in &trees {
+        shifts_of(tree, 0, &mut shifts);
+    }
     Ok(GexpQuery {
         ts_query,
         trees,
         first_metric,
+        shifts,
     })
+}
+
+/// Records, per metric parameter under `node`, the sum of the `timeShift`s
+/// around it (`shift` so far). Every series parameter of a `timeShift` is
+/// evaluated in the shifted window, though only the first is answered.
+fn shifts_of(node: &Node, shift: i64, shifts: &mut [i64]) {
+    let shift = match node.operation {
+        Operation::TimeShift(by) => shift.saturating_add(by),
+        _ => shift,
+    };
+    for input in &node.inputs {
+        match input {
+            Input::Call(inner) => shifts_of(inner, shift, shifts),
+            Input::Metric(m) => {
+                if let Some(slot) = shifts.get_mut(*m) {
+                    *slot = shift;
+                }
+            }
+        }
+    }
 }
 
 /// A call's series parameters must come first (OpenTSDB fails on a
@@ -171,9 +202,8 @@ pub fn run(
     source: &dyn SeriesSource,
     budget: &QueryBudget,
 ) -> Result<Vec<QueryResult>, QueryError> {
-    let results = execute_with_budget(&query.ts_query, source, budget)?;
     let mut per_metric: Vec<Vec<QueryResult>> = vec![Vec::new(); query.ts_query.queries.len()];
-    for result in results {
+    for result in fetch(query, source, budget)? {
         if let Some(set) = result
             .sub_query
             .checked_sub(query.first_metric)
@@ -190,10 +220,53 @@ pub fn run(
     };
     let mut out = Vec::new();
     for tree in &query.trees {
-        for mut result in evaluate(tree, &mut per_metric, ctx)? {
+        for series in evaluate(tree, &mut per_metric, ctx)? {
+            let mut result = series.into_answer();
             clip(&mut result, ctx);
             out.push(result);
         }
+    }
+    Ok(out)
+}
+
+/// Every metric parameter's results: those without a shift over the query
+/// range, the others (one execution per distinct shift) over the range
+/// moved back by their shift.
+fn fetch(
+    query: &GexpQuery,
+    source: &dyn SeriesSource,
+    budget: &QueryBudget,
+) -> Result<Vec<QueryResult>, QueryError> {
+    let shift_of = |index: usize| {
+        index
+            .checked_sub(query.first_metric)
+            .and_then(|m| query.shifts.get(m))
+            .copied()
+            .unwrap_or(0)
+    };
+    if query
+        .ts_query
+        .queries
+        .iter()
+        .all(|q| shift_of(q.index) == 0)
+    {
+        return execute_with_budget(&query.ts_query, source, budget);
+    }
+    let mut distinct: Vec<i64> = query
+        .ts_query
+        .queries
+        .iter()
+        .map(|q| shift_of(q.index))
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut out = Vec::new();
+    for shift in distinct {
+        let mut shifted = query.ts_query.clone();
+        shifted.queries.retain(|q| shift_of(q.index) == shift);
+        shifted.start_ms = shifted.start_ms.saturating_sub(shift).max(0);
+        shifted.end_ms = shifted.end_ms.saturating_sub(shift).max(0);
+        out.extend(execute_with_budget(&shifted, source, budget)?);
     }
     Ok(out)
 }
@@ -204,16 +277,30 @@ fn evaluate(
     node: &Node,
     per_metric: &mut [Vec<QueryResult>],
     ctx: Context<'_>,
-) -> Result<Vec<QueryResult>, QueryError> {
+) -> Result<Vec<Series>, QueryError> {
     ctx.budget.check()?;
+    // Under a `timeShift` the parameters live in the window it moves into
+    // the query range: functions that clip (`movingAverage`, `highest…`)
+    // clip there.
+    let inner = match node.operation {
+        Operation::TimeShift(shift) => Context {
+            start_ms: ctx.start_ms.saturating_sub(shift).max(0),
+            end_ms: ctx.end_ms.saturating_sub(shift).max(0),
+            ..ctx
+        },
+        _ => ctx,
+    };
     let mut inputs = Vec::with_capacity(node.inputs.len());
     for input in &node.inputs {
         inputs.push(match input {
-            Input::Call(inner) => evaluate(inner, per_metric, ctx)?,
+            Input::Call(call) => evaluate(call, per_metric, inner)?,
             Input::Metric(m) => per_metric
                 .get_mut(*m)
                 .map(std::mem::take)
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .map(Series::of)
+                .collect(),
         });
     }
     apply(&node.operation, inputs, ctx)

@@ -7,11 +7,21 @@
 //!   older than the newest point, `0` until some point is at least the
 //!   window older (and for the first point of the series).
 //!
-//! Every output value is a double. The sum runs from the newest value to
-//! the oldest, as OpenTSDB's does, while the window holds at most
-//! [`EXACT_SUM_MAX`] values; beyond that a running sum keeps the work per
-//! point constant (its last bits may differ; it is resynchronised every
-//! [`EXACT_SUM_MAX`] points).
+//! Every output value is a double. While the window holds at most
+//! [`EXACT_SUM_MAX`] values it is summed at every point from the newest
+//! value to the oldest, exactly as OpenTSDB does (OpenTSDB always does, at
+//! a cost of the window's length per point). Larger windows keep a running
+//! sum instead, so the work per point is constant:
+//!
+//! * the finite values are summed with Neumaier's compensation, so a huge
+//!   value leaving the window does not take the small ones' bits with it
+//!   (`[1e20, 1, 1, …]` averages to `1`, not `0`);
+//! * infinities are counted, not summed, so one leaving the window does
+//!   not leave `Inf - Inf = NaN` behind; the mean is infinite (NaN with
+//!   both signs, as OpenTSDB's sum is) only while one is inside;
+//! * the sum is recomputed from the window's values once the window has
+//!   turned over since the last time (so rounding of the compensation
+//!   itself cannot build up) and whenever the running sum overflowed.
 
 use std::collections::VecDeque;
 
@@ -29,36 +39,75 @@ struct Accumulation {
     entries: VecDeque<(i64, f64)>,
     /// Non-NaN values in `entries`.
     count: usize,
-    /// Their sum, maintained incrementally.
-    running: f64,
+    /// `+Infinity` and `-Infinity` values in `entries`.
+    positive_infinities: usize,
+    negative_infinities: usize,
+    /// The finite values' sum, and the rounding errors it dropped
+    /// (Neumaier): the sum is `sum + compensation`.
+    sum: f64,
+    compensation: f64,
+    /// Values added or removed since the sum was last recomputed.
     steps_since_resync: usize,
 }
 
 impl Accumulation {
     fn push(&mut self, ts: i64, value: f64) {
         self.entries.push_back((ts, value));
-        if !value.is_nan() {
-            self.count += 1;
-            self.running += value;
-        }
+        self.count_in(value, 1.0);
     }
 
     fn pop_oldest(&mut self) {
-        if let Some((_, value)) = self.entries.pop_front()
-            && !value.is_nan()
-        {
-            self.count -= 1;
-            self.running -= value;
+        if let Some((_, value)) = self.entries.pop_front() {
+            self.count_in(value, -1.0);
         }
     }
 
-    /// The mean of the non-NaN values, summed newest first.
+    /// Adds (`sign` 1) or removes (-1) `value` from the running sum.
+    fn count_in(&mut self, value: f64, sign: f64) {
+        if value.is_nan() {
+            return;
+        }
+        let adding = sign > 0.0;
+        if adding {
+            self.count += 1;
+        } else {
+            self.count -= 1;
+        }
+        let infinities = if value == f64::INFINITY {
+            &mut self.positive_infinities
+        } else if value == f64::NEG_INFINITY {
+            &mut self.negative_infinities
+        } else {
+            self.steps_since_resync += 1;
+            self.add(sign * value);
+            return;
+        };
+        if adding {
+            *infinities += 1;
+        } else {
+            *infinities -= 1;
+        }
+    }
+
+    /// Neumaier's step: `sum + compensation` gains `x` with the rounding
+    /// error of the addition kept in `compensation`.
+    fn add(&mut self, x: f64) {
+        let t = self.sum + x;
+        if self.sum.abs() >= x.abs() {
+            self.compensation += (self.sum - t) + x;
+        } else {
+            self.compensation += (x - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    /// The mean of the non-NaN values.
     fn mean(&mut self, budget: &QueryBudget, tick: &mut u32) -> Result<f64, QueryError> {
         if self.count == 0 {
             return Ok(0.0);
         }
-        self.steps_since_resync += 1;
-        if self.entries.len() <= EXACT_SUM_MAX || self.steps_since_resync >= EXACT_SUM_MAX {
+        if self.entries.len() <= EXACT_SUM_MAX {
+            // OpenTSDB's order, newest first, bit for bit.
             let mut sum = 0.0;
             for (_, value) in self.entries.iter().rev() {
                 budget.tick(tick)?;
@@ -66,10 +115,39 @@ impl Accumulation {
                     sum += value;
                 }
             }
-            self.running = sum;
-            self.steps_since_resync = 0;
+            return Ok(sum / self.count as f64);
         }
-        Ok(self.running / self.count as f64)
+        match (self.positive_infinities > 0, self.negative_infinities > 0) {
+            (true, true) => return Ok(f64::NAN),
+            (true, false) => return Ok(f64::INFINITY),
+            (false, true) => return Ok(f64::NEG_INFINITY),
+            (false, false) => {}
+        }
+        // An overflowed finite sum (values near `f64::MAX`) is recomputed at
+        // every point while it lasts: rare, and bounded by the budget's
+        // deadline like the exact sum.
+        if self.steps_since_resync >= self.entries.len()
+            || !(self.sum + self.compensation).is_finite()
+        {
+            self.resync(budget, tick)?;
+        }
+        Ok((self.sum + self.compensation) / self.count as f64)
+    }
+
+    /// Recomputes the running sum from the window's finite values.
+    fn resync(&mut self, budget: &QueryBudget, tick: &mut u32) -> Result<(), QueryError> {
+        self.sum = 0.0;
+        self.compensation = 0.0;
+        for index in 0..self.entries.len() {
+            budget.tick(tick)?;
+            if let Some(&(_, value)) = self.entries.get(index)
+                && value.is_finite()
+            {
+                self.add(value);
+            }
+        }
+        self.steps_since_resync = 0;
+        Ok(())
     }
 }
 
@@ -163,6 +241,44 @@ mod tests {
         assert_eq!(values(&p, Window::Millis(2 * M)), [0.0, 0.0, 2.5, 3.5, 4.5]);
         // '3min': full from 3m on: (2+3+4)/3 = 3, (3+4+5)/3 = 4
         assert_eq!(values(&p, Window::Millis(3 * M)), [0.0, 0.0, 0.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn a_huge_value_leaving_a_large_window_keeps_the_small_ones() {
+        // 2000 > EXACT_SUM_MAX: the running sum. A plain one is 1e20 after
+        // the ones are added (they vanish in its rounding) and 0 once 1e20
+        // leaves; the compensated one keeps them.
+        let mut p = vec![(0, 1e20)];
+        p.extend((1..3000).map(|i| (i * 1000, 1.0)));
+        let got = values(&p, Window::Points(2000));
+        assert_eq!(got[1998], 0.0);
+        assert_eq!(got[1999], (1e20 + 1999.0) / 2000.0);
+        assert!(
+            got[2000..].iter().all(|v| *v == 1.0),
+            "{:?}",
+            &got[2000..2004]
+        );
+    }
+
+    #[test]
+    fn infinities_leave_a_large_window_without_a_trace() {
+        let mut p = vec![(0, f64::INFINITY)];
+        p.extend((1..2100).map(|i| (i * 1000, 2.0)));
+        let got = values(&p, Window::Points(2000));
+        assert_eq!(got[1999], f64::INFINITY);
+        assert!(got[2000..].iter().all(|v| *v == 2.0));
+        // both signs inside: NaN (OpenTSDB's Inf + -Inf), then back to 2
+        p[1] = (1000, f64::NEG_INFINITY);
+        let got = values(&p, Window::Points(2000));
+        assert!(got[1999].is_nan());
+        assert_eq!(got[2000], f64::NEG_INFINITY);
+        assert!(got[2001..].iter().all(|v| *v == 2.0));
+        // and in a small window (summed exactly each time)
+        let p = [(0, f64::INFINITY), (M, 1.0), (2 * M, 1.0), (3 * M, 1.0)];
+        assert_eq!(
+            values(&p, Window::Points(3)),
+            [0.0, 0.0, f64::INFINITY, 1.0]
+        );
     }
 
     #[test]

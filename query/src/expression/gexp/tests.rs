@@ -408,3 +408,92 @@ fn bounds() {
         Err(QueryError::Limit(_))
     ));
 }
+
+#[test]
+fn alias_substitutes_once_and_is_bounded() {
+    let mut src = MemorySource::new();
+    // a tag value that itself reads like a template
+    src.ints("m", &[("host", "a@dc"), ("dc", "lga")], &[(T0, 1)]);
+    let got = series(&src, "alias(sum:m{host=*,dc=*},@host.@dc.@hostname)");
+    // inserted text is not searched again; `@hostname` is `@host` + "name"
+    assert_eq!(got[0].0, "a@dc.lga.a@dcname");
+    // a template that multiplies a long tag value is refused, not built
+    let long = "v".repeat(100);
+    let mut src = MemorySource::new();
+    src.ints("m", &[("host", &long)], &[(T0, 1)]);
+    let template = "@host".repeat(100);
+    let (message, _) = error(&src, &format!("alias(sum:m{{host=*}},{template})"));
+    assert_eq!(
+        message,
+        format!(
+            "The alias is too long: over {} bytes once its tags are filled in",
+            crate::expression::limits::MAX_ALIAS_BYTES
+        )
+    );
+    // 40 copies (4000 bytes) still fit
+    let template = "@host".repeat(40);
+    assert_eq!(
+        series(&src, &format!("alias(sum:m{{host=*}},{template})"))[0]
+            .0
+            .len(),
+        4000
+    );
+}
+
+#[test]
+fn aliased_series_still_join_on_their_tags() {
+    let src = signed();
+    // m and n per host; the alias renames m but must not merge its hosts
+    let got = series(&src, "sumSeries(alias(sum:m{host=*},x),sum:n{host=*})");
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].1, [("host".to_string(), "web01".to_string())]);
+    let web01: Vec<f64> = got[0].2.iter().map(|(_, v)| *v).collect();
+    assert_eq!(web01, [1.0, 6.0, -3.0, 12.0]);
+    assert_eq!(got[1].1, [("host".to_string(), "web02".to_string())]);
+    let web02: Vec<f64> = got[1].2.iter().map(|(_, v)| *v).collect();
+    assert_eq!(web02, [5.0; 4]);
+    // the alias alone still answers without tags
+    assert!(series(&src, "alias(sum:m{host=*},x)")[0].1.is_empty());
+}
+
+#[test]
+fn time_shift_fetches_the_window_it_moves_into_range() {
+    const DAY: i64 = 86_400_000;
+    let mut src = MemorySource::new();
+    src.ints(
+        "m",
+        &[("host", "web01")],
+        &[
+            (T0 - DAY, 1),
+            (T0 - DAY + MIN, 2),
+            (T0 - DAY + 2 * MIN, 3),
+            (T0 - DAY + 3 * MIN, 4),
+        ],
+    );
+    // start=1h-ago (T0): yesterday's points, moved to today
+    assert_eq!(
+        series(&src, "timeShift(sum:m,'1day')")[0].2,
+        [
+            (T0, 1.0),
+            (T0 + MIN, 2.0),
+            (T0 + 2 * MIN, 3.0),
+            (T0 + 3 * MIN, 4.0)
+        ]
+    );
+    // functions under the shift see yesterday's window; unshifted
+    // parameters next to it see today's (nothing here)
+    assert_eq!(
+        values(&src, "timeShift(movingAverage(sum:m,2),'1day')"),
+        [vec![0.0, 1.5, 2.5, 3.5]]
+    );
+    let got = series(&src, "sumSeries(timeShift(sum:m,'1day'),sum:m)");
+    let sums: Vec<f64> = got[0].2.iter().map(|(_, v)| *v).collect();
+    assert_eq!(sums, [1.0, 2.0, 3.0, 4.0]);
+    // nested shifts add up
+    let mut src = MemorySource::new();
+    src.ints("m", &[], &[(T0 - 2 * DAY, 7)]);
+    assert_eq!(
+        series(&src, "timeShift(timeShift(sum:m,'1day'),'1day')")[0].2,
+        [(T0, 7.0)]
+    );
+}
