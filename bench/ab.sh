@@ -13,7 +13,9 @@
 # drift in the machine's load falls on both. Reports are kept as JSON in
 # OUT_DIR, named old-* and new-*; bench/peers/summary.py prints the medians.
 # PROTOCOLS="influx-http prom-write" narrows the write paths besides telnet
-# (telnet always runs: its data serves the queries).
+# (telnet always runs: its data serves the queries); PROTOCOLS=none keeps
+# telnet only. AB_PROMQL=1 also sends the queries as PromQL (the
+# `hourglass-promql` target), reported as old-promql and new-promql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=${1:?usage: bench/ab.sh OLD_SERVER NEW_SERVER [RUNS] [OUT_DIR]}
@@ -34,6 +36,7 @@ for r in $(seq "$runs"); do
     echo "run $r of $runs"
     if [ $((r % 2)) -eq 1 ]; then order=(old new); else order=(new old); fi
     for p in ${PROTOCOLS:-influx-tcp influx-http influx-v2 prom-write http-put}; do
+        [ "$p" = none ] && continue
         for build in "${order[@]}"; do
             if [ "$build" = old ]; then bin=$old; else bin=$new; fi
             start_hourglass "$bin"
@@ -54,6 +57,10 @@ for r in $(seq "$runs"); do
         echo "  query $build"
         "$B" query "${work[@]}" --no-progress --json --target "hourglass=${addr[$build]}" \
             >"$out/run$r-query-$build.json" || echo "  (some answers were wrong or failed: see $out/run$r-query-$build.json)"
+        if [ -n "${AB_PROMQL:-}" ]; then
+            "$B" query "${work[@]}" --no-progress --json --target "hourglass-promql=${addr[$build]}" \
+                >"$out/run$r-query-$build-promql.json" || echo "  (some answers were wrong or failed: see $out/run$r-query-$build-promql.json)"
+        fi
     done
     cleanup
 done

@@ -11,8 +11,13 @@
 # queries the four servers that hold the data written over their main
 # protocol (hourglass: telnet, VictoriaMetrics: its OpenTSDB telnet
 # listener, InfluxDB: /write, Prometheus: remote write) with
-# `hourglass-bench query`, which checks every answer. Every report is kept
-# as JSON in OUT_DIR; summary.py prints the medians (min-max) over runs.
+# `hourglass-bench query`, which checks every answer; hourglass twice, over
+# /api/query and over its own PromQL (the queries VictoriaMetrics and
+# Prometheus get). Every report is kept as JSON in OUT_DIR; summary.py
+# prints the medians (min-max) over runs.
+#
+# SBS_QUERY_ONLY=1 skips the other write paths and InfluxDB (the query
+# latency of hourglass, its PromQL, VictoriaMetrics and Prometheus only).
 # Needs the release build and bench/peers/install.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,29 +42,31 @@ start_peer() {
 
 for r in $(seq "$runs"); do
     echo "run $r of $runs"
-    # Write paths on instances used only for that protocol.
-    for p in influx-http prom-write http-put; do
-        start_hourglass
-        ingest "hourglass-$p" "$HG_PID" --addr "$HG_ADDR" --protocol "$p"
+    if [ -z "${SBS_QUERY_ONLY:-}" ]; then
+        # Write paths on instances used only for that protocol.
+        for p in influx-http prom-write http-put; do
+            start_hourglass
+            ingest "hourglass-$p" "$HG_PID" --addr "$HG_ADDR" --protocol "$p"
+            cleanup
+        done
+        start_peer victoriametrics
+        ingest vm-influx-http "$PID" --addr "$ADDR" --protocol influx-http
         cleanup
-    done
-    start_peer victoriametrics
-    ingest vm-influx-http "$PID" --addr "$ADDR" --protocol influx-http
-    cleanup
-    start_peer victoriametrics
-    ingest vm-prom-write "$PID" --addr "$ADDR" --protocol prom-write
-    cleanup
-    start_peer victoriametrics
-    ingest vm-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
-    cleanup
-    start_peer influxdb
-    ingest influxdb-telnet "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close
-    cleanup
-    start_peer influxdb
-    # Its OpenTSDB HTTP path does not create the database it writes to.
-    curl -sf -XPOST "http://$ADDR/query" --data-urlencode "q=CREATE DATABASE bench" >/dev/null
-    ingest influxdb-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
-    cleanup
+        start_peer victoriametrics
+        ingest vm-prom-write "$PID" --addr "$ADDR" --protocol prom-write
+        cleanup
+        start_peer victoriametrics
+        ingest vm-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
+        cleanup
+        start_peer influxdb
+        ingest influxdb-telnet "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close
+        cleanup
+        start_peer influxdb
+        # Its OpenTSDB HTTP path does not create the database it writes to.
+        curl -sf -XPOST "http://$ADDR/query" --data-urlencode "q=CREATE DATABASE bench" >/dev/null
+        ingest influxdb-http-put "$PID" --addr "$OPENTSDB_HTTP" --protocol http-put
+        cleanup
+    fi
 
     # The four servers queried side by side.
     start_hourglass
@@ -68,9 +75,12 @@ for r in $(seq "$runs"); do
     start_peer victoriametrics
     ingest vm-telnet "$PID" --addr "$OPENTSDB_TELNET" --protocol telnet --tcp-ack close
     vm=$ADDR
-    start_peer influxdb
-    ingest influxdb-influx-http "$PID" --addr "$ADDR" --protocol influx-http --create-db
-    influx=$ADDR
+    influx=
+    if [ -z "${SBS_QUERY_ONLY:-}" ]; then
+        start_peer influxdb
+            ingest influxdb-influx-http "$PID" --addr "$ADDR" --protocol influx-http --create-db
+            influx=$ADDR
+    fi
     start_peer prometheus
     ingest prometheus-prom-write "$PID" --addr "$ADDR" --protocol prom-write
     prom=$ADDR
@@ -79,8 +89,8 @@ for r in $(seq "$runs"); do
     sleep 2
     echo "  query"
     "$B" query "${work[@]}" --no-progress --json \
-        --target "hourglass=$hg" --target "vm=$vm" \
-        --target "influxdb=$influx" --target "prometheus=$prom" \
+        --target "hourglass=$hg" --target "hourglass-promql=$hg" --target "vm=$vm" \
+        ${influx:+--target "influxdb=$influx"} --target "prometheus=$prom" \
         >"$out/run$r-query.json" || echo "  (some answers were wrong or failed: see $out/run$r-query.json)"
     cleanup
 done

@@ -231,3 +231,99 @@ fn grafana_annotation_queries_both_paths() {
             .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty))
     );
 }
+
+/// Grafana's Prometheus data source (10.x) pointed at hourglass, replayed:
+/// the health check, the build info it reads to pick features, the
+/// metrics browser (names, labels, values, series), `label_values()`
+/// template variables, a panel's range query and Explore's instant query
+/// (form POSTs), and the exemplar and metadata calls; every answer checked
+/// for the fields Grafana reads.
+#[test]
+fn grafana_prometheus_data_source() {
+    let (s, _) = server();
+    let form = |path: &str, body: String| -> Value {
+        let r = s.http(
+            "POST",
+            path,
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{path} {body}: {}", r.text());
+        let j = r.json();
+        assert_eq!(j["status"], "success", "{j}");
+        j["data"].clone()
+    };
+    let get = |path: &str| -> Value {
+        let r = s.get(path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let j = r.json();
+        assert_eq!(j["status"], "success", "{j}");
+        j["data"].clone()
+    };
+    let (start, end) = (T0, T0 + 3600);
+    // "Save & test": an instant `1+1`.
+    let d = get(&format!("/api/v1/query?query=1%2B1&time={end}"));
+    assert_eq!(d["resultType"], "scalar");
+    assert_eq!(d["result"][1], "2");
+    // Build info: Grafana reads `version` to choose its features.
+    assert_eq!(get("/api/v1/status/buildinfo")["version"], "2.42.0");
+    // Metrics browser: names, then labels, then a label's values.
+    let names = get(&format!(
+        "/api/v1/label/__name__/values?start={start}&end={end}"
+    ));
+    assert_eq!(names, json!(["cpu:idle", "cpu:user"]));
+    let labels = form(
+        "/api/v1/labels",
+        format!("match%5B%5D=cpu%3Aidle&start={start}&end={end}"),
+    );
+    assert_eq!(labels, json!(["__name__", "env", "host"]));
+    let values = get(&format!(
+        "/api/v1/label/host/values?match%5B%5D=%7B__name__%3D%22cpu%3Aidle%22%7D&start={start}&end={end}"
+    ));
+    assert_eq!(values, json!(["web01", "web02"]));
+    // label_values(cpu:idle{env="prod"}, host): the series API.
+    let series = form(
+        "/api/v1/series",
+        format!("match%5B%5D=cpu%3Aidle%7Benv%3D%22prod%22%7D&start={start}&end={end}"),
+    );
+    assert_eq!(
+        series,
+        json!([{"__name__": "cpu:idle", "env": "prod", "host": "web01"}])
+    );
+    // A panel: a range query, form-encoded, step in seconds.
+    let d = form(
+        "/api/v1/query_range",
+        format!(
+            "query=avg+by+%28host%29+%28cpu%3Aidle%29&start={}&end={}&step=60",
+            T0,
+            T0 + 180
+        ),
+    );
+    assert_eq!(d["resultType"], "matrix");
+    let result = d["result"].as_array().expect("a matrix");
+    assert_eq!(result.len(), 2);
+    assert_eq!(result[0]["metric"], json!({"host": "web01"}));
+    assert_eq!(
+        result[0]["values"],
+        json!([
+            [T0, "10"],
+            [T0 + 60, "11"],
+            [T0 + 120, "12"],
+            [T0 + 180, "13"]
+        ])
+    );
+    // Explore: an instant query at the range's end.
+    let d = form(
+        "/api/v1/query",
+        format!("query=cpu%3Aidle%7Bhost%3D%22web02%22%7D&time={}", T0 + 200),
+    );
+    assert_eq!(d["resultType"], "vector");
+    assert_eq!(d["result"][0]["value"], json!([T0 + 200, "23"]));
+    // Exemplars (none kept) and metadata (none kept): empty, not errors.
+    let d = form(
+        "/api/v1/query_exemplars",
+        format!("query=cpu%3Aidle&start={start}&end={end}"),
+    );
+    assert_eq!(d, json!([]));
+    assert_eq!(get("/api/v1/metadata"), json!({}));
+}

@@ -321,7 +321,7 @@ fn promql_instant_and_range_queries() {
             "bad_data",
         ),
         (
-            format!("/api/v1/query?query={}", enc("timestamp(up)")),
+            format!("/api/v1/query?query={}", enc("topk(NaN, http:requests)")),
             422,
             "execution",
         ),

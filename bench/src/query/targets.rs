@@ -3,6 +3,10 @@
 //!
 //! * hourglass (any OpenTSDB): `/api/query` with `m=` expressions and
 //!   `/api/query/last`;
+//! * hourglass-promql: hourglass's own PromQL (`/api/v1/query_range`,
+//!   `/api/v1/query`), sent exactly what VictoriaMetrics and Prometheus get,
+//!   names by the mapping remote write uses (`cpu.usage_user` is
+//!   `cpu:usage_user`);
 //! * VictoriaMetrics and Prometheus: PromQL `query_range` / `query`. Range
 //!   functions are evaluated at `bucket + width - 1 s` so that their window
 //!   covers exactly OpenTSDB's bucket `[b, b + width)` for data on whole
@@ -34,6 +38,8 @@ use crate::protocol::influx::split_metric;
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
     Hourglass,
+    #[serde(rename = "hourglass-promql")]
+    HourglassPromql,
     VictoriaMetrics,
     Prometheus,
     Influxdb,
@@ -63,6 +69,7 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind {
             TargetKind::Hourglass => "hourglass",
+            TargetKind::HourglassPromql => "hourglass-promql",
             TargetKind::VictoriaMetrics => "victoriametrics",
             TargetKind::Prometheus => "prometheus",
             TargetKind::Influxdb => "influxdb",
@@ -84,18 +91,19 @@ impl FromStr for Target {
         };
         let kind = match kind {
             "hourglass" | "opentsdb" => TargetKind::Hourglass,
+            "hourglass-promql" => TargetKind::HourglassPromql,
             "victoriametrics" | "vm" => TargetKind::VictoriaMetrics,
             "prometheus" | "prom" => TargetKind::Prometheus,
             "influxdb" | "influx" => TargetKind::Influxdb,
             other => {
                 return Err(format!(
-                    "unknown target kind `{other}` (hourglass, victoriametrics, prometheus, influxdb)"
+                    "unknown target kind `{other}` (hourglass, hourglass-promql, victoriametrics, prometheus, influxdb)"
                 ));
             }
         };
         let names = match names {
             None => match kind {
-                TargetKind::Prometheus => NameStyle::Colon,
+                TargetKind::Prometheus | TargetKind::HourglassPromql => NameStyle::Colon,
                 _ => NameStyle::Dot,
             },
             Some("dot") => NameStyle::Dot,
@@ -135,7 +143,9 @@ impl Target {
     pub fn request(&self, q: QueryId, plan: &QueryPlan) -> Request {
         match self.kind {
             TargetKind::Hourglass => opentsdb_request(q, plan),
-            TargetKind::VictoriaMetrics | TargetKind::Prometheus => self.promql_request(q, plan),
+            TargetKind::HourglassPromql | TargetKind::VictoriaMetrics | TargetKind::Prometheus => {
+                self.promql_request(q, plan)
+            }
             TargetKind::Influxdb => influxql_request(q, plan),
         }
     }
@@ -144,7 +154,7 @@ impl Target {
     pub fn parse(&self, q: QueryId, plan: &QueryPlan, body: &[u8]) -> Result<Answer, String> {
         match self.kind {
             TargetKind::Hourglass => parse_opentsdb(q, plan, body),
-            TargetKind::VictoriaMetrics | TargetKind::Prometheus => {
+            TargetKind::HourglassPromql | TargetKind::VictoriaMetrics | TargetKind::Prometheus => {
                 self.parse_promql(q, plan, body)
             }
             TargetKind::Influxdb => parse_influxql(q, plan, body),
@@ -513,6 +523,12 @@ mod tests {
         assert_eq!((t.kind, t.names), (TargetKind::Hourglass, NameStyle::Dot));
         let t: Target = "prometheus=127.0.0.1:9090".parse().expect("valid");
         assert_eq!(t.names, NameStyle::Colon);
+        let t: Target = "hourglass-promql=127.0.0.1:4242".parse().expect("valid");
+        assert_eq!(
+            (t.kind, t.names),
+            (TargetKind::HourglassPromql, NameStyle::Colon)
+        );
+        assert_eq!(t.to_string(), "hourglass-promql");
         let t: Target = "vm/underscore=127.0.0.1:8428".parse().expect("valid");
         assert_eq!(
             (t.kind, t.names),

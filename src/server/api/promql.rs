@@ -279,7 +279,10 @@ mod tests {
         assert_eq!(seconds(-1_500), "-1.5");
         assert_eq!(point(1_000, f64::NAN), "[1,\"NaN\"]");
         assert_eq!(point(1_000, 0.1 + 0.2), "[1,\"0.30000000000000004\"]");
-        assert_eq!(point(1_000, 1e21), "[1,\"1000000000000000000000\"]");
+        // Prometheus' marshalValue: %e from 1e21 on and below 1e-6.
+        assert_eq!(point(1_000, 1e20), "[1,\"100000000000000000000\"]");
+        assert_eq!(point(1_000, 1e21), "[1,\"1e+21\"]");
+        assert_eq!(point(1_000, 2.5e-7), "[1,\"2.5e-07\"]");
     }
 
     #[test]
