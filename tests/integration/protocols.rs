@@ -1069,24 +1069,31 @@ fn ingest_is_counted_per_protocol() {
 fn staleness_markers_end_a_series_for_promql_and_are_invisible_to_opentsdb() {
     let mut s = Server::start();
     let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+    // Two hours ago, 800 s into the hour: within `/api/query/last`'s
+    // back_scan below.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64;
+    let base = ((now - 7200) / 3600 * 3600 + 800) * 1000;
     let req = pb::WriteRequest {
         timeseries: vec![
             series(
                 &[("__name__", "up"), ("job", "a")],
                 &[
-                    (T0, 1.0),
-                    (T0 + 15_000, 1.0),
-                    (T0 + 30_000, 0.0),
-                    (T0 + 45_000, stale),
+                    (base, 1.0),
+                    (base + 15_000, 1.0),
+                    (base + 30_000, 0.0),
+                    (base + 45_000, stale),
                 ],
             ),
             series(
                 &[("__name__", "temp"), ("room", "x")],
                 &[
-                    (T0, 20.5),
-                    (T0 + 15_000, f64::NAN),
-                    (T0 + 30_000, f64::INFINITY),
-                    (T0 + 45_000, f64::NEG_INFINITY),
+                    (base, 20.5),
+                    (base + 15_000, f64::NAN),
+                    (base + 30_000, f64::INFINITY),
+                    (base + 45_000, f64::NEG_INFINITY),
                 ],
             ),
         ],
@@ -1094,8 +1101,8 @@ fn staleness_markers_end_a_series_for_promql_and_are_invisible_to_opentsdb() {
     };
     let r = remote_write(&s, &req);
     assert_eq!(r.status, 204, "{}", r.text());
-    let t0 = T0 / 1000;
-    // The hour holding T0, whole, so a downsample may read summaries.
+    let t0 = base / 1000;
+    // The hour holding base, whole, so a downsample may read summaries.
     let hour = t0 - t0 % 3600;
     let check = |s: &Server, when: &str| {
         let promql = |q: &str, at: i64| -> serde_json::Value {
@@ -1133,7 +1140,7 @@ fn staleness_markers_end_a_series_for_promql_and_are_invisible_to_opentsdb() {
         ));
         assert_eq!(
             dps(&q[0]),
-            pts(&[(T0, 1.0), (T0 + 15_000, 1.0), (T0 + 30_000, 0.0)]),
+            pts(&[(base, 1.0), (base + 15_000, 1.0), (base + 30_000, 0.0)]),
             "{when}"
         );
         for (ds, want) in [("count", 3.0), ("last", 0.0), ("sum", 2.0)] {
@@ -1143,10 +1150,13 @@ fn staleness_markers_end_a_series_for_promql_and_are_invisible_to_opentsdb() {
             ));
             assert_eq!(dps(&q[0]), pts(&[(hour, want)]), "{when}: 1h-{ds}");
         }
-        let last = s.get("/api/query/last?timeseries=up{job=a}");
+        // back_scan: on a shared store after a crash, nothing records the
+        // series' newest hour, and without it only the current hour is read
+        // (as OpenTSDB reads without meta counters).
+        let last = s.get("/api/query/last?timeseries=up{job=a}&back_scan=4");
         assert_eq!(last.status, 200, "{when}: {}", last.text());
         let last = last.json();
-        assert_eq!(last[0]["timestamp"], T0 + 30_000, "{when}: {last}");
+        assert_eq!(last[0]["timestamp"], base + 30_000, "{when}: {last}");
         assert_eq!(last[0]["value"], "0.0", "{when}: {last}");
     };
     check(&s, "live");
