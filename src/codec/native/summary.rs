@@ -67,7 +67,6 @@ impl CellSummary {
         })
     }
 
-    /// The summary as the query layer's partial of its hour.
     /// Whether the first or last value is NaN, which may be a staleness
     /// marker (a reader that skips markers must then decode the points:
     /// NaN is otherwise left out of every aggregate but these two).
@@ -75,6 +74,7 @@ impl CellSummary {
         self.first.is_nan() || self.last.is_nan()
     }
 
+    /// The summary as the query layer's partial of its hour.
     pub fn partial(&self) -> Partial {
         Partial {
             valid: u64::from(self.valid),
