@@ -595,8 +595,11 @@ pub struct HeadConfig {
     /// Memory the head may use for points before the oldest hours are
     /// flushed early; writers are slowed down at twice this.
     pub max_bytes: usize,
-    /// Series kept in the series registry; idle series (no points in the
-    /// head) beyond this are forgotten and looked up again when they return.
+    /// Series kept in the series registry. Past it the flusher brings the
+    /// registry back to three quarters of it: idle series (no points in the
+    /// head) are forgotten first, then the longest silent series have their
+    /// open hours written out and are forgotten; any of them is looked up
+    /// again when it returns.
     pub max_series: usize,
     /// A series whose newest point is this many seconds older than the
     /// newest point the head holds (or than now, if that is earlier) has

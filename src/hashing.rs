@@ -44,15 +44,21 @@ impl TextDigest {
     /// A digest with a random seed (a fixed one if the system has no
     /// random source: still collision-free by chance).
     pub fn random() -> Self {
-        let mut bytes = [0u8; 8];
-        let seed = match getrandom::fill(&mut bytes) {
-            Ok(()) => u64::from_le_bytes(bytes),
-            Err(_) => 0x9e37_79b9_7f4a_7c15,
-        };
-        TextDigest { seed }
+        TextDigest {
+            seed: random_seed(),
+        }
     }
 
     pub fn of(&self, text: &str) -> u128 {
         xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), self.seed)
+    }
+}
+
+/// A random hash seed (a fixed one if the system has no random source).
+pub fn random_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => u64::from_le_bytes(bytes),
+        Err(_) => 0x9e37_79b9_7f4a_7c15,
     }
 }

@@ -33,7 +33,9 @@ pub struct Metrics {
     pub compactions: IntCounter,
     pub deletes: IntCounter,
     pub series_stopped: IntCounter,
+    pub series_evicted: IntCounter,
     pub series_created: IntCounter,
+    pub registry_bytes: IntGauge,
     pub flushes: IntCounter,
     pub flushed_rows: IntCounter,
     pub rollup_values: IntCounter,
@@ -166,6 +168,16 @@ impl Metrics {
                 &r,
                 "hourglass_series_stopped_total",
                 "Series written out and forgotten: silent for head.idle_flush_secs, or every point in a closed hour",
+            ),
+            series_evicted: counter(
+                &r,
+                "hourglass_series_evicted_total",
+                "Series written out and forgotten early, the longest silent first, because more than head.max_series were in memory",
+            ),
+            registry_bytes: gauge(
+                &r,
+                "hourglass_series_registry_bytes",
+                "Bytes the series registry holds (entries, keys, lookup tables; not the points)",
             ),
             compactions: counter(
                 &r,

@@ -21,6 +21,11 @@ use crate::codec::native::{self, TierValue};
 use crate::codec::row;
 use crate::storage::{Mutation, Table};
 
+/// Rows one piece of a flush takes out of the head: what the piece holds
+/// besides them (cells, mutations, the table file being built, tier rows)
+/// is a few hundred bytes a row, so some 30 MB.
+pub(super) const FLUSH_PIECE_ROWS: usize = 1 << 16;
+
 impl Engine {
     /// Flushes hours that closed `head.flush_grace_secs` ago or earlier,
     /// then forgets the series all of whose points were in them: a series
@@ -28,50 +33,112 @@ impl Engine {
     /// written in the past (a backfill) as each flush writes it out. Either
     /// is resolved again if it comes back.
     pub fn flush_closed(&self) -> Result<usize, EngineError> {
+        self.flush_closed_with(false)
+    }
+
+    /// [`Engine::flush_closed`]; with `defer_written`, the hour holding a
+    /// series' newest point waits while the series takes points (one round
+    /// of the flusher to the next: [`Take::Closed`]). The flusher defers, so
+    /// that a backfill, all of whose hours are closed, writes each row once
+    /// when its series moves on or stops rather than a cell per round.
+    pub(super) fn flush_closed_with(&self, defer_written: bool) -> Result<usize, EngineError> {
         let cutoff = self.now_secs() - 3600 - self.settings.flush_grace_secs;
         if cutoff < 0 {
             return Ok(0);
         }
         // Hours with base <= cutoff.
         let before = u32::try_from(cutoff + 1).unwrap_or(u32::MAX);
-        let rows = self.flush(Take::Before(before))?;
-        let mut head = self.head();
-        let closed = head.evict_closed(before);
+        let take = if defer_written {
+            Take::Closed {
+                before,
+                round: self.head().next_round(),
+            }
+        } else {
+            Take::Before(before)
+        };
+        let mut closed = 0;
+        let rows = self.flush_then(take, |head| {
+            closed += head.evict_closed(before);
+        })?;
         self.metrics.series_stopped.inc_by(closed as u64);
-        self.metrics.head_series.set(head.series_count() as i64);
+        self.metrics
+            .head_series
+            .set(self.head().series_count() as i64);
         Ok(rows)
     }
 
     /// Flushes the hours `take` picks; returns the rows written.
     pub fn flush(&self, take: Take) -> Result<usize, EngineError> {
+        self.flush_then(take, |_| {})
+    }
+
+    /// [`Engine::flush`] in pieces of at most about [`FLUSH_PIECE_ROWS`]
+    /// rows, calling `after` with the head once each piece is stored: what
+    /// a flush holds besides the rows (their cells, the table being
+    /// written, the tier rows) stays bounded however much the head holds,
+    /// and series written out can leave memory before the whole flush is
+    /// done.
+    pub(super) fn flush_then(
+        &self,
+        take: Take,
+        mut after: impl FnMut(&mut super::head::Head),
+    ) -> Result<usize, EngineError> {
         let _flush = self
             .flush_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let frozen = self.head().take(take);
-        if frozen.is_empty() {
-            return Ok(0);
+        // The oldest hours by bytes are chosen once: later pieces take
+        // what is left below the same hour.
+        let take = match take {
+            Take::Bytes(want) => match self.head().bytes_cutoff(want) {
+                Some(cutoff) => Take::Before(cutoff),
+                None => return Ok(0),
+            },
+            other => other,
+        };
+        let mut rows = 0;
+        let mut flushed = false;
+        loop {
+            let (frozen, more) = self.head().take_some(take, FLUSH_PIECE_ROWS);
+            if frozen.is_empty() {
+                break;
+            }
+            rows += self.flush_frozen(&frozen)?;
+            flushed = true;
+            after(&mut self.head());
+            if !more {
+                break;
+            }
         }
+        if flushed {
+            self.metrics.flushes.inc();
+        }
+        Ok(rows)
+    }
+
+    /// Writes one piece of a flush (rows taken out of the head, frozen),
+    /// its tiers and newest hours; on failure the rows go back into the
+    /// head.
+    fn flush_frozen(&self, frozen: &Arc<Frozen>) -> Result<usize, EngineError> {
         // The tiers are computed before the hours leave the head: a query
         // reads a tier only for hours the head no longer holds. A row the
         // store held no cell of before this write has the value of the
         // cell written (no read back).
-        let result = self.rows_stored_before(&frozen).and_then(|before| {
-            let (rows, values) = self.write_frozen(&frozen)?;
-            self.roll_up_frozen(&frozen, &before, values)?;
+        let result = self.rows_stored_before(frozen).and_then(|before| {
+            let (rows, values) = self.write_frozen(frozen)?;
+            self.roll_up_frozen(frozen, &before, values)?;
             Ok(rows)
         });
         let mut head = self.head();
         match &result {
-            Ok(_) => head.unfreeze(&frozen),
-            Err(_) => head.restore(&frozen),
+            Ok(_) => head.unfreeze(frozen),
+            Err(_) => head.restore(frozen),
         }
         self.metrics.head_points.set(head.points as i64);
         self.metrics.head_bytes.set(head.bytes as i64);
         drop(head);
         let rows = result?;
-        self.record_newest(&frozen);
-        self.metrics.flushes.inc();
+        self.record_newest(frozen);
         self.metrics.flushed_rows.inc_by(rows as u64);
         Ok(rows)
     }

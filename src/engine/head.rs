@@ -9,17 +9,21 @@
 //! wins over the chunk on an equal timestamp and is merged into the cell
 //! when the hour is flushed.
 //!
-//! The registry is bounded (`head.max_series`): series without points in
-//! the head are forgotten, second-chance (CLOCK) order, when the bound is
-//! passed; they are resolved again if they come back. Series ids are slots
-//! reused after eviction; a generation number tells a stale cache entry
-//! from the slot's new owner.
+//! The registry is bounded (`head.max_series`): past the bound the flusher
+//! forgets series without points in the head (second-chance, CLOCK, order)
+//! and writes out and forgets the longest silent ones (`Take::Idle`); they
+//! are resolved again if they come back. Series ids are slots reused after
+//! eviction; a generation number tells a stale reference from the slot's
+//! new owner. Series are found by key and by the digest of the text a
+//! write named them by, through two `SlotIndex` tables of bare slot ids.
 //!
 //! Hours being flushed ("frozen") stay readable here until the store has
 //! published them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::codec::cell::{DecodedPoint, merge_points};
 use crate::codec::native::{self, Chunk};
@@ -27,6 +31,22 @@ use crate::codec::rowkey::split_timestamp;
 use crate::codec::{KeyLayout, StoredValue};
 
 use super::pending::{PendingPoint, PendingQueue, PendingWrite};
+use super::slot_index::SlotIndex;
+
+/// Forgotten series whose key hashes [`Head::removed_since`] remembers.
+const RECENT_REMOVALS: usize = 1 << 17;
+
+/// `SeriesEntry::text` of a series whose text digest is not known.
+const NO_TEXT: [u64; 2] = [0, 0];
+
+/// A series-text digest as an entry holds it (two words: a `u128` field
+/// would align the entry to 16 bytes); never [`NO_TEXT`].
+fn text_words(digest: u128) -> [u64; 2] {
+    match [digest as u64, (digest >> 64) as u64] {
+        NO_TEXT => [0, 1],
+        words => words,
+    }
+}
 
 /// `SeriesEntry::newest_recorded` of a series the index records no hour
 /// of: not an hour's base (those are multiples of 3600), and below them
@@ -157,6 +177,10 @@ impl HourData {
 pub struct SeriesEntry {
     pub key: Arc<[u8]>,
     pub metric: u64,
+    /// Digest of the series' text (metric and tags as the write path
+    /// writes them), if a write named the series since it entered the
+    /// head: the write path finds the series by it without resolving UIDs.
+    text: [u64; 2],
     pub generation: u32,
     /// WAL segment epoch in which this series was last defined.
     pub wal_epoch: u64,
@@ -181,6 +205,8 @@ pub struct SeriesEntry {
     /// The second of the newest point inserted (data time): how long the
     /// series has been silent, against [`Head::newest_secs`].
     pub last_secs: u32,
+    /// [`Head::round`] when the series last took a point.
+    written_round: u16,
 }
 
 /// One frozen row: series key and hour.
@@ -212,6 +238,12 @@ impl Frozen {
 pub enum Take {
     /// Hours whose base is below this (closed hours).
     Before(u32),
+    /// Hours whose base is below `before`, but not the hour holding the
+    /// newest point of a series written during round `round` (see
+    /// [`Head::next_round`]): in a backfill every hour is closed, and a
+    /// series still being written would otherwise be written out at every
+    /// round, each time a new cell of its row.
+    Closed { before: u32, round: u16 },
     /// Oldest hours first until at least this many bytes are taken.
     Bytes(usize),
     /// Everything.
@@ -225,7 +257,13 @@ pub enum Take {
 pub struct Head {
     slots: Vec<Option<SeriesEntry>>,
     free: Vec<u32>,
-    by_key: HashMap<Arc<[u8]>, u32>,
+    /// Slot ids by series key (hashed with `seed`).
+    by_key: SlotIndex,
+    /// Slot ids by series-text digest (for entries that have one).
+    by_text: SlotIndex,
+    /// Seed of the key hash, random per process: series keys come from
+    /// UIDs clients can steer, so their hashes must not be foreseeable.
+    seed: u64,
     by_metric: HashMap<u64, HashSet<u32>>,
     next_gen: u32,
     /// The second of the newest point ever inserted (data time).
@@ -238,7 +276,17 @@ pub struct Head {
     /// something of a series before taking the lock knows it still holds
     /// when this has not moved.
     pub removed: u64,
+    /// Key hashes of the last [`RECENT_REMOVALS`] series forgotten, oldest
+    /// first, and how many times each hash is among them.
+    recent_removals: VecDeque<u64>,
+    recent_removal_counts: HashMap<u64, u32>,
     hand: usize,
+    /// Rounds of the flusher's look for closed hours ([`Take::Closed`]),
+    /// wrapping: a series whose `written_round` is the round just ended
+    /// took a point since the previous look.
+    round: u16,
+    /// Bytes of the registered series' keys.
+    key_bytes: usize,
     /// Heap bytes of chunks and out-of-order buffers.
     pub bytes: usize,
     pub points: usize,
@@ -250,8 +298,41 @@ pub struct Head {
 }
 
 impl Head {
+    /// An empty head whose key hash is seeded with `seed`.
+    pub fn with_seed(seed: u64) -> Self {
+        Self {
+            seed,
+            ..Self::default()
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     pub fn series_count(&self) -> usize {
         self.by_key.len()
+    }
+
+    /// Bytes the registry holds besides the points: entries, keys, the
+    /// lookup tables and the hours' fixed parts (an estimate from
+    /// capacities; allocator overhead not counted).
+    pub fn registry_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let arc_counts = 2 * size_of::<usize>();
+        let by_metric: usize = self
+            .by_metric
+            .values()
+            .map(|ids| ids.capacity() * (size_of::<u32>() + 1))
+            .sum();
+        self.slots.capacity() * size_of::<Option<SeriesEntry>>()
+            + self.free.capacity() * size_of::<u32>()
+            + self.by_key.heap_bytes()
+            + self.by_text.heap_bytes()
+            + self.by_key.len() * arc_counts
+            + self.key_bytes
+            + by_metric
+            + self.hours * size_of::<HourData>()
     }
 
     /// Slots (live or free): series ids are below this.
@@ -273,12 +354,79 @@ impl Head {
     }
 
     pub fn id_of(&self, key: &[u8]) -> Option<u32> {
-        self.by_key.get(key).copied()
+        let slots = &self.slots;
+        self.by_key.find(xxh3_64_with_seed(key, self.seed), |id| {
+            slots
+                .get(id as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|e| *e.key == *key)
+        })
+    }
+
+    /// Whether the series `key` may have been forgotten since
+    /// [`Head::removed`] was `since` (a writer that found the series index
+    /// without its row then knows nothing was flushed of it meanwhile when
+    /// this is false). True when too many series were forgotten since to
+    /// tell.
+    pub fn removed_since(&self, key: &[u8], since: u64) -> bool {
+        if self.removed == since {
+            return false;
+        }
+        if self.removed - since > self.recent_removals.len() as u64 {
+            return true;
+        }
+        self.recent_removal_counts
+            .contains_key(&xxh3_64_with_seed(key, self.seed))
+    }
+
+    /// The series (id, generation) whose text has digest `digest`, if a
+    /// write named it since it entered the head ([`Head::set_text`]).
+    pub fn id_of_text(&self, digest: u128) -> Option<(u32, u32)> {
+        let text = text_words(digest);
+        let slots = &self.slots;
+        let id = self.by_text.find(text[0], |id| {
+            slots
+                .get(id as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|e| e.text == text)
+        })?;
+        self.entry(id).map(|e| (id, e.generation))
+    }
+
+    /// Notes the digest of the text a write named series `id` by.
+    pub fn set_text(&mut self, id: u32, digest: u128) {
+        let text = text_words(digest);
+        let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if e.text == text {
+            return;
+        }
+        if e.text != NO_TEXT {
+            self.by_text.remove(e.text[0], id);
+        }
+        e.text = text;
+        let slots = &self.slots;
+        self.by_text.insert(text[0], id, |other| {
+            slots
+                .get(other as usize)
+                .and_then(Option::as_ref)
+                .map_or(0, |e| e.text[0])
+        });
+    }
+
+    /// Forgets every series' text digest (`dropcaches`): the next write of
+    /// each resolves its UIDs again.
+    pub fn drop_texts(&mut self) {
+        self.by_text.clear();
+        for e in self.slots.iter_mut().flatten() {
+            e.text = NO_TEXT;
+        }
     }
 
     /// The id of a series, registering it if new. Returns `(id, generation)`.
     pub fn register(&mut self, key: Arc<[u8]>, metric: u64) -> (u32, u32) {
-        if let Some(&id) = self.by_key.get(&key)
+        if let Some(id) = self.id_of(&key)
             && let Some(e) = self.entry_mut(id)
         {
             e.referenced = true;
@@ -290,6 +438,7 @@ impl Head {
         let entry = SeriesEntry {
             key: Arc::clone(&key),
             metric,
+            text: NO_TEXT,
             generation,
             wal_epoch: 0,
             hours: Vec::new(),
@@ -300,6 +449,7 @@ impl Head {
             pending: 0,
             // New, not silent: as fresh as the newest point.
             last_secs: self.newest_secs,
+            written_round: self.round,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -311,7 +461,15 @@ impl Head {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.by_key.insert(key, id);
+        self.key_bytes += key.len();
+        let (slots, seed) = (&self.slots, self.seed);
+        self.by_key
+            .insert(xxh3_64_with_seed(&key, seed), id, |other| {
+                slots
+                    .get(other as usize)
+                    .and_then(Option::as_ref)
+                    .map_or(0, |e| xxh3_64_with_seed(&e.key, seed))
+            });
         self.by_metric.entry(metric).or_default().insert(id);
         (id, generation)
     }
@@ -400,7 +558,23 @@ impl Head {
         let Some(e) = self.slots.get_mut(id as usize).and_then(Option::take) else {
             return false;
         };
-        self.by_key.remove(&e.key);
+        let hash = xxh3_64_with_seed(&e.key, self.seed);
+        self.by_key.remove(hash, id);
+        if self.recent_removals.len() == RECENT_REMOVALS
+            && let Some(oldest) = self.recent_removals.pop_front()
+            && let Some(count) = self.recent_removal_counts.get_mut(&oldest)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.recent_removal_counts.remove(&oldest);
+            }
+        }
+        self.recent_removals.push_back(hash);
+        *self.recent_removal_counts.entry(hash).or_insert(0) += 1;
+        if e.text != NO_TEXT {
+            self.by_text.remove(e.text[0], id);
+        }
+        self.key_bytes -= e.key.len();
         self.removed += 1;
         if let Some(set) = self.by_metric.get_mut(&e.metric) {
             set.remove(&id);
@@ -473,6 +647,7 @@ impl Head {
             return;
         };
         e.referenced = true;
+        e.written_round = self.round;
         let secs = base.saturating_add(offset_ms / 1000);
         e.last_secs = e.last_secs.max(secs);
         self.newest_secs = self.newest_secs.max(secs);
@@ -496,7 +671,7 @@ impl Head {
     /// Removes the points of `key` with `start_ms <= ts <= end_ms`.
     /// Returns how many were removed.
     pub fn delete(&mut self, key: &[u8], start_ms: i64, end_ms: i64) -> usize {
-        let Some(&id) = self.by_key.get(key) else {
+        let Some(id) = self.id_of(key) else {
             return 0;
         };
         let Some(e) = self.slots.get_mut(id as usize).and_then(Option::as_mut) else {
@@ -537,6 +712,57 @@ impl Head {
     /// Takes hours out for a flush; they stay readable (frozen) until
     /// [`Head::unfreeze`].
     pub fn take(&mut self, take: Take) -> Arc<Frozen> {
+        self.take_some(take, usize::MAX).0
+    }
+
+    /// Starts a new round of looking for closed hours; returns the round
+    /// that ends, for [`Take::Closed`].
+    pub fn next_round(&mut self) -> u16 {
+        let ended = self.round;
+        self.round = self.round.wrapping_add(1);
+        ended
+    }
+
+    /// The base hour below which taking every hour frees at least `want`
+    /// bytes, oldest hours first (`None`: the head holds no hour).
+    pub fn bytes_cutoff(&self, want: usize) -> Option<u32> {
+        let mut by_base: Vec<(u32, usize)> = self
+            .slots
+            .iter()
+            .flatten()
+            .flat_map(|e| e.hours.iter().map(|h| (h.base, h.heap_bytes())))
+            .collect();
+        by_base.sort_unstable();
+        let mut acc = 0;
+        let mut cut = None;
+        for (base, b) in by_base {
+            if acc >= want {
+                break;
+            }
+            acc += b;
+            cut = Some(base.saturating_add(1));
+        }
+        cut
+    }
+
+    /// The data-time second before which at least `count` series wrote
+    /// their newest point (the `count` longest silent): what
+    /// [`Take::Idle`] takes to bring the registry down by `count`.
+    pub fn idle_cutoff(&self, count: usize) -> Option<u32> {
+        if count == 0 {
+            return None;
+        }
+        let mut last: Vec<u32> = self.slots.iter().flatten().map(|e| e.last_secs).collect();
+        let k = count.min(last.len()).checked_sub(1)?;
+        let (_, nth, _) = last.select_nth_unstable(k);
+        Some(nth.saturating_add(1))
+    }
+
+    /// [`Head::take`] of at most about `max_rows` rows: whole series are
+    /// taken (a flush writes a series' tier rows once, from all its hours),
+    /// so the last one may pass the bound. True as well if hours that
+    /// `take` picks were left for another piece.
+    pub fn take_some(&mut self, take: Take, max_rows: usize) -> (Arc<Frozen>, bool) {
         let mut frozen = Frozen::default();
         // Stopped series give every hour; the others none.
         let idle_before = match take {
@@ -544,33 +770,20 @@ impl Head {
             _ => None,
         };
         let cutoff = match take {
-            Take::Before(b) => Some(b),
+            Take::Before(b) | Take::Closed { before: b, .. } => Some(b),
             Take::All | Take::Idle(_) => Some(u32::MAX),
-            Take::Bytes(want) => {
-                // The base below which taking every hour frees `want` bytes.
-                let mut by_base: Vec<(u32, usize)> = self
-                    .slots
-                    .iter()
-                    .flatten()
-                    .flat_map(|e| e.hours.iter().map(|h| (h.base, h.heap_bytes())))
-                    .collect();
-                by_base.sort_unstable();
-                let mut acc = 0;
-                let mut cut = None;
-                for (base, b) in by_base {
-                    if acc >= want {
-                        break;
-                    }
-                    acc += b;
-                    cut = Some(base.saturating_add(1));
-                }
-                cut
-            }
+            Take::Bytes(want) => self.bytes_cutoff(want),
+        };
+        let written_in = match take {
+            Take::Closed { round, .. } => Some(round),
+            _ => None,
         };
         let Some(cutoff) = cutoff else {
-            return Arc::new(frozen);
+            return (Arc::new(frozen), false);
         };
         let (mut bytes, mut points, mut hours) = (self.bytes, self.points, self.hours);
+        let mut taken_rows = 0;
+        let mut more = false;
         for e in self.slots.iter_mut().flatten() {
             if e.hours.first().is_none_or(|h| h.base >= cutoff) {
                 continue;
@@ -578,7 +791,19 @@ impl Head {
             if idle_before.is_some_and(|before| e.last_secs >= before) {
                 continue;
             }
-            let keep_from = e.hours.partition_point(|h| h.base < cutoff);
+            let mut keep_from = e.hours.partition_point(|h| h.base < cutoff);
+            if keep_from == e.hours.len() && written_in == Some(e.written_round) {
+                // Still being written: its newest hour waits for a round
+                // without points.
+                keep_from -= 1;
+                if keep_from == 0 {
+                    continue;
+                }
+            }
+            if taken_rows >= max_rows {
+                more = true;
+                break;
+            }
             let rest = e.hours.split_off(keep_from);
             let taken = std::mem::replace(&mut e.hours, rest);
             if std::mem::take(&mut e.absent_from_store) {
@@ -589,6 +814,7 @@ impl Head {
                 bytes -= h.heap_bytes();
                 points -= h.len();
                 hours -= 1;
+                taken_rows += 1;
                 rows.push((Arc::clone(&e.key), h));
             }
         }
@@ -597,7 +823,7 @@ impl Head {
         if !frozen.is_empty() {
             self.frozen.push(Arc::clone(&frozen));
         }
-        frozen
+        (frozen, more)
     }
 
     /// Drops frozen rows once the store has them.
@@ -815,6 +1041,58 @@ mod tests {
         let f = h.take(Take::Bytes(1));
         assert_eq!(f.row_count(), 1);
         assert_eq!(f.rows[&1][0].1.base, 0);
+    }
+
+    #[test]
+    fn a_flush_takes_whole_series_in_pieces() {
+        let mut h = Head::default();
+        for n in 1..=5 {
+            let (id, _) = h.register(key(n), 1);
+            h.insert(id, 5, StoredValue::Int(1));
+            h.insert(id, 3605, StoredValue::Int(2));
+        }
+        let mut pieces = Vec::new();
+        loop {
+            let (frozen, more) = h.take_some(Take::All, 3);
+            pieces.push(frozen.row_count());
+            let keys: HashSet<&Arc<[u8]>> = frozen.rows[&1].iter().map(|(k, _)| k).collect();
+            assert_eq!(keys.len() * 2, frozen.row_count(), "whole series");
+            if !more {
+                break;
+            }
+        }
+        assert_eq!(pieces, vec![4, 4, 2]);
+        assert_eq!((h.hours, h.points, h.bytes), (0, 0, 0));
+    }
+
+    #[test]
+    fn the_longest_silent_series_and_series_texts() {
+        let mut h = Head::with_seed(7);
+        let ids: Vec<u32> = (1..=3).map(|n| h.register(key(n), 1).0).collect();
+        for (n, secs) in [(1u8, 30), (2, 10), (3, 20)] {
+            let id = ids[n as usize - 1];
+            h.insert(id, secs, StoredValue::Int(1));
+            h.set_text(id, u128::from(n) << 70);
+        }
+        assert_eq!(h.idle_cutoff(2), Some(21), "the two longest silent");
+        assert_eq!(h.idle_cutoff(0), None);
+        let (id, generation) = h.id_of_text(1 << 70).unwrap();
+        assert_eq!(h.id_of(&key(1)), Some(id));
+        assert!(h.is_current(id, generation));
+        assert!(h.id_of_text(4 << 70).is_none());
+        // Forgotten: neither its key nor its text finds it; the removal is
+        // remembered for writers that looked before it.
+        let since = h.removed;
+        h.take(Take::Idle(21));
+        assert_eq!(h.evict_idle(21), 2);
+        assert!(h.id_of_text(2 << 70).is_none());
+        assert!(h.id_of(&key(2)).is_none());
+        assert!(h.removed_since(&key(2), since));
+        assert!(!h.removed_since(&key(1), since));
+        assert!(!h.removed_since(&key(2), h.removed));
+        h.drop_texts();
+        assert!(h.id_of_text(1 << 70).is_none());
+        assert_eq!(h.id_of(&key(1)), Some(id));
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub mod retention;
 pub mod rollup;
 mod row_compactor;
 mod shared;
+mod slot_index;
 pub mod snapshot;
 pub mod wal;
 mod write;
@@ -67,8 +68,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
-
-use quick_cache::sync::Cache;
 
 pub use self::annotations::AnnotationError;
 pub use self::clock::{Clock, SystemClock};
@@ -146,6 +145,19 @@ struct Settings {
     idle_flush_secs: u32,
 }
 
+/// What one round of head upkeep does with closed hours.
+#[derive(Debug, Clone, Copy)]
+enum ClosedHours {
+    /// Nothing (a wake between two looks: memory or series pressure, a
+    /// checkpoint).
+    Skip,
+    /// Writes them all out.
+    All,
+    /// Writes them out, but the newest hour of a series still taking
+    /// points waits ([`head::Take::Closed`]).
+    DeferWritten,
+}
+
 #[derive(Debug)]
 struct LocalLog {
     wal: Arc<Wal>,
@@ -164,9 +176,8 @@ pub struct Engine {
     /// head is a cache of recent points (and of the rows to pack).
     log: Option<LocalLog>,
     head: Mutex<Head>,
-    /// Series text (by its digest) → (series id, generation): the write
-    /// path's cache.
-    series_cache: Cache<u128, (u32, u32)>,
+    /// Digests of series texts, by which the head finds the series a
+    /// write names ([`Head::id_of_text`]).
     series_digest: crate::hashing::TextDigest,
     flush_lock: Mutex<()>,
     retention: Arc<Retention>,
@@ -176,6 +187,10 @@ pub struct Engine {
     settings: Settings,
     wake: (Mutex<bool>, Condvar),
     checkpoint_requested: AtomicBool,
+    /// The flusher was woken because the registry passed
+    /// `head.max_series`, and has not brought it back yet: writers wake it
+    /// once, not on every batch.
+    series_pressure: AtomicBool,
     shutting_down: AtomicBool,
     metrics: Metrics,
 }
@@ -239,18 +254,24 @@ impl Engine {
         self.clock.now_ms().div_euclid(1000)
     }
 
-    /// Updates the head gauges and evicts idle series past the bound;
-    /// returns the head's bytes.
+    /// Updates the head gauges and wakes the flusher once when the
+    /// registry passes its bound (it writes out and forgets the longest
+    /// silent series: `relieve_series_pressure`); returns the head's bytes.
     fn note_head(&self, head: &mut Head) -> usize {
         self.metrics.head_points.set(head.points as i64);
         self.metrics.head_series.set(head.series_count() as i64);
         self.metrics.head_bytes.set(head.bytes as i64);
         self.metrics
+            .registry_bytes
+            .set(head.registry_bytes() as i64);
+        self.metrics
             .series_created
             .inc_by(head.created - head.created_counted);
         head.created_counted = head.created;
-        if head.series_count() > self.settings.max_series {
-            head.evict(self.settings.max_series);
+        if head.series_count() > self.settings.max_series
+            && !self.series_pressure.swap(true, Ordering::AcqRel)
+        {
+            self.wake_flusher();
         }
         head.bytes
     }
@@ -302,12 +323,28 @@ impl Engine {
 
     fn flush_loop(self: Arc<Self>) {
         // Work first: hours that closed while the server was down (or that
-        // the WAL replay brought back) go out right away.
+        // the WAL replay brought back) go out right away. Closed hours are
+        // looked for every `flush_interval`; a wake between (memory or
+        // series pressure, a checkpoint) does only what it was woken for:
+        // in a backfill every hour is closed, and writing out the live
+        // series at every wake would give each row many cells.
+        let mut closed_due = std::time::Instant::now();
         loop {
-            if let Err(e) = self.maintain_head() {
+            let now = std::time::Instant::now();
+            let closed = now >= closed_due;
+            if closed {
+                closed_due = now + self.settings.flush_interval;
+            }
+            let closed = if closed {
+                ClosedHours::DeferWritten
+            } else {
+                ClosedHours::Skip
+            };
+            if let Err(e) = self.maintain_head_with(closed) {
                 tracing::error!(error = %e, "head flush failed; the points stay in memory and in the log and will be retried");
             }
-            if !self.idle(self.settings.flush_interval) {
+            let wait = closed_due.saturating_duration_since(std::time::Instant::now());
+            if !self.idle(wait) {
                 return;
             }
         }
@@ -339,7 +376,21 @@ impl Engine {
 
     /// One round of head upkeep: closed hours, memory pressure, checkpoint.
     pub fn maintain_head(&self) -> Result<(), EngineError> {
-        self.flush_closed()?;
+        self.maintain_head_with(ClosedHours::All)
+    }
+
+    /// [`Engine::maintain_head`], looking for closed hours as `closed`
+    /// says.
+    fn maintain_head_with(&self, closed: ClosedHours) -> Result<(), EngineError> {
+        match closed {
+            ClosedHours::Skip => {}
+            ClosedHours::All => {
+                self.flush_closed()?;
+            }
+            ClosedHours::DeferWritten => {
+                self.flush_closed_with(true)?;
+            }
+        }
         let (bytes, series) = {
             let h = self.head();
             (h.bytes, h.series_count())
@@ -349,7 +400,7 @@ impl Engine {
             self.flush(Take::Bytes(target))?;
         }
         if series > self.settings.max_series {
-            self.head().evict(self.settings.max_series);
+            self.relieve_series_pressure()?;
         }
         self.flush_idle()?;
         if self.checkpoint_requested.swap(false, Ordering::AcqRel)
@@ -357,6 +408,38 @@ impl Engine {
         {
             self.checkpoint()?;
         }
+        Ok(())
+    }
+
+    /// Brings the registry back to three quarters of `head.max_series`:
+    /// series without points in memory are forgotten first (second-chance
+    /// order), then the longest silent series (data time) are written out
+    /// and forgotten, in flush pieces. Whatever the churn, memory for series
+    /// stays bounded; a series written out early that comes back is
+    /// resolved again, and its hour gets a second cell (merged by
+    /// compaction).
+    fn relieve_series_pressure(&self) -> Result<(), EngineError> {
+        let target = self.settings.max_series - self.settings.max_series / 4;
+        let excess = {
+            let mut head = self.head();
+            head.evict(target);
+            head.series_count().saturating_sub(target)
+        };
+        let before = self.head().idle_cutoff(excess);
+        if let Some(before) = before {
+            let mut evicted = 0;
+            self.flush_then(Take::Idle(before), |head| {
+                evicted += head.evict_idle(before);
+            })?;
+            // Series that took a point between the flush and the eviction
+            // stay; they are the newest anyway.
+            evicted += self.head().evict_idle(before);
+            self.metrics.series_evicted.inc_by(evicted as u64);
+        }
+        self.series_pressure.store(false, Ordering::Release);
+        self.metrics
+            .head_series
+            .set(self.head().series_count() as i64);
         Ok(())
     }
 
@@ -528,7 +611,7 @@ impl Engine {
     /// Forgets cached names, series and blocks (`dropcaches`).
     pub fn drop_caches(&self) {
         self.uids.drop_caches();
-        self.series_cache.clear();
+        self.head().drop_texts();
         self.store.drop_caches();
     }
 }

@@ -10,8 +10,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use quick_cache::sync::Cache;
-
 use super::head::Head;
 use super::pending::PendingPoint;
 use super::retention::Retention;
@@ -75,7 +73,7 @@ impl Engine {
             Arc::clone(&retention),
             Arc::clone(&uids),
         )));
-        let mut head = Head::default();
+        let mut head = Head::with_seed(crate::hashing::random_seed());
         // Deletes the WAL replays, redone on the store once the engine is up.
         let mut deletes: Vec<ReplayedDelete> = Vec::new();
         let log = match lock_file {
@@ -144,7 +142,6 @@ impl Engine {
             uids,
             log,
             head: Mutex::new(head),
-            series_cache: Cache::new(cfg.head.max_series.clamp(1024, 1 << 24)),
             series_digest: crate::hashing::TextDigest::random(),
             flush_lock: Mutex::new(()),
             retention,
@@ -161,6 +158,7 @@ impl Engine {
             },
             wake: (Mutex::new(false), Condvar::new()),
             checkpoint_requested: AtomicBool::new(false),
+            series_pressure: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             metrics,
         });
@@ -295,7 +293,7 @@ impl Engine {
         let files = checkpoint::list(dir)?;
         let _ = std::fs::remove_file(dir.join("ckpt.tmp"));
         for (i, (segment, file)) in files.iter().enumerate() {
-            let mut fresh = Head::default();
+            let mut fresh = Head::with_seed(head.seed());
             let res = checkpoint::read(file, &mut |key, metric, base, cell, ooo| {
                 fresh
                     .load_hour(key, metric, base, cell, ooo)

@@ -315,6 +315,92 @@ fn series_of_closed_hours_leave_memory_at_their_flush() {
     assert!(tiers.contains(&format!(":{sum}.0}}")), "{tiers}");
 }
 
+/// Past `head.max_series` the flusher writes out and forgets the longest
+/// silent series (data time) down to three quarters of the bound, even
+/// with points in open hours; nothing written is lost.
+#[test]
+fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.head.max_series = 8;
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    // 20 series in the open hour, host i silent since second 10·i.
+    let start = (T0_MS / 1000) as u64 - 600;
+    for i in 0..20u64 {
+        let host = format!("h{i:02}");
+        write(&e, &[point("p.m", start, 1, &host)]);
+        write(&e, &[point("p.m", start + 10 * i, 2, &host)]);
+    }
+    assert_eq!(e.series_count(), 20);
+    e.maintain_head().unwrap();
+    assert_eq!(e.series_count(), 6, "down to three quarters of the bound");
+    assert_eq!(e.metrics().series_evicted.get(), 14);
+    {
+        let head = e.head();
+        let left: Vec<u32> = head.all_series().map(|s| s.last_secs).collect();
+        assert!(
+            left.iter().all(|&secs| u64::from(secs) >= start + 140),
+            "the newest stay: {left:?}"
+        );
+    }
+    let all = read_metric(&e, "p.m", T0_MS - 3_600_000, T0_MS);
+    assert_eq!(all.len(), 20);
+    for (host, points) in &all {
+        let expect = if host == "h00" { 1 } else { 2 };
+        assert_eq!(points.len(), expect, "{host}");
+    }
+    // A series written out early that comes back is a second cell of its
+    // row, read as one.
+    write(&e, &[point("p.m", start + 1, 3, "h00")]);
+    let h00 = read_metric(&e, "p.m", T0_MS - 3_600_000, T0_MS)
+        .into_iter()
+        .find(|(host, _)| host == "h00")
+        .unwrap();
+    assert_eq!(
+        h00.1,
+        vec![(start as i64 * 1000, 2), ((start as i64 + 1) * 1000, 3)]
+    );
+}
+
+/// The flusher's look for closed hours leaves the newest hour of a series
+/// still taking points (a backfill: every hour is closed) until a round
+/// passes without points, so the row is written once, not a cell a round.
+#[test]
+fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 2 * 86_400_000);
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    let t0 = (T0_MS / 1000) as u64 / 3600 * 3600;
+    // Two hours of the series: the older one goes at once.
+    write(
+        &e,
+        &[point("b.m", t0, 1, "a"), point("b.m", t0 + 3600, 2, "a")],
+    );
+    assert_eq!(e.flush_closed_with(true).unwrap(), 1, "the older hour");
+    write(&e, &[point("b.m", t0 + 3610, 3, "a")]);
+    assert_eq!(e.flush_closed_with(true).unwrap(), 0, "still being written");
+    assert_eq!(
+        e.flush_closed_with(true).unwrap(),
+        1,
+        "a round without points"
+    );
+    assert_eq!(e.series_count(), 0, "and it left memory");
+    let row = e
+        .layout
+        .row_key(&series_key(&e, "b.m", "a"), (t0 + 3600) as u32);
+    let cells = e.store.get_row(crate::storage::Table::Data, &row).unwrap();
+    assert_eq!(cells.len(), 1, "one cell: {cells:?}");
+    let all = read_metric(&e, "b.m", t0 as i64 * 1000, (t0 as i64 + 7200) * 1000);
+    assert_eq!(all[0].1.len(), 3);
+    // `flush_closed` (not the flusher's round) takes every closed hour.
+    write(&e, &[point("b.m", t0 + 3620, 4, "a")]);
+    assert_eq!(e.flush_closed().unwrap(), 1);
+}
+
 #[test]
 fn unknown_names_are_per_point_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -2,13 +2,15 @@
 //! points (or, on a shared store, cells written before the answer).
 //!
 //! A point reaches the engine either named ([`Entry::Point`]: metric and
-//! tags, resolved through the series cache, or through the UID table on a
+//! tags, found by the digest of their text, or through the UID table on a
 //! miss) or by a series the caller resolved before ([`Entry::Known`]: a
 //! [`SeriesRef`] from an earlier receipt — a telnet connection keeps one per
 //! raw series text, so its steady state parses no tags and looks up nothing
 //! but its own table).
 //!
-//! 1. Series of named points: the series cache, without the engine lock.
+//! 1. Series of named points: by the digest of their text, which the head
+//!    keeps for the series written by name (one lookup under the head lock
+//!    for the batch).
 //! 2. Misses: UIDs fetched or assigned (storage I/O, no lock); series new to
 //!    the head get their index rows; new UIDs are made durable.
 //! 3. Under the head lock, so that the head and the WAL see writes in one
@@ -202,9 +204,11 @@ impl Engine {
         let items: Vec<Item<'p, 'a>> = (0..n).map(&mut item).collect();
         let mut text = String::with_capacity(128);
         let mut order = Vec::new();
-        // Phase 1: series cache lookups (no engine lock).
+        // Phase 1: the series of named points by their text's digest (the
+        // digests computed without the head lock, looked up under it once).
         let mut slots: Vec<Slot> = Vec::with_capacity(n);
-        let mut misses: Vec<usize> = Vec::new();
+        let mut digests: Vec<u128> = vec![0; n];
+        let mut named: Vec<usize> = Vec::new();
         for (i, it) in items.iter().enumerate() {
             if !ts_fits(it.timestamp()) {
                 receipt
@@ -217,13 +221,19 @@ impl Engine {
                 Item::Known(r, ..) => slots.push(Slot::At(r.id, r.generation)),
                 Item::Named(p) => {
                     series_text(p, &mut text, &mut order);
-                    match self.series_cache.get(&self.series_digest.of(&text)) {
-                        Some((id, g)) => slots.push(Slot::At(id, g)),
-                        None => {
-                            misses.push(i);
-                            slots.push(Slot::Unresolved);
-                        }
-                    }
+                    digests[i] = self.series_digest.of(&text);
+                    named.push(i);
+                    slots.push(Slot::Unresolved);
+                }
+            }
+        }
+        let mut misses: Vec<usize> = Vec::new();
+        if !named.is_empty() {
+            let head = self.head();
+            for i in named {
+                match head.id_of_text(digests[i]) {
+                    Some((id, generation)) => slots[i] = Slot::At(id, generation),
+                    None => misses.push(i),
                 }
             }
         }
@@ -257,17 +267,17 @@ impl Engine {
             } in resolved.drain(..)
             {
                 let created = head.created;
+                // Only an entry this call creates, and only if the series
+                // was not forgotten since the index was asked: one
+                // registered meanwhile may have been flushed (and
+                // forgotten).
+                let unindexed = unindexed && !head.removed_since(&key, removed);
                 let (id, generation) = head.register(key, metric);
-                // Only an entry this call created, and only if no series
-                // was forgotten since the index was asked: one registered
-                // meanwhile may have been flushed (and forgotten).
-                if unindexed && head.created != created && head.removed == removed {
+                if unindexed && head.created != created {
                     head.new_to_store(id);
                 }
-                if let Item::Named(p) = &items[i] {
-                    series_text(p, &mut text, &mut order);
-                    self.series_cache
-                        .insert(self.series_digest.of(&text), (id, generation));
+                if let Item::Named(_) = &items[i] {
+                    head.set_text(id, digests[i]);
                 }
                 slots[i] = Slot::At(id, generation);
             }
