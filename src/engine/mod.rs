@@ -262,9 +262,6 @@ impl Engine {
         self.metrics.head_series.set(head.series_count() as i64);
         self.metrics.head_bytes.set(head.bytes as i64);
         self.metrics
-            .registry_bytes
-            .set(head.registry_bytes() as i64);
-        self.metrics
             .series_created
             .inc_by(head.created - head.created_counted);
         head.created_counted = head.created;
@@ -403,6 +400,10 @@ impl Engine {
             self.relieve_series_pressure()?;
         }
         self.flush_idle()?;
+        // Once a round, not per write: it sums over the metrics.
+        self.metrics
+            .registry_bytes
+            .set(self.head().registry_bytes() as i64);
         if self.checkpoint_requested.swap(false, Ordering::AcqRel)
             || self.wal_bytes() > self.settings.checkpoint_bytes
         {
@@ -419,6 +420,9 @@ impl Engine {
     /// resolved again, and its hour gets a second cell (merged by
     /// compaction).
     fn relieve_series_pressure(&self) -> Result<(), EngineError> {
+        // Cleared first: a writer that passes the bound again while this
+        // runs (or after it fails) wakes the flusher for another round.
+        self.series_pressure.store(false, Ordering::Release);
         let target = self.settings.max_series - self.settings.max_series / 4;
         let excess = {
             let mut head = self.head();
@@ -436,7 +440,6 @@ impl Engine {
             evicted += self.head().evict_idle(before);
             self.metrics.series_evicted.inc_by(evicted as u64);
         }
-        self.series_pressure.store(false, Ordering::Release);
         self.metrics
             .head_series
             .set(self.head().series_count() as i64);
