@@ -33,6 +33,12 @@ use crate::codec::{KeyLayout, StoredValue};
 use super::pending::{PendingPoint, PendingQueue, PendingWrite};
 use super::slot_index::SlotIndex;
 
+/// The entry in slot `id`, if taken: for the lookup tables' closures,
+/// which borrow the slots beside a table borrowed mutably.
+fn slot(slots: &[Option<SeriesEntry>], id: u32) -> Option<&SeriesEntry> {
+    slots.get(id as usize)?.as_ref()
+}
+
 /// Forgotten series whose key hashes [`Head::removed_since`] remembers.
 const RECENT_REMOVALS: usize = 1 << 17;
 
@@ -330,6 +336,8 @@ impl Head {
             + self.by_key.heap_bytes()
             + self.by_text.heap_bytes()
             + self.by_key.len() * arc_counts
+            + self.recent_removals.capacity() * size_of::<u64>()
+            + self.recent_removal_counts.capacity() * (size_of::<(u64, u32)>() + 1)
             + self.key_bytes
             + by_metric
             + self.hours * size_of::<HourData>()
@@ -341,7 +349,7 @@ impl Head {
     }
 
     pub fn entry(&self, id: u32) -> Option<&SeriesEntry> {
-        self.slots.get(id as usize)?.as_ref()
+        slot(&self.slots, id)
     }
 
     pub fn entry_mut(&mut self, id: u32) -> Option<&mut SeriesEntry> {
@@ -354,12 +362,8 @@ impl Head {
     }
 
     pub fn id_of(&self, key: &[u8]) -> Option<u32> {
-        let slots = &self.slots;
         self.by_key.find(xxh3_64_with_seed(key, self.seed), |id| {
-            slots
-                .get(id as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|e| *e.key == *key)
+            self.entry(id).is_some_and(|e| *e.key == *key)
         })
     }
 
@@ -383,13 +387,9 @@ impl Head {
     /// write named it since it entered the head ([`Head::set_text`]).
     pub fn id_of_text(&self, digest: u128) -> Option<(u32, u32)> {
         let text = text_words(digest);
-        let slots = &self.slots;
-        let id = self.by_text.find(text[0], |id| {
-            slots
-                .get(id as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|e| e.text == text)
-        })?;
+        let id = self
+            .by_text
+            .find(text[0], |id| self.entry(id).is_some_and(|e| e.text == text))?;
         self.entry(id).map(|e| (id, e.generation))
     }
 
@@ -408,10 +408,7 @@ impl Head {
         e.text = text;
         let slots = &self.slots;
         self.by_text.insert(text[0], id, |other| {
-            slots
-                .get(other as usize)
-                .and_then(Option::as_ref)
-                .map_or(0, |e| e.text[0])
+            slot(slots, other).map_or(0, |e| e.text[0])
         });
     }
 
@@ -465,10 +462,7 @@ impl Head {
         let (slots, seed) = (&self.slots, self.seed);
         self.by_key
             .insert(xxh3_64_with_seed(&key, seed), id, |other| {
-                slots
-                    .get(other as usize)
-                    .and_then(Option::as_ref)
-                    .map_or(0, |e| xxh3_64_with_seed(&e.key, seed))
+                slot(slots, other).map_or(0, |e| xxh3_64_with_seed(&e.key, seed))
             });
         self.by_metric.entry(metric).or_default().insert(id);
         (id, generation)

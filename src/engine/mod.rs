@@ -328,11 +328,8 @@ impl Engine {
         let mut closed_due = std::time::Instant::now();
         loop {
             let now = std::time::Instant::now();
-            let closed = now >= closed_due;
-            if closed {
+            let closed = if now >= closed_due {
                 closed_due = now + self.settings.flush_interval;
-            }
-            let closed = if closed {
                 ClosedHours::DeferWritten
             } else {
                 ClosedHours::Skip
@@ -424,12 +421,12 @@ impl Engine {
         // runs (or after it fails) wakes the flusher for another round.
         self.series_pressure.store(false, Ordering::Release);
         let target = self.settings.max_series - self.settings.max_series / 4;
-        let excess = {
+        let before = {
             let mut head = self.head();
             head.evict(target);
-            head.series_count().saturating_sub(target)
+            let excess = head.series_count().saturating_sub(target);
+            head.idle_cutoff(excess)
         };
-        let before = self.head().idle_cutoff(excess);
         if let Some(before) = before {
             let mut evicted = 0;
             self.flush_then(Take::Idle(before), |head| {
