@@ -42,20 +42,23 @@ impl Engine {
     /// that a backfill, all of whose hours are closed, writes each row once
     /// when its series moves on or stops rather than a cell per round.
     pub(super) fn flush_closed_with(&self, defer_written: bool) -> Result<usize, EngineError> {
-        let cutoff = self.now_secs() - 3600 - self.settings.flush_grace_secs;
-        if cutoff < 0 {
+        let before = self.closed_before();
+        let take = {
+            let mut head = self.head();
+            head.closed_rows = 0;
+            head.looked_secs = head.newest_secs;
+            if defer_written {
+                Take::Closed {
+                    before,
+                    round: head.next_round(),
+                }
+            } else {
+                Take::Before(before)
+            }
+        };
+        if before == 0 {
             return Ok(0);
         }
-        // Hours with base <= cutoff.
-        let before = u32::try_from(cutoff + 1).unwrap_or(u32::MAX);
-        let take = if defer_written {
-            Take::Closed {
-                before,
-                round: self.head().next_round(),
-            }
-        } else {
-            Take::Before(before)
-        };
         let mut closed = 0;
         let rows = self.flush_then(take, |head| {
             closed += head.evict_closed(before);
@@ -65,6 +68,13 @@ impl Engine {
             .head_series
             .set(self.head().series_count() as i64);
         Ok(rows)
+    }
+
+    /// Hours with a base below this have closed: they ended
+    /// `head.flush_grace_secs` ago or earlier (0 before 1970 ends).
+    pub(super) fn closed_before(&self) -> u32 {
+        let cutoff = self.now_secs() - 3600 - self.settings.flush_grace_secs;
+        u32::try_from(cutoff + 1).unwrap_or(if cutoff < 0 { 0 } else { u32::MAX })
     }
 
     /// Flushes the hours `take` picks; returns the rows written.

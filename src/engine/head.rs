@@ -59,6 +59,15 @@ fn text_words(digest: u128) -> [u64; 2] {
 /// all but the first.
 pub const NONE_RECORDED: u32 = 1;
 
+/// Hour rows opened in closed hours ([`Head::closed_rows`]) after which the
+/// flusher looks for closed hours without waiting for its interval (of wall
+/// time) once the interval has passed in data time: in a backfill, where
+/// every hour is closed and data time runs ahead of the clock, series that
+/// stopped are written out and leave memory as it goes, not all at the
+/// next interval; a series still taking points at least once an interval
+/// (of data time) keeps its newest hour.
+pub const CLOSED_ROWS_LOOK: usize = 1 << 16;
+
 /// One open hour of one series.
 #[derive(Debug)]
 pub struct HourData {
@@ -245,7 +254,7 @@ pub enum Take {
     /// Hours whose base is below this (closed hours).
     Before(u32),
     /// Hours whose base is below `before`, but not the hour holding the
-    /// newest point of a series written during round `round` (see
+    /// newest point of a series written during round `round` or since (see
     /// [`Head::next_round`]): in a backfill every hour is closed, and a
     /// series still being written would otherwise be written out at every
     /// round, each time a new cell of its row.
@@ -291,6 +300,16 @@ pub struct Head {
     /// wrapping: a series whose `written_round` is the round just ended
     /// took a point since the previous look.
     round: u16,
+    /// Hours below this base are closed (the engine sets it from the
+    /// clock on every write); 0 = not known yet.
+    pub closed_before: u32,
+    /// Hour rows opened in closed hours since the flusher last looked for
+    /// them (a backfill, a late point): past [`CLOSED_ROWS_LOOK`] the
+    /// flusher looks at once rather than at its next interval, if data
+    /// time has moved on by that interval since the last look.
+    pub closed_rows: usize,
+    /// [`Head::newest_secs`] when the flusher last looked for closed hours.
+    pub looked_secs: u32,
     /// Bytes of the registered series' keys.
     key_bytes: usize,
     /// Heap bytes of chunks and out-of-order buffers.
@@ -651,6 +670,9 @@ impl Head {
                 insert_hour(&mut e.hours, i, HourData::new(base));
                 e.newest_base = e.newest_base.max(base);
                 self.hours += 1;
+                if base < self.closed_before {
+                    self.closed_rows += 1;
+                }
                 i
             }
         };
@@ -786,9 +808,13 @@ impl Head {
                 continue;
             }
             let mut keep_from = e.hours.partition_point(|h| h.base < cutoff);
-            if keep_from == e.hours.len() && written_in == Some(e.written_round) {
-                // Still being written: its newest hour waits for a round
-                // without points.
+            // Written in the round that ended or in the one this flush
+            // runs in (a flush in pieces takes a while): still being
+            // written, its newest hour waits for a round without points.
+            let still_written = written_in.is_some_and(|ended| {
+                e.written_round == ended || e.written_round == ended.wrapping_add(1)
+            });
+            if keep_from == e.hours.len() && still_written {
                 keep_from -= 1;
                 if keep_from == 0 {
                     continue;
@@ -1057,6 +1083,32 @@ mod tests {
         }
         assert_eq!(pieces, vec![4, 4, 2]);
         assert_eq!((h.hours, h.points, h.bytes), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_look_keeps_the_newest_hour_of_series_written_since_the_last_one() {
+        let mut h = Head::default();
+        let ids: Vec<u32> = (1..=3).map(|n| h.register(key(n), 1).0).collect();
+        for &id in &ids {
+            h.insert(id, 5, StoredValue::Int(1));
+        }
+        h.next_round();
+        // The second series takes a point before the look, the first while
+        // it runs (a flush in pieces takes a while); the third stopped.
+        h.insert(ids[1], 6, StoredValue::Int(2));
+        let ended = h.next_round();
+        h.insert(ids[0], 7, StoredValue::Int(3));
+        let frozen = h.take(Take::Closed {
+            before: 3600,
+            round: ended,
+        });
+        assert_eq!(frozen.row_count(), 1);
+        assert_eq!(*frozen.rows[&1][0].0, *key(3));
+        assert!(
+            ids[..2]
+                .iter()
+                .all(|&id| h.entry(id).unwrap().hours.len() == 1)
+        );
     }
 
     #[test]

@@ -191,6 +191,9 @@ pub struct Engine {
     /// `head.max_series`, and has not brought it back yet: writers wake it
     /// once, not on every batch.
     series_pressure: AtomicBool,
+    /// The head opened [`head::CLOSED_ROWS_LOOK`] rows in closed hours
+    /// since the flusher last looked for them: it looks at once.
+    closed_look: AtomicBool,
     shutting_down: AtomicBool,
     metrics: Metrics,
 }
@@ -270,6 +273,14 @@ impl Engine {
         {
             self.wake_flusher();
         }
+        head.closed_before = self.closed_before();
+        let interval = u32::try_from(self.settings.flush_interval.as_secs()).unwrap_or(u32::MAX);
+        if head.closed_rows >= head::CLOSED_ROWS_LOOK
+            && head.newest_secs >= head.looked_secs.saturating_add(interval)
+            && !self.closed_look.swap(true, Ordering::AcqRel)
+        {
+            self.wake_flusher();
+        }
         head.bytes
     }
 
@@ -324,11 +335,17 @@ impl Engine {
         // looked for every `flush_interval`; a wake between (memory or
         // series pressure, a checkpoint) does only what it was woken for:
         // in a backfill every hour is closed, and writing out the live
-        // series at every wake would give each row many cells.
+        // series at every wake would give each row many cells. A backfill
+        // that opened many rows in closed hours has them looked for once
+        // the interval has passed in data time (`closed_look`): each look
+        // writes out the series that took no point since the one before,
+        // so series that stop leave memory as the backfill goes rather
+        // than all at the interval.
         let mut closed_due = std::time::Instant::now();
         loop {
             let now = std::time::Instant::now();
-            let closed = if now >= closed_due {
+            let asked = self.closed_look.swap(false, Ordering::AcqRel);
+            let closed = if now >= closed_due || asked {
                 closed_due = now + self.settings.flush_interval;
                 ClosedHours::DeferWritten
             } else {

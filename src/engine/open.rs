@@ -159,6 +159,7 @@ impl Engine {
             wake: (Mutex::new(false), Condvar::new()),
             checkpoint_requested: AtomicBool::new(false),
             series_pressure: AtomicBool::new(false),
+            closed_look: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             metrics,
         });

@@ -402,6 +402,37 @@ fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
 }
 
 #[test]
+fn rows_opened_in_closed_hours_ask_the_flusher_to_look_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 2 * 86_400_000);
+    let e = open(&config(dir.path()), &clock);
+    let t0 = (T0_MS / 1000) as u64 / 3600 * 3600;
+    let now = (T0_MS / 1000) as u64 + 2 * 86_400;
+    // A point of the current hour opens no closed row; two closed hours do.
+    write(&e, &[point("c.m", now, 1, "a")]);
+    write(
+        &e,
+        &[point("c.m", t0, 1, "a"), point("c.m", t0 + 3600, 2, "b")],
+    );
+    assert_eq!(e.head().closed_rows, 2);
+    assert!(!e.closed_look.load(Ordering::Acquire), "not yet");
+    e.head().closed_rows = super::head::CLOSED_ROWS_LOOK;
+    e.head().looked_secs = now as u32 - 10;
+    write(&e, &[point("c.m", now + 1, 2, "a")]);
+    assert!(
+        !e.closed_look.load(Ordering::Acquire),
+        "data time has not moved on by the interval since the last look"
+    );
+    e.head().looked_secs = now as u32 - 30;
+    write(&e, &[point("c.m", now + 2, 3, "a")]);
+    assert!(e.closed_look.load(Ordering::Acquire), "past the bound");
+    // The look starts the count again, from the newest point.
+    e.flush_closed_with(true).unwrap();
+    assert_eq!(e.head().closed_rows, 0);
+    assert_eq!(e.head().looked_secs, now as u32 + 2);
+}
+
+#[test]
 fn unknown_names_are_per_point_errors() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
