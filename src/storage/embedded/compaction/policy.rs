@@ -5,10 +5,13 @@
 //! Data files are time-partitioned: each covers one window of base hours.
 //! Recent data lives in small windows (`windows[0]`, 2 h by default), which
 //! are merged into large windows (`windows[1]`, one day) once the large
-//! window has closed. A merge always takes *every* file overlapping its
-//! output window, so the cells of one row never have a newer version
-//! outside the merge: that is what lets a merge collapse a row's cells into
-//! one (newest write wins inside it) without reordering writes.
+//! window has closed. A merge takes *every* file overlapping its output
+//! window, so the cells of one row never have a newer version outside the
+//! merge: that is what lets a merge collapse a row's cells into one (newest
+//! write wins inside it) without reordering writes. The one exception is a
+//! closed window that keeps taking files (a backfill, an import): its
+//! newest files are merged in size tiers, which is sound because every
+//! file left out is older than all of them (`closed_window_inputs`).
 //!
 //! Retention: a window whose end is older than the longest TTL in force is
 //! dropped whole (no rewrite); a window that some shorter per-metric TTL
@@ -28,6 +31,7 @@ pub struct FileInfo {
     pub kind: FileKind,
     pub size: u64,
     pub min_seq: u64,
+    pub max_seq: u64,
     pub window_start: u64,
     pub window_end: u64,
     pub retention_applied: Vec<u64>,
@@ -123,11 +127,10 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
         let end = start + large;
         let closed = p.force || end.saturating_add(p.settle_secs) <= now;
         if closed {
-            if group.len() > 1 {
-                let window = (start, end);
+            if let Some(inputs) = closed_window_inputs(group, p.max_files_per_window, p.force) {
                 return Some(Job::MergeData {
-                    inputs: group.iter().map(|g| g.number).collect(),
-                    window,
+                    inputs,
+                    window: (start, end),
                     ttls_applied: expired_ttls(end, now, &p.retention),
                 });
             }
@@ -159,6 +162,46 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
         .map(|f| (f.number, f.size))
         .collect();
     choose_meta_merge(&meta, p.max_meta_files).map(|inputs| Job::MergeMeta { inputs })
+}
+
+/// The files of a closed large window to merge, size-tiered: the newest
+/// ones, back to the first older file larger than twice them together. A
+/// backfill or an import adds a file to a closed window at every flush;
+/// merging each into the whole window rewrote the window once per file
+/// (quadratic), while tiers rewrite each byte a few times. Every file is
+/// taken when the window holds `max_files` files, when `all` (offline full
+/// compaction), or when the newest ones are not all newer than the rest.
+///
+/// Merging only the newest files is sound because they are newer than
+/// every file left out (checked): the row compactor collapses the cells of
+/// a row inside the merge, newest write winning, and stamps the output
+/// with the newest input's sequence, so no cell outside the merge moves
+/// from older to newer than one inside it.
+fn closed_window_inputs(group: &[&FileInfo], max_files: usize, all: bool) -> Option<Vec<u64>> {
+    if group.len() < 2 {
+        return None;
+    }
+    let mut by_seq: Vec<&FileInfo> = group.to_vec();
+    by_seq.sort_by_key(|f| (f.min_seq, f.number));
+    let numbers = |files: &[&FileInfo]| files.iter().map(|f| f.number).collect();
+    if all || by_seq.len() >= max_files {
+        return Some(numbers(&by_seq));
+    }
+    let mut newer_bytes = 0u64;
+    let mut from = by_seq.len();
+    while let Some(f) = from.checked_sub(1).map(|i| by_seq[i]) {
+        if from < by_seq.len() && f.size > newer_bytes.saturating_mul(2) {
+            break;
+        }
+        newer_bytes += f.size;
+        from -= 1;
+    }
+    let (older, newest) = by_seq.split_at(from);
+    let newest_from = newest.iter().map(|f| f.min_seq).min().unwrap_or(0);
+    if older.iter().any(|f| f.max_seq >= newest_from) {
+        return Some(numbers(&by_seq));
+    }
+    (newest.len() >= 2).then(|| numbers(newest))
 }
 
 /// The files a merge of `window` must take — every file overlapping it —
@@ -216,6 +259,7 @@ mod tests {
             kind: FileKind::Data,
             size: 100,
             min_seq: number,
+            max_seq: number,
             window_start: start,
             window_end: end,
             retention_applied: Vec::new(),
@@ -293,6 +337,52 @@ mod tests {
         );
         // A single day file is left alone.
         assert_eq!(choose(&files[..1], 5 * D, &policy()), None);
+    }
+
+    #[test]
+    fn a_closed_window_taking_a_file_at_a_time_is_merged_in_tiers() {
+        let sized = |n: u64, size: u64| FileInfo {
+            size,
+            ..data(n, 0, D)
+        };
+        let now = 5 * D;
+        let job = |files: &[FileInfo]| match choose(files, now, &policy()) {
+            Some(Job::MergeData { inputs, window, .. }) => {
+                assert_eq!(window, (0, D));
+                inputs
+            }
+            other => panic!("{other:?}"),
+        };
+        // A backfill's flushes: a large merged file and new ones of a piece
+        // each. One piece against eight is left until more come.
+        assert_eq!(
+            choose(&[sized(1, 800), sized(2, 100)], now, &policy()),
+            None
+        );
+        // Newest first, back to the first file over twice them together.
+        assert_eq!(
+            job(&[sized(1, 900), sized(2, 200), sized(3, 100), sized(4, 100)]),
+            vec![2, 3, 4]
+        );
+        assert_eq!(
+            job(&[sized(1, 800), sized(2, 300), sized(3, 200)]),
+            vec![1, 2, 3]
+        );
+        // A file newer than the tier it would be left under: all of them.
+        let mut overlapping = vec![sized(1, 800), sized(2, 100), sized(3, 100)];
+        overlapping[0].max_seq = 2;
+        assert_eq!(job(&overlapping), vec![1, 2, 3]);
+        // At max_files_per_window files, and when forced, all of them.
+        let many: Vec<FileInfo> = (1..=8).map(|n| sized(n, 1 << (20 - n))).collect();
+        assert_eq!(job(&many).len(), 8);
+        let forced = Policy {
+            force: true,
+            ..policy()
+        };
+        assert!(matches!(
+            choose(&[sized(1, 800), sized(2, 100)], now, &forced),
+            Some(Job::MergeData { ref inputs, .. }) if inputs.len() == 2
+        ));
     }
 
     #[test]

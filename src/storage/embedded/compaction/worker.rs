@@ -42,6 +42,7 @@ impl EmbeddedStore {
                     kind: t.kind(),
                     size: t.size,
                     min_seq: t.meta.min_seq,
+                    max_seq: t.meta.max_seq,
                     window_start: t.meta.window_start,
                     window_end: t.meta.window_end,
                     retention_applied: t.meta.retention_applied.clone(),
