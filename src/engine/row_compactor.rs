@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::retention::Retention;
 use crate::codec::KeyLayout;
+use crate::codec::row::{CellKind, classify};
 use crate::storage::{Cell, CompactContext, RowCompactor};
 use crate::uid::{UidKind, Uids};
 
@@ -63,6 +64,15 @@ impl RowCompactor for Compactor {
             && u64::from(parts.base_time) + 3600 + ttl <= ctx.now_secs
         {
             return Ok(Vec::new());
+        }
+        // Applying a tombstone drops it: in a partial merge the points it
+        // covers in older files would come back.
+        if !ctx.complete
+            && cells
+                .iter()
+                .any(|c| matches!(classify(&c.column, &c.value), CellKind::Tombstone { .. }))
+        {
+            return Ok(cells);
         }
         crate::codec::row::compact_row(cells).map_err(|e| e.to_string())
     }

@@ -246,6 +246,10 @@ pub fn scan_ranges_with(
 pub struct CompactContext {
     /// Wall-clock time of the compaction, seconds since the epoch.
     pub now_secs: u64,
+    /// The merge takes every file that may hold the row. A merge of a
+    /// closed window's newest files only is not complete: older files may
+    /// hold points a tombstone in it covers, so the tombstone must stay.
+    pub complete: bool,
 }
 
 /// Merges the cells of one data row during a compaction (the engine owns

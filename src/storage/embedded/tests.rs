@@ -726,3 +726,56 @@ fn merges_go_through_the_row_compactor() {
     compact_all(&s, 10 * 86_400, true);
     assert!(rows(&s, Table::Data).is_empty());
 }
+
+/// A row compactor that keeps every cell and notes whether each merge it
+/// served was complete.
+#[derive(Debug, Default)]
+struct NoteComplete(std::sync::Mutex<Vec<bool>>);
+
+impl RowCompactor for NoteComplete {
+    fn compact_row(
+        &self,
+        _row: &[u8],
+        cells: Vec<Cell>,
+        ctx: &CompactContext,
+    ) -> std::result::Result<Vec<Cell>, String> {
+        let mut seen = self.0.lock().map_err(|e| e.to_string())?;
+        if seen.last() != Some(&ctx.complete) {
+            seen.push(ctx.complete);
+        }
+        Ok(cells)
+    }
+}
+
+#[test]
+fn a_merge_of_a_closed_days_newest_files_is_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    let noted = Arc::new(NoteComplete::default());
+    s.set_row_compactor(noted.clone());
+    // A large file of the day, then two small late ones.
+    let mut state = 1u64;
+    let many: Vec<Mutation> = (0..2000u64)
+        .map(|m| {
+            // Values that do not compress, so the file is large.
+            let value: Vec<u8> = (0..64)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    (state >> 56) as u8
+                })
+                .collect();
+            put(Table::Data, &data_row(m, 1, 0), b"t", &value)
+        })
+        .collect();
+    write_data(&s, many);
+    write_data(&s, vec![put(Table::Data, &data_row(1, 1, 0), b"u", b"a")]);
+    write_data(&s, vec![put(Table::Data, &data_row(2, 1, 0), b"u", b"b")]);
+    compact_all(&s, 5 * 86_400, false);
+    assert_eq!(*noted.0.lock().unwrap(), vec![false], "the two small ones");
+    assert_eq!(s.table_count(), 2);
+    compact_all(&s, 5 * 86_400, true);
+    assert_eq!(*noted.0.lock().unwrap(), vec![false, true], "all of them");
+    assert_eq!(s.table_count(), 1);
+}

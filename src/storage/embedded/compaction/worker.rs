@@ -135,14 +135,25 @@ impl EmbeddedStore {
         ttls_applied: Vec<u64>,
         now_secs: u64,
     ) -> Result<()> {
-        let number = Self::next_number(&mut self.lock());
+        let (number, complete) = {
+            let mut st = self.lock();
+            // Files published after this are newer than every input: only
+            // older ones left out make the merge partial.
+            let taken: HashSet<u64> = inputs.iter().map(|t| t.number).collect();
+            let complete = st.files.data.iter().all(|t| {
+                taken.contains(&t.number)
+                    || t.meta.window_end <= window.0
+                    || window.1 <= t.meta.window_start
+            });
+            (Self::next_number(&mut st), complete)
+        };
         let max_seq = inputs.iter().map(|t| t.meta.max_seq).max().unwrap_or(0);
         let sources: Vec<merge_iter::Source<'_>> = inputs
             .iter()
             .map(|t| Box::new(t.range(&[], &[], None)) as merge_iter::Source<'_>)
             .collect();
         let compactor = self.compactor.get().cloned();
-        let ctx = CompactContext { now_secs };
+        let ctx = CompactContext { now_secs, complete };
         let rows = RowMerge {
             inner: MergeIter::new(sources),
             pending: None,
