@@ -11,7 +11,9 @@
 //! write wins inside it) without reordering writes. The one exception is a
 //! closed window that keeps taking files (a backfill, an import): its
 //! newest files are merged in size tiers, which is sound because every
-//! file left out is older than all of them (`closed_window_inputs`).
+//! file left out is older than all of them (`closed_window_inputs`), and
+//! because such a merge keeps the rows holding a delete tombstone as they
+//! are (`CompactContext::complete`).
 //!
 //! Retention: a window whose end is older than the longest TTL in force is
 //! dropped whole (no rewrite); a window that some shorter per-metric TTL
@@ -176,7 +178,10 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
 /// every file left out (checked): the row compactor collapses the cells of
 /// a row inside the merge, newest write winning, and stamps the output
 /// with the newest input's sequence, so no cell outside the merge moves
-/// from older to newer than one inside it.
+/// from older to newer than one inside it; and a row with a delete
+/// tombstone is left whole (the merge is not complete: the worker says so
+/// in `CompactContext::complete`), since older files may hold what it
+/// covers.
 fn closed_window_inputs(group: &[&FileInfo], max_files: usize, all: bool) -> Option<Vec<u64>> {
     if group.len() < 2 {
         return None;
