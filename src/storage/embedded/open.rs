@@ -311,6 +311,7 @@ impl EmbeddedStore {
                 files: Arc::new(files),
                 seq,
                 poisoned: false,
+                last_data_write: None,
             }),
             opts,
             data_lock: Mutex::new(()),

@@ -29,6 +29,9 @@ pub(super) struct State {
     pub(super) files: Arc<FileSet>,
     pub(super) seq: u64,
     pub(super) poisoned: bool,
+    /// When the last data file was published (`None`: none since open):
+    /// the compaction policy's [`super::compaction::policy::Policy::quiet`].
+    pub(super) last_data_write: Option<std::time::Instant>,
 }
 
 /// The default storage backend.

@@ -286,7 +286,9 @@ impl EmbeddedStore {
             cleanup(&added);
             return Err(StorageError::Poisoned);
         }
-        self.publish(&mut st, added, &HashSet::new(), None)
+        self.publish(&mut st, added, &HashSet::new(), None)?;
+        st.last_data_write = Some(std::time::Instant::now());
+        Ok(())
     }
 
     pub(super) fn increment_counter(

@@ -10,7 +10,8 @@
 //! merge: that is what lets a merge collapse a row's cells into one (newest
 //! write wins inside it) without reordering writes. The one exception is a
 //! closed window that keeps taking files (a backfill, an import): its
-//! newest files are merged in size tiers, which is sound because every
+//! newest files are merged in size tiers until writes stop for a minute
+//! (then whole), which is sound because every
 //! file left out is older than all of them (`closed_window_inputs`), and
 //! because such a merge keeps the rows holding a delete tombstone as they
 //! are (`CompactContext::complete`).
@@ -53,6 +54,10 @@ pub struct Policy {
     pub retention: RetentionView,
     /// Treat every window as closed (offline full compaction).
     pub force: bool,
+    /// No data file was published for [`QUIET`]: the backfill or import
+    /// that kept a closed window taking files is over, and the window's
+    /// tiers are merged into one file.
+    pub quiet: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +74,10 @@ pub enum Job {
     /// Delete these data files: every row in them has expired.
     Drop { files: Vec<u64> },
 }
+
+/// How long without a new data file before closed windows are merged
+/// whole ([`Policy::quiet`]).
+pub const QUIET: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The TTLs that have fully expired a window ending at `end`.
 pub fn expired_ttls(end: u64, now: u64, retention: &RetentionView) -> Vec<u64> {
@@ -129,7 +138,8 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
         let end = start + large;
         let closed = p.force || end.saturating_add(p.settle_secs) <= now;
         if closed {
-            if let Some(inputs) = closed_window_inputs(group, p.max_files_per_window, p.force) {
+            let all = p.force || p.quiet;
+            if let Some(inputs) = closed_window_inputs(group, p.max_files_per_window, all) {
                 return Some(Job::MergeData {
                     inputs,
                     window: (start, end),
@@ -172,7 +182,8 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
 /// merging each into the whole window rewrote the window once per file
 /// (quadratic), while tiers rewrite each byte a few times. Every file is
 /// taken when the window holds `max_files` files, when `all` (offline full
-/// compaction), or when the newest ones are not all newer than the rest.
+/// compaction, or no data written for [`QUIET`]), or when the newest ones
+/// are not all newer than the rest.
 ///
 /// Merging only the newest files is sound because they are newer than
 /// every file left out (checked): the row compactor collapses the cells of
@@ -282,6 +293,7 @@ mod tests {
                 forever: true,
             },
             force: false,
+            quiet: false,
         }
     }
 
@@ -380,14 +392,21 @@ mod tests {
         // At max_files_per_window files, and when forced, all of them.
         let many: Vec<FileInfo> = (1..=8).map(|n| sized(n, 1 << (20 - n))).collect();
         assert_eq!(job(&many).len(), 8);
-        let forced = Policy {
-            force: true,
-            ..policy()
-        };
-        assert!(matches!(
-            choose(&[sized(1, 800), sized(2, 100)], now, &forced),
-            Some(Job::MergeData { ref inputs, .. }) if inputs.len() == 2
-        ));
+        for all in [
+            Policy {
+                force: true,
+                ..policy()
+            },
+            Policy {
+                quiet: true,
+                ..policy()
+            },
+        ] {
+            assert!(matches!(
+                choose(&[sized(1, 800), sized(2, 100)], now, &all),
+                Some(Job::MergeData { ref inputs, .. }) if inputs.len() == 2
+            ));
+        }
     }
 
     #[test]

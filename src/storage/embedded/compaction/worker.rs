@@ -55,6 +55,9 @@ impl EmbeddedStore {
                 max_meta_files: self.opts.max_meta_files,
                 retention: self.opts.retention.clone(),
                 force,
+                quiet: st
+                    .last_data_write
+                    .is_none_or(|at| at.elapsed() >= policy::QUIET),
             };
             (
                 policy::choose(&infos, now_secs, &policy),
