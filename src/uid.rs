@@ -175,8 +175,21 @@ impl Uids {
     /// handed to the OS but not fsynced: call [`Uids::sync_if_needed`]
     /// before acknowledging anything that refers to them.
     pub fn get_or_create(&self, kind: UidKind, name: &str) -> Result<u64, UidError> {
+        self.get_or_create_noting_new(kind, name)
+            .map(|(uid, _)| uid)
+    }
+
+    /// [`Uids::get_or_create`], and whether this call assigned the UID: no
+    /// row in the store can refer to a UID assigned just now (nothing is
+    /// written with a UID before it is durable, and a durable UID is never
+    /// assigned again), so a series named with it is new to the store.
+    pub fn get_or_create_noting_new(
+        &self,
+        kind: UidKind,
+        name: &str,
+    ) -> Result<(u64, bool), UidError> {
         if let Some(uid) = self.lookup(kind, name)? {
-            return Ok(uid);
+            return Ok((uid, false));
         }
         if !self.auto_create[kind as usize] {
             return Err(UidError::NoSuchName {
@@ -198,7 +211,7 @@ impl Uids {
                 uid: self.uid_hex(kind, uid),
             });
         }
-        self.assign_new(kind, name)
+        self.assign_new(kind, name).map(|(uid, _)| uid)
     }
 
     /// The UID as OpenTSDB prints it: upper-case hex on the kind's width.
@@ -268,8 +281,9 @@ impl Uids {
         Ok(())
     }
 
-    /// Assigns a new UID (the name has none, or had none when looked up).
-    fn assign_new(&self, kind: UidKind, name: &str) -> Result<u64, UidError> {
+    /// Assigns a new UID (the name has none, or had none when looked up);
+    /// true if this call assigned it, false if another assigner won.
+    fn assign_new(&self, kind: UidKind, name: &str) -> Result<(u64, bool), UidError> {
         let _guard = self
             .assign
             .lock()
@@ -279,7 +293,7 @@ impl Uids {
         // have dropped it meanwhile, the forward check-and-put below still
         // finds it.)
         if let Some(uid) = self.cache(kind).forward.get(name) {
-            return Ok(uid);
+            return Ok((uid, false));
         }
         let id_col = column(family::ID, kind.as_str().as_bytes());
         let name_col = column(family::NAME, kind.as_str().as_bytes());
@@ -320,11 +334,11 @@ impl Uids {
                 Durability::Buffered,
             )? {
                 self.remember(kind, name, id);
-                return Ok(id);
+                return Ok((id, true));
             }
             // Another writer assigned this name first: use its UID.
             if let Some(uid) = self.lookup(kind, name)? {
-                return Ok(uid);
+                return Ok((uid, false));
             }
         }
         Err(UidError::Conflict {

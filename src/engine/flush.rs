@@ -231,7 +231,9 @@ impl Engine {
     /// Which frozen rows (in the order of `frozen.rows`) the store may
     /// already hold a cell of (a late point, a flush again after a
     /// restart, an annotation): their tier values are read back after the
-    /// write. Asked of the bloom filters before the write; nothing to ask
+    /// write. Asked of the bloom filters before the write, but for series
+    /// the store holds nothing of (`Frozen::absent`), whose rows the
+    /// filters' false positives would have read back; nothing to ask
     /// without tiers.
     fn rows_stored_before(&self, frozen: &Frozen) -> Result<Vec<bool>, EngineError> {
         if self.tiers.is_empty() || self.log.is_none() {
@@ -239,8 +241,12 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(frozen.row_count());
         for (key, hour) in frozen.rows.values().flatten() {
-            let row = self.layout.row_key(key, hour.base);
-            out.push(self.store.row_may_exist(Table::Data, &row)?);
+            out.push(
+                !frozen.absent.contains(key)
+                    && self
+                        .store
+                        .row_may_exist(Table::Data, &self.layout.row_key(key, hour.base))?,
+            );
         }
         Ok(out)
     }

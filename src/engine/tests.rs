@@ -364,6 +364,36 @@ fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
     );
 }
 
+/// A series named with a UID assigned by its write is known new to the
+/// store (nothing recorded, no tier rows to read) without asking the bloom
+/// filters; one whose UIDs all existed is asked, and a series the store
+/// holds is not new.
+#[test]
+fn a_series_with_a_new_uid_is_new_to_the_store_without_asking_the_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let c = config(dir.path());
+    let e = open(&c, &clock);
+    let start = (T0_MS / 1000) as u64 - 600;
+    let recorded =
+        |e: &Engine| -> Vec<u32> { e.head().all_series().map(|s| s.newest_recorded).collect() };
+    write(&e, &[point("n.m", start, 1, "a")]);
+    assert_eq!(recorded(&e), vec![head::NONE_RECORDED], "every UID new");
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    assert_eq!(e.series_count(), 0);
+    // Back after eviction: its UIDs exist and the store holds it.
+    write(&e, &[point("n.m", start + 10, 2, "a")]);
+    assert_ne!(recorded(&e), vec![head::NONE_RECORDED], "held by the store");
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    // A new tag value: new to the store, whatever the filters would say.
+    write(&e, &[point("n.m", start + 20, 3, "b")]);
+    assert_eq!(recorded(&e), vec![head::NONE_RECORDED]);
+    let all = read_metric(&e, "n.m", T0_MS - 3_600_000, T0_MS);
+    assert_eq!(all.len(), 2);
+}
+
 /// The flusher's look for closed hours leaves the newest hour of a series
 /// still taking points (a backfill: every hour is closed) until a round
 /// passes without points, so the row is written once, not a cell a round.

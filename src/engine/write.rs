@@ -385,16 +385,25 @@ impl Engine {
         receipt: &mut WriteReceipt,
     ) -> Result<Vec<Resolved>, EngineError> {
         let mut resolved = Vec::new();
+        // Before any UID is assigned: a series named with a UID assigned
+        // below is new to the store only until someone else registers,
+        // flushes and forgets it, which this tells (`Head::removed_since`).
+        let removed = self.head().removed;
+        // Which of `resolved` were named with a UID this call assigned.
+        let mut new_uid = Vec::new();
         for &i in which {
             let Item::Named(p) = &items[i] else { continue };
-            match self.resolve(p) {
-                Ok((key, metric)) => resolved.push(Resolved {
-                    item: i,
-                    key,
-                    metric,
-                    unindexed: false,
-                    removed: 0,
-                }),
+            match self.resolve_noting_new(p) {
+                Ok((key, metric, new)) => {
+                    new_uid.push(new);
+                    resolved.push(Resolved {
+                        item: i,
+                        key,
+                        metric,
+                        unindexed: false,
+                        removed,
+                    });
+                }
                 Err(e) => {
                     self.metrics
                         .points_rejected
@@ -409,19 +418,26 @@ impl Engine {
             // their WAL frame exists (see `index` for the crash argument).
             let fresh: Vec<usize> = {
                 let head = self.head();
-                let fresh = (0..resolved.len())
+                (0..resolved.len())
                     .filter(|&j| head.id_of(&resolved[j].key).is_none())
-                    .collect();
-                for r in &mut resolved {
-                    r.removed = head.removed;
-                }
-                fresh
+                    .collect()
             };
-            let keys: Vec<&[u8]> = fresh.iter().map(|&j| &resolved[j].key[..]).collect();
-            let new = self.not_indexed(&keys)?;
-            self.index_series(keys)?;
-            for (j, new) in fresh.into_iter().zip(new) {
+            // A series with a UID assigned just now is new to the store
+            // without asking the bloom filters, whose false positives
+            // would have its rows read back at its first flush. Not on a
+            // shared store: another node may write it as soon as it
+            // learns the UID.
+            let (known_new, ask): (Vec<usize>, Vec<usize>) = fresh
+                .iter()
+                .partition(|&&j| new_uid[j] && self.log.is_some());
+            let asked: Vec<&[u8]> = ask.iter().map(|&j| &resolved[j].key[..]).collect();
+            let new = self.not_indexed(&asked)?;
+            self.index_series(fresh.iter().map(|&j| &resolved[j].key[..]))?;
+            for (j, new) in ask.into_iter().zip(new) {
                 resolved[j].unindexed = new;
+            }
+            for j in known_new {
+                resolved[j].unindexed = true;
             }
             // New UIDs must be durable before any logged point refers to them.
             self.uids.sync_if_needed().map_err(EngineError::Uid)?;
@@ -468,16 +484,29 @@ impl Engine {
 
     /// UIDs and series key of a point (assigning UIDs if allowed).
     pub(in crate::engine) fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
-        let metric = self.uids.get_or_create(UidKind::Metric, &p.metric)?;
+        self.resolve_noting_new(p)
+            .map(|(key, metric, _)| (key, metric))
+    }
+
+    /// [`Engine::resolve`], and whether one of the UIDs was assigned by
+    /// this call ([`crate::uid::Uids::get_or_create_noting_new`]).
+    fn resolve_noting_new(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64, bool), UidError> {
+        let (metric, mut new) = self
+            .uids
+            .get_or_create_noting_new(UidKind::Metric, &p.metric)?;
         let mut tags = Vec::with_capacity(p.tags.len());
         for (k, v) in &p.tags {
-            tags.push((
-                self.uids.get_or_create(UidKind::TagK, k)?,
-                self.uids.get_or_create(UidKind::TagV, v)?,
-            ));
+            let (tagk, new_k) = self.uids.get_or_create_noting_new(UidKind::TagK, k)?;
+            let (tagv, new_v) = self.uids.get_or_create_noting_new(UidKind::TagV, v)?;
+            new |= new_k || new_v;
+            tags.push((tagk, tagv));
         }
         tags.sort_unstable();
-        Ok((Arc::from(self.layout.series_key(metric, &tags)), metric))
+        Ok((
+            Arc::from(self.layout.series_key(metric, &tags)),
+            metric,
+            new,
+        ))
     }
 }
 
