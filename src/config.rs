@@ -599,7 +599,8 @@ pub struct HeadConfig {
     /// registry back to three quarters of it: idle series (no points in the
     /// head) are forgotten first, then the longest silent series have their
     /// open hours written out and are forgotten; any of them is looked up
-    /// again when it returns.
+    /// again when it returns. Writes naming new series are refused while
+    /// the registry holds a quarter more than this.
     pub max_series: usize,
     /// A series whose newest point is this many seconds older than the
     /// newest point the head holds (or than now, if that is earlier) has
@@ -615,7 +616,7 @@ impl Default for HeadConfig {
             flush_interval_secs: 30,
             flush_grace_secs: 600,
             max_bytes: 256 << 20,
-            max_series: 2_000_000,
+            max_series: 1_000_000,
             idle_flush_secs: 300,
         }
     }

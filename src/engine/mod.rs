@@ -99,6 +99,13 @@ pub enum EngineError {
         "Please throttle writes: the head holds {bytes} bytes of points waiting to be written to storage (limit {limit})"
     )]
     Overloaded { bytes: usize, limit: usize },
+    /// A write naming series the head does not hold while it holds
+    /// [`Engine::series_limit`] series: the flusher is behind writing the
+    /// silent ones out (`head.max_series`).
+    #[error(
+        "Please throttle writes: the head holds {series} series, at its limit of {limit} (head.max_series and a quarter), while silent ones are written out"
+    )]
+    TooManySeries { series: usize, limit: usize },
     #[error("data directory {path} is in use by another hourglass process")]
     Locked { path: PathBuf },
     #[error("cannot use data directory {path}: {source}")]
@@ -424,6 +431,15 @@ impl Engine {
             self.checkpoint()?;
         }
         Ok(())
+    }
+
+    /// Series the head may hold before writes naming new ones are refused
+    /// (`EngineError::TooManySeries`): past `head.max_series` the flusher
+    /// writes the silent ones out, and this holds memory to the bound when
+    /// series arrive faster than it can (a backfill of churned series on
+    /// a small machine).
+    pub(super) fn series_limit(&self) -> usize {
+        self.settings.max_series + self.settings.max_series / 4
     }
 
     /// Brings the registry back to three quarters of `head.max_series`:

@@ -323,10 +323,12 @@ fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(T0_MS);
     let mut c = config(dir.path());
-    c.head.max_series = 8;
+    c.head.max_series = 16;
     c.head.idle_flush_secs = 0;
     let e = open(&c, &clock);
-    // 20 series in the open hour, host i silent since second 10·i.
+    // 20 series in the open hour (the most the head takes before writers
+    // are refused: a quarter past the bound), host i silent since second
+    // 10·i.
     let start = (T0_MS / 1000) as u64 - 600;
     for i in 0..20u64 {
         let host = format!("h{i:02}");
@@ -335,13 +337,13 @@ fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
     }
     assert_eq!(e.series_count(), 20);
     e.maintain_head().unwrap();
-    assert_eq!(e.series_count(), 6, "down to three quarters of the bound");
-    assert_eq!(e.metrics().series_evicted.get(), 14);
+    assert_eq!(e.series_count(), 12, "down to three quarters of the bound");
+    assert_eq!(e.metrics().series_evicted.get(), 8);
     {
         let head = e.head();
         let left: Vec<u32> = head.all_series().map(|s| s.last_secs).collect();
         assert!(
-            left.iter().all(|&secs| u64::from(secs) >= start + 140),
+            left.iter().all(|&secs| u64::from(secs) >= start + 80),
             "the newest stay: {left:?}"
         );
     }
@@ -362,6 +364,56 @@ fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
         h00.1,
         vec![(start as i64 * 1000, 2), ((start as i64 + 1) * 1000, 3)]
     );
+}
+
+/// While the head holds a quarter more series than `head.max_series`
+/// (the flusher behind), a write naming a new series is refused with
+/// "Please throttle writes" and nothing of it is taken; writes to series
+/// the head holds go on, and once the flusher has written the silent ones
+/// out the refused write is taken. Nothing acknowledged is lost.
+#[test]
+fn past_the_series_limit_writes_naming_new_series_are_refused_until_the_flusher_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.head.max_series = 8;
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    let start = (T0_MS / 1000) as u64 - 600;
+    for i in 0..10u64 {
+        write(&e, &[point("q.m", start + i, 1, &format!("h{i:02}"))]);
+    }
+    assert_eq!(e.series_count(), 10);
+    // A new series with one the head holds: the whole write is refused.
+    let refused = e.write(&[
+        point("q.m", start + 20, 7, "h00"),
+        point("q.m", start + 20, 7, "new"),
+    ]);
+    match refused {
+        Err(EngineError::TooManySeries { series, limit }) => {
+            assert_eq!((series, limit), (10, 10));
+            let text = EngineError::TooManySeries { series, limit }.to_string();
+            assert!(text.starts_with("Please throttle writes"), "{text}");
+        }
+        other => panic!("expected TooManySeries, got {other:?}"),
+    }
+    assert_eq!(e.series_count(), 10);
+    // A series the head holds still takes points.
+    write(&e, &[point("q.m", start + 30, 2, "h09")]);
+    // The flusher writes the longest silent out, and the write is taken.
+    e.maintain_head().unwrap();
+    assert_eq!(e.series_count(), 6);
+    write(
+        &e,
+        &[
+            point("q.m", start + 20, 7, "h00"),
+            point("q.m", start + 20, 7, "new"),
+        ],
+    );
+    let all = read_metric(&e, "q.m", T0_MS - 3_600_000, T0_MS);
+    assert_eq!(all.len(), 11);
+    let points: usize = all.iter().map(|(_, p)| p.len()).sum();
+    assert_eq!(points, 10 + 1 + 2, "{all:?}");
 }
 
 /// A series named with a UID assigned by its write is known new to the

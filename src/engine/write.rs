@@ -258,6 +258,18 @@ impl Engine {
                     limit: hard_limit,
                 });
             }
+            let series_limit = self.series_limit();
+            if head.series_count() >= series_limit
+                && resolved.iter().any(|r| head.id_of(&r.key).is_none())
+            {
+                let series = head.series_count();
+                drop(head);
+                self.wake_flusher();
+                return Err(EngineError::TooManySeries {
+                    series,
+                    limit: series_limit,
+                });
+            }
             for Resolved {
                 item: i,
                 key,

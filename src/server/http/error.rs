@@ -268,7 +268,7 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::Wal(w) => w.into(),
-            EngineError::Overloaded { .. } => {
+            EngineError::Overloaded { .. } | EngineError::TooManySeries { .. } => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()).with_retry_after(1)
             }
             EngineError::Storage(s) => storage_error(&s),

@@ -128,7 +128,7 @@ impl Session {
         let mut backoff = Duration::from_millis(10);
         let res = loop {
             match self.write(ctx).await {
-                Err(EngineError::Overloaded { .. }) => {
+                Err(EngineError::Overloaded { .. } | EngineError::TooManySeries { .. }) => {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_millis(500));
                 }
