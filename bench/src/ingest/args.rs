@@ -122,6 +122,12 @@ pub struct IngestArgs {
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub settle: Duration,
 
+    /// After the run, read every point back and compare it with what was
+    /// sent (exit 4 if any is missing or wrong). Needs a run whose every
+    /// point was acknowledged: no `--points` or `--max-time`.
+    #[arg(long, conflicts_with_all = ["points", "max_time", "dry_run"])]
+    pub verify: bool,
+
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod plan;
 pub mod report;
+pub mod verify;
 
 pub use args::IngestArgs;
 
@@ -25,6 +26,8 @@ use crate::{http, procfs, runner};
 
 /// Exit status when the server refused some of an ingest.
 const EXIT_SERVER_ERRORS: u8 = 3;
+/// Exit status when `--verify` found a point missing or wrong.
+const EXIT_VERIFY_FAILED: u8 = 4;
 
 /// Runs the ingest mode: the plan, a dry run or the run itself, and the report.
 pub fn run(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, BenchError> {
@@ -65,8 +68,23 @@ pub fn run(rt: &tokio::runtime::Runtime, args: &IngestArgs) -> Result<ExitCode, 
         server.data_dir_bytes = Some(bytes);
         server.bytes_per_point = (acked > 0).then(|| bytes as f64 / acked as f64);
     }
-    let report = IngestReport::new(plan.config, &run, server);
+    let mut report = IngestReport::new(plan.config, &run, server);
+    if args.verify {
+        report.verification = Some(if report.points == workload.total_points() {
+            rt.block_on(verify::verify(&workload, &args.addr, args.reply_timeout))
+        } else {
+            verify::unacknowledged(&workload, report.points)
+        });
+    }
     crate::report::print(&report, args.json, |r, out| r.write_human(out))?;
+    if report
+        .verification
+        .as_ref()
+        .is_some_and(|v| v.missing_points > 0)
+    {
+        eprintln!("hourglass-bench: points read back are missing or wrong");
+        return Ok(ExitCode::from(EXIT_VERIFY_FAILED));
+    }
     if report.errors > 0 {
         eprintln!(
             "hourglass-bench: the server refused part of the ingest ({} error replies)",

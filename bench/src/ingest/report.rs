@@ -17,6 +17,7 @@ use crate::protocol::Protocol;
 use crate::protocol::influx::Precision;
 use crate::report::{mib, rate};
 use crate::runner::{MAX_ERROR_SAMPLES, RunResult, TcpAck};
+use crate::soak::writers::Verification;
 use crate::workload::{Kind, TsUnit};
 
 /// Generator wait above this share of the run time makes it "generator-bound".
@@ -134,6 +135,9 @@ pub struct IngestReport {
     pub generator: GeneratorReport,
     pub server: ServerReport,
     pub per_connection: Vec<ConnReport>,
+    /// Every point read back (`--verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
 }
 
 impl IngestReport {
@@ -199,6 +203,7 @@ impl IngestReport {
             },
             server,
             per_connection,
+            verification: None,
         }
     }
 
@@ -302,6 +307,16 @@ impl IngestReport {
         }
         if let Some(v) = &self.server_version {
             writeln!(out, "  server        {v}")?;
+        }
+        if let Some(v) = &self.verification {
+            writeln!(
+                out,
+                "  read back     {} of {} points found ({} missing or wrong, {} queries failed)",
+                v.found_points, v.acked_points, v.missing_points, v.query_failures
+            )?;
+            for line in &v.first_missing {
+                writeln!(out, "    {line}")?;
+            }
         }
         Ok(())
     }

@@ -1,8 +1,9 @@
 //! HTTP ingest (`/api/put`, Influx `/write` and `/api/v2/write`, Prometheus
 //! remote write): each connection posts its payloads one at a time on one
 //! keep-alive connection; a point counts as acknowledged when its request
-//! got a 2xx. Any other status is counted by code, with the first bodies
-//! kept. A status that means the endpoint does not exist (404, 405, 501)
+//! got a 2xx. A 429 or 503 (a server throttling writes) is sent again
+//! after a backoff, as Prometheus does. Any other status is counted by
+//! code, with the first bodies kept. A status that means the endpoint does not exist (404, 405, 501)
 //! ends the run at once with the status and body, since every further
 //! request would get the same.
 
@@ -22,6 +23,20 @@ const MAX_RESPONSE: usize = 1 << 20;
 pub fn endpoint_missing(status: u16) -> bool {
     matches!(status, 404 | 405 | 501)
 }
+
+/// Whether an HTTP status asks the client to send the request again later
+/// (a server throttling writes): retried as Prometheus' remote write
+/// retries, with its default backoff (30 ms doubling to 5 s), each attempt
+/// counted by status; the points count once, when acknowledged.
+pub fn asks_to_retry(status: u16) -> bool {
+    matches!(status, 429 | 503)
+}
+
+const MIN_BACKOFF: Duration = Duration::from_millis(30);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Attempts after the first before a throttled request counts as refused
+/// (about a minute and a half of backoff).
+const MAX_RETRIES: u32 = 24;
 
 /// Runs one connection's share of the load.
 pub async fn run_connection(
@@ -55,21 +70,31 @@ pub async fn run_connection(
             l.wait(id, payload.first_ts_ms).await;
         }
         let len = payload.body.len() as u64;
-        let response = client
-            .send(
-                Method::POST,
-                &target.path,
-                &headers,
-                payload.body,
-                MAX_RESPONSE,
-                ctx.opts.reply_timeout,
-            )
-            .await
-            .map_err(|e| BenchError::Protocol(format!("connection {id}: {e}")))?;
+        let mut backoff = MIN_BACKOFF;
+        let mut attempts = 0;
+        let response = loop {
+            let response = client
+                .send(
+                    Method::POST,
+                    &target.path,
+                    &headers,
+                    payload.body.clone(),
+                    MAX_RESPONSE,
+                    ctx.opts.reply_timeout,
+                )
+                .await
+                .map_err(|e| BenchError::Protocol(format!("connection {id}: {e}")))?;
+            result.requests += 1;
+            result.bytes += len;
+            *result.statuses.entry(response.status).or_default() += 1;
+            attempts += 1;
+            if !asks_to_retry(response.status) || attempts > MAX_RETRIES {
+                break response;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        };
         done_at = Instant::now();
-        result.requests += 1;
-        result.bytes += len;
-        *result.statuses.entry(response.status).or_default() += 1;
         if response.is_success() {
             result.points += payload.points;
         } else {
