@@ -489,7 +489,7 @@ impl Default for StorageConfig {
             data_dir: PathBuf::from("./data"),
             backend: Backend::Embedded,
             memtable_bytes: 8 << 20,
-            max_meta_files: 8,
+            max_meta_files: 16,
             window_hours: 2,
             merged_window_hours: 24,
             block_cache_bytes: 64 << 20,

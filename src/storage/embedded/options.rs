@@ -12,7 +12,8 @@ pub struct EmbeddedOptions {
     pub layout: KeyLayout,
     /// The memtable is written to a meta table file past this many bytes.
     pub memtable_bytes: usize,
-    /// Meta table files are merged (size-tiered) beyond this many.
+    /// Meta table files are merged size-tiered: runs of similar size, and
+    /// the smallest beyond this many.
     pub max_meta_files: usize,
     /// Small and large data windows, in seconds.
     pub windows: [u64; 2],
@@ -38,7 +39,7 @@ impl EmbeddedOptions {
             dir,
             layout,
             memtable_bytes: 8 << 20,
-            max_meta_files: 8,
+            max_meta_files: 16,
             windows: [7200, 86_400],
             settle_secs: 3600,
             max_files_per_window: 8,
