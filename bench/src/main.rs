@@ -88,6 +88,7 @@ mod report;
 mod runner;
 mod series;
 mod soak;
+mod tsdb_answer;
 mod workload;
 mod workload_args;
 

@@ -11,10 +11,8 @@
 //! within one hour and hold at most [`POINTS_PER_QUERY`] points; raw
 //! points are read, never rollup tiers (no downsampling).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
-
-use hyper::Method;
 
 use crate::http::{HttpClient, with_query};
 use crate::soak::writers::Verification;
@@ -141,37 +139,14 @@ async fn read_hosts(
     timeout: Duration,
     by_name: &HashMap<&str, u32>,
 ) -> Result<HashMap<(u32, i64), f64>, String> {
-    let r = client
-        .send(
-            Method::GET,
-            path,
-            &[],
-            bytes::Bytes::new(),
-            MAX_ANSWER,
-            timeout,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    if !r.is_success() {
-        return Err(format!("HTTP {}: {}", r.status, r.snippet()));
-    }
-    #[derive(serde::Deserialize)]
-    struct Series {
-        tags: BTreeMap<String, String>,
-        dps: BTreeMap<String, serde_json::Value>,
-    }
-    let answer: Vec<Series> =
-        serde_json::from_slice(&r.body).map_err(|e| format!("bad JSON: {e}"))?;
+    let answer = crate::tsdb_answer::get(client, path, MAX_ANSWER, timeout).await?;
     let mut out = HashMap::new();
     for s in answer {
         let name = s.tags.get("hostname").map(String::as_str).unwrap_or("");
         let host = *by_name
             .get(name)
             .ok_or_else(|| format!("a series of unknown host {name:?}"))?;
-        for (t, value) in s.dps {
-            let t: i64 = t.parse().map_err(|e| format!("timestamp {t:?}: {e}"))?;
-            out.insert((host, t), value.as_f64().unwrap_or(f64::NAN));
-        }
+        out.extend(s.points.into_iter().map(|(t, value)| ((host, t), value)));
     }
     Ok(out)
 }

@@ -353,34 +353,19 @@ fn parse_opentsdb(q: QueryId, plan: &QueryPlan, body: &[u8]) -> Result<Answer, S
             value,
         });
     }
-    #[derive(Deserialize)]
-    struct Series {
-        metric: String,
-        #[serde(default)]
-        tags: BTreeMap<String, String>,
-        dps: BTreeMap<String, Json>,
-    }
-    let series: Vec<Series> = serde_json::from_slice(body).map_err(|e| format!("bad JSON: {e}"))?;
     let mut out = SeriesAnswer::new();
-    for s in series {
+    for s in crate::tsdb_answer::parse(body)? {
         let key = match q {
             QueryId::MaxPerHost => s.tags.get("hostname").cloned().unwrap_or_default(),
             QueryId::SumAll => s.metric.clone(),
             _ => String::new(),
         };
-        let mut points = Vec::with_capacity(s.dps.len());
-        for (t, v) in &s.dps {
-            let t: i64 = t.parse().map_err(|e| format!("timestamp {t:?}: {e}"))?;
-            // Second keys unless the server answered in milliseconds.
-            let ms = if t < 100_000_000_000 { t * 1000 } else { t };
-            let v = match v {
-                Json::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-                Json::String(s) => s.parse().unwrap_or(f64::NAN),
-                _ => f64::NAN,
-            };
-            points.push((ms, v));
-        }
-        points.sort_by_key(|p| p.0);
+        // Second keys unless the server answered in milliseconds.
+        let points: Vec<(i64, f64)> = s
+            .points
+            .into_iter()
+            .map(|(t, v)| (if t < 100_000_000_000 { t * 1000 } else { t }, v))
+            .collect();
         if out.insert(key.clone(), points).is_some() {
             return Err(format!("two answers for {key:?}"));
         }

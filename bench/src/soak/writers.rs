@@ -328,32 +328,6 @@ async fn read_series(
     path: &str,
     timeout: Duration,
 ) -> Result<BTreeMap<i64, f64>, String> {
-    let r = client
-        .send(
-            Method::GET,
-            path,
-            &[],
-            bytes::Bytes::new(),
-            256 << 20,
-            timeout,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    if !r.is_success() {
-        return Err(format!("HTTP {}: {}", r.status, r.snippet()));
-    }
-    #[derive(serde::Deserialize)]
-    struct Series {
-        dps: BTreeMap<String, serde_json::Value>,
-    }
-    let series: Vec<Series> =
-        serde_json::from_slice(&r.body).map_err(|e| format!("bad JSON: {e}"))?;
-    let mut out = BTreeMap::new();
-    for s in series {
-        for (t, v) in s.dps {
-            let t: i64 = t.parse().map_err(|e| format!("timestamp {t:?}: {e}"))?;
-            out.insert(t, v.as_f64().unwrap_or(f64::NAN));
-        }
-    }
-    Ok(out)
+    let answer = crate::tsdb_answer::get(client, path, 256 << 20, timeout).await?;
+    Ok(answer.into_iter().flat_map(|s| s.points).collect())
 }
