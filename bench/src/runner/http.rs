@@ -3,9 +3,9 @@
 //! keep-alive connection; a point counts as acknowledged when its request
 //! got a 2xx. A 429 or 503 (a server throttling writes) is sent again
 //! after a backoff, as Prometheus does. Any other status is counted by
-//! code, with the first bodies kept. A status that means the endpoint does not exist (404, 405, 501)
-//! ends the run at once with the status and body, since every further
-//! request would get the same.
+//! code, with the first bodies kept. A status that means the endpoint
+//! does not exist (404, 405, 501) ends the run at once with the status and
+//! body, since every further request would get the same.
 
 use std::time::{Duration, Instant};
 
