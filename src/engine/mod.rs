@@ -49,6 +49,7 @@ pub mod checkpoint;
 pub mod clock;
 mod delete;
 mod flush;
+mod fresh_uids;
 pub mod head;
 mod index;
 mod last;
@@ -187,6 +188,8 @@ pub struct Engine {
     /// write names ([`Head::id_of_text`]).
     series_digest: crate::hashing::TextDigest,
     flush_lock: Mutex<()>,
+    /// UIDs this process assigned lately (`fresh_uids`).
+    fresh_uids: Mutex<fresh_uids::FreshUids>,
     retention: Arc<Retention>,
     /// Rollup tiers (none on a shared store or when `[rollup]` is off).
     tiers: rollup::Tiers,
@@ -218,6 +221,12 @@ impl Engine {
             .name("hourglass-compact".into())
             .spawn(move || me.compaction_loop())?;
         Ok(vec![flusher, compactor])
+    }
+
+    fn fresh_uids(&self) -> MutexGuard<'_, fresh_uids::FreshUids> {
+        self.fresh_uids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn head(&self) -> MutexGuard<'_, Head> {
@@ -440,6 +449,21 @@ impl Engine {
     /// a small machine).
     pub(super) fn series_limit(&self) -> usize {
         self.settings.max_series + self.settings.max_series / 4
+    }
+
+    /// `Some((series, limit))` while the head holds as many series as it
+    /// may ([`Engine::series_limit`]), waking the flusher: a write naming
+    /// a series the head does not hold is refused then, and a caller with
+    /// a costly body to decode (remote write) refuses it before decoding
+    /// rather than after.
+    pub fn series_at_limit(&self) -> Option<(usize, usize)> {
+        let series = self.head().series_count();
+        let limit = self.series_limit();
+        if series < limit {
+            return None;
+        }
+        self.wake_flusher();
+        Some((series, limit))
     }
 
     /// Brings the registry back to three quarters of `head.max_series`:

@@ -144,6 +144,7 @@ impl Engine {
             head: Mutex::new(head),
             series_digest: crate::hashing::TextDigest::random(),
             flush_lock: Mutex::new(()),
+            fresh_uids: Mutex::default(),
             retention,
             tiers,
             clock,

@@ -370,7 +370,8 @@ fn past_the_series_bound_the_longest_silent_are_written_out_and_forgotten() {
 /// (the flusher behind), a write naming a new series is refused with
 /// "Please throttle writes" and nothing of it is taken; writes to series
 /// the head holds go on, and once the flusher has written the silent ones
-/// out the refused write is taken. Nothing acknowledged is lost.
+/// out the refused write is taken. Nothing acknowledged is lost. Remote
+/// write asks `series_at_limit` before decoding a batch.
 #[test]
 fn past_the_series_limit_writes_naming_new_series_are_refused_until_the_flusher_catches_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -384,6 +385,11 @@ fn past_the_series_limit_writes_naming_new_series_are_refused_until_the_flusher_
         write(&e, &[point("q.m", start + i, 1, &format!("h{i:02}"))]);
     }
     assert_eq!(e.series_count(), 10);
+    assert_eq!(
+        e.series_at_limit(),
+        Some((10, 10)),
+        "remote write refuses early"
+    );
     // A new series with one the head holds: the whole write is refused.
     let refused = e.write(&[
         point("q.m", start + 20, 7, "h00"),
@@ -403,6 +409,7 @@ fn past_the_series_limit_writes_naming_new_series_are_refused_until_the_flusher_
     // The flusher writes the longest silent out, and the write is taken.
     e.maintain_head().unwrap();
     assert_eq!(e.series_count(), 6);
+    assert_eq!(e.series_at_limit(), None);
     write(
         &e,
         &[
@@ -444,6 +451,65 @@ fn a_series_with_a_new_uid_is_new_to_the_store_without_asking_the_filters() {
     assert_eq!(recorded(&e), vec![head::NONE_RECORDED]);
     let all = read_metric(&e, "n.m", T0_MS - 3_600_000, T0_MS);
     assert_eq!(all.len(), 2);
+}
+
+/// A pod's series that arrive in different writes (Prometheus shards
+/// remote write by series) are all new to the store: the tag value the
+/// first write assigned is fresh for the others (`fresh_uids`). Measured
+/// without bloom filters, where asking the store says "may exist" for any
+/// row a table file spans; a series forgotten since is asked again.
+#[test]
+fn series_named_with_a_uid_assigned_lately_are_new_to_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS);
+    let mut c = config(dir.path());
+    c.storage.bloom_bits_per_key = 0;
+    let start = (T0_MS / 1000) as u64 - 600;
+    let recorded = |e: &Engine, metric: &str| -> Vec<u32> {
+        let metric = e
+            .uids
+            .lookup(crate::uid::UidKind::Metric, metric)
+            .unwrap()
+            .unwrap();
+        e.head()
+            .all_series()
+            .filter(|s| s.metric == metric)
+            .map(|s| s.newest_recorded)
+            .collect()
+    };
+    {
+        let e = open(&c, &clock);
+        for host in ["a", "m", "z"] {
+            write(
+                &e,
+                &[point("f.m1", start, 1, host), point("f.m2", start, 1, host)],
+            );
+        }
+        write(&e, &[point("f.m1", start, 1, "b")]);
+        e.flush(Take::All).unwrap();
+        e.shutdown().unwrap();
+    }
+    let e = open(&c, &clock);
+    // Every UID from the last process: the store is asked, and without
+    // filters it cannot tell.
+    write(&e, &[point("f.m2", start + 10, 2, "b")]);
+    assert_eq!(recorded(&e, "f.m2"), vec![0], "asked of the store");
+    // "p" is assigned by the first write and fresh for the second.
+    write(&e, &[point("f.m1", start + 20, 3, "p")]);
+    write(&e, &[point("f.m2", start + 20, 3, "p")]);
+    let fresh = e
+        .head()
+        .id_of(&e.resolve(&point("f.m2", 0, 0, "p")).unwrap().0);
+    let newest = e.head().entry(fresh.unwrap()).unwrap().newest_recorded;
+    assert_eq!(newest, head::NONE_RECORDED, "a fresh tag value");
+    // Flushed and forgotten, the series has rows: asked again.
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    write(&e, &[point("f.m2", start + 30, 4, "p")]);
+    assert_eq!(recorded(&e, "f.m2"), vec![0], "forgotten since: asked");
+    let all = read_metric(&e, "f.m2", T0_MS - 3_600_000, T0_MS);
+    let points: usize = all.iter().map(|(_, p)| p.len()).sum();
+    assert_eq!(points, 3 + 1 + 2, "{all:?}");
 }
 
 /// The flusher's look for closed hours leaves the newest hour of a series

@@ -23,6 +23,7 @@
 //!    is durable ([`ApplyDurable`]), before the writer is acknowledged: a
 //!    point is visible exactly when it is durable.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use hourglass_ingest::{Point, Value};
@@ -401,13 +402,19 @@ impl Engine {
         // below is new to the store only until someone else registers,
         // flushes and forgets it, which this tells (`Head::removed_since`).
         let removed = self.head().removed;
-        // Which of `resolved` were named with a UID this call assigned.
+        // Which of `resolved` were named with a UID this call assigned,
+        // and the UIDs of each (`uids[uid_ranges[j]]`).
         let mut new_uid = Vec::new();
+        let mut assigned = HashSet::new();
+        let mut uids = Vec::new();
+        let mut uid_ranges = Vec::new();
         for &i in which {
             let Item::Named(p) = &items[i] else { continue };
-            match self.resolve_noting_new(p) {
+            let start = uids.len();
+            match self.resolve_noting_new(p, &mut assigned, &mut uids) {
                 Ok((key, metric, new)) => {
                     new_uid.push(new);
+                    uid_ranges.push(start..uids.len());
                     resolved.push(Resolved {
                         item: i,
                         key,
@@ -417,6 +424,7 @@ impl Engine {
                     });
                 }
                 Err(e) => {
+                    uids.truncate(start);
                     self.metrics
                         .points_rejected
                         .with_label_values(&["unknown_name"])
@@ -434,14 +442,36 @@ impl Engine {
                     .filter(|&j| head.id_of(&resolved[j].key).is_none())
                     .collect()
             };
-            // A series with a UID assigned just now is new to the store
+            // A series with a UID assigned just now, by this call or
+            // lately by another (`fresh_uids`), is new to the store
             // without asking the bloom filters, whose false positives
             // would have its rows read back at its first flush. Not on a
             // shared store: another node may write it as soon as it
             // learns the UID.
-            let (known_new, ask): (Vec<usize>, Vec<usize>) = fresh
-                .iter()
-                .partition(|&&j| new_uid[j] && self.log.is_some());
+            let local = self.log.is_some();
+            if local {
+                let mut fresh_uids = self.fresh_uids();
+                for &(kind, uid) in &assigned {
+                    fresh_uids.note(kind, uid, removed);
+                }
+                for &j in &fresh {
+                    if new_uid[j] {
+                        continue;
+                    }
+                    let assigned_after = uids[uid_ranges[j].clone()]
+                        .iter()
+                        .filter_map(|&(kind, uid)| fresh_uids.removed_before(kind, uid))
+                        .min();
+                    if let Some(count) = assigned_after {
+                        // Forgotten since that UID was assigned, the
+                        // series may have rows: checked at registration.
+                        new_uid[j] = true;
+                        resolved[j].removed = resolved[j].removed.min(count);
+                    }
+                }
+            }
+            let (known_new, ask): (Vec<usize>, Vec<usize>) =
+                fresh.iter().partition(|&&j| new_uid[j] && local);
             let asked: Vec<&[u8]> = ask.iter().map(|&j| &resolved[j].key[..]).collect();
             let new = self.not_indexed(&asked)?;
             self.index_series(fresh.iter().map(|&j| &resolved[j].key[..]))?;
@@ -496,22 +526,36 @@ impl Engine {
 
     /// UIDs and series key of a point (assigning UIDs if allowed).
     pub(in crate::engine) fn resolve(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64), UidError> {
-        self.resolve_noting_new(p)
+        self.resolve_noting_new(p, &mut HashSet::new(), &mut Vec::new())
             .map(|(key, metric, _)| (key, metric))
     }
 
-    /// [`Engine::resolve`], and whether one of the UIDs was assigned by
-    /// this call ([`crate::uid::Uids::get_or_create_noting_new`]).
-    fn resolve_noting_new(&self, p: &Point<'_>) -> Result<(Arc<[u8]>, u64, bool), UidError> {
-        let (metric, mut new) = self
-            .uids
-            .get_or_create_noting_new(UidKind::Metric, &p.metric)?;
+    /// [`Engine::resolve`], and whether one of the point's UIDs is among
+    /// `assigned`, the UIDs assigned by the caller's batch so far (those
+    /// this call assigns are added: [`crate::uid::Uids::get_or_create_noting_new`]).
+    /// A pod's first series assigns its UID and its other series, later
+    /// in the same batch, find it: all of them are new to the store. The
+    /// point's UIDs are pushed on `uids`.
+    fn resolve_noting_new(
+        &self,
+        p: &Point<'_>,
+        assigned: &mut HashSet<(UidKind, u64)>,
+        uids: &mut Vec<(UidKind, u64)>,
+    ) -> Result<(Arc<[u8]>, u64, bool), UidError> {
+        let mut new = false;
+        let mut uid_of = |kind: UidKind, name: &str| -> Result<u64, UidError> {
+            let (uid, created) = self.uids.get_or_create_noting_new(kind, name)?;
+            if created {
+                assigned.insert((kind, uid));
+            }
+            uids.push((kind, uid));
+            new |= created || (!assigned.is_empty() && assigned.contains(&(kind, uid)));
+            Ok(uid)
+        };
+        let metric = uid_of(UidKind::Metric, &p.metric)?;
         let mut tags = Vec::with_capacity(p.tags.len());
         for (k, v) in &p.tags {
-            let (tagk, new_k) = self.uids.get_or_create_noting_new(UidKind::TagK, k)?;
-            let (tagv, new_v) = self.uids.get_or_create_noting_new(UidKind::TagV, v)?;
-            new |= new_k || new_v;
-            tags.push((tagk, tagv));
+            tags.push((uid_of(UidKind::TagK, k)?, uid_of(UidKind::TagV, v)?));
         }
         tags.sort_unstable();
         Ok((

@@ -15,8 +15,9 @@
 //!   unknown encoding, a series hourglass cannot store): Prometheus drops it,
 //!   which is right, since resending would fail again. The storable rest of
 //!   the request is written first;
-//! * 5xx — retryable: 503 with `Retry-After` when the server is overloaded,
-//!   5xx when storage fails. Prometheus resends with back-off.
+//! * 5xx — retryable: 503 with `Retry-After` when the server is overloaded
+//!   or holds as many series as it may (refused before decoding), 5xx when
+//!   storage fails. Prometheus resends with back-off.
 //!
 //! Remote read: `ReadRequest` → `ReadResponse` with the `SAMPLES` response
 //! type, snappy-compressed. Each query is run through the query engine's
@@ -40,7 +41,7 @@ use axum::response::{IntoResponse, Response};
 use hourglass_ingest::prom::{self, pb};
 
 use super::select::{Names, Selection};
-use crate::engine::{Engine, PointError};
+use crate::engine::{Engine, EngineError, PointError};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Run, blocking, respond};
@@ -100,6 +101,12 @@ async fn write(
 ) -> Result<Response, ApiError> {
     check_encoding(headers)?;
     let mut read = crate::server::http::body::read_raw(ctx, headers, peer, body).await?;
+    // At the head's series bound a batch naming new series (a churned pod)
+    // would be refused after decoding; decoding the retries of many such
+    // batches would take the CPU the flusher needs to make room.
+    if let Some((series, limit)) = ctx.engine.series_at_limit() {
+        return Err(EngineError::TooManySeries { series, limit }.into());
+    }
     let limit = ctx.config.server.max_body_bytes;
     // Reserve the decoded body and its points before decoding (the decoder
     // itself refuses a declared size above the limit).
