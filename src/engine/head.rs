@@ -257,7 +257,8 @@ pub enum Take {
     /// newest point of a series written during round `round` or since (see
     /// [`Head::next_round`]): in a backfill every hour is closed, and a
     /// series still being written would otherwise be written out at every
-    /// round, each time a new cell of its row.
+    /// round, each time a new cell of its row. Nor the first hour of a
+    /// series new to the store that holds two (see [`Head::take_some`]).
     Closed { before: u32, round: u16 },
     /// Oldest hours first until at least this many bytes are taken.
     Bytes(usize),
@@ -819,6 +820,16 @@ impl Head {
                 if keep_from == 0 {
                     continue;
                 }
+            }
+            // A series the store holds nothing of that has just moved into
+            // its second hour keeps the first too, once: taking it alone
+            // would make the series known to the store, and the flush of
+            // its next hour would read its tier rows back (at an hour's
+            // turn under churn, every live series at once). Both go in one
+            // flush when it stops or its second hour closes as well; the
+            // head holds at most one hour more per series, once.
+            if written_in.is_some() && e.absent_from_store && keep_from == 1 && e.hours.len() == 2 {
+                continue;
             }
             if taken_rows >= max_rows {
                 more = true;

@@ -515,6 +515,8 @@ fn series_named_with_a_uid_assigned_lately_are_new_to_the_store() {
 /// The flusher's look for closed hours leaves the newest hour of a series
 /// still taking points (a backfill: every hour is closed) until a round
 /// passes without points, so the row is written once, not a cell a round.
+/// A series new to the store keeps its older hour with it (once); one the
+/// store holds does not.
 #[test]
 fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
     let dir = tempfile::tempdir().unwrap();
@@ -523,18 +525,20 @@ fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
     c.head.idle_flush_secs = 0;
     let e = open(&c, &clock);
     let t0 = (T0_MS / 1000) as u64 / 3600 * 3600;
-    // Two hours of the series: the older one goes at once.
+    // Two hours of a series new to the store: the older one waits with
+    // the newer, so that both are written while the store holds nothing
+    // of the series (no tier rows read back).
     write(
         &e,
         &[point("b.m", t0, 1, "a"), point("b.m", t0 + 3600, 2, "a")],
     );
-    assert_eq!(e.flush_closed_with(true).unwrap(), 1, "the older hour");
+    assert_eq!(e.flush_closed_with(true).unwrap(), 0, "new to the store");
     write(&e, &[point("b.m", t0 + 3610, 3, "a")]);
     assert_eq!(e.flush_closed_with(true).unwrap(), 0, "still being written");
     assert_eq!(
         e.flush_closed_with(true).unwrap(),
-        1,
-        "a round without points"
+        2,
+        "a round without points: both hours"
     );
     assert_eq!(e.series_count(), 0, "and it left memory");
     let row = e
@@ -547,6 +551,17 @@ fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
     // `flush_closed` (not the flusher's round) takes every closed hour.
     write(&e, &[point("b.m", t0 + 3620, 4, "a")]);
     assert_eq!(e.flush_closed().unwrap(), 1);
+    // A series the store holds: its older hour goes at once.
+    write(
+        &e,
+        &[
+            point("b.m", t0 + 7200, 5, "a"),
+            point("b.m", t0 + 10800, 6, "a"),
+        ],
+    );
+    assert_eq!(e.flush_closed_with(true).unwrap(), 1, "the older hour");
+    let all = read_metric(&e, "b.m", t0 as i64 * 1000, (t0 as i64 + 14_400) * 1000);
+    assert_eq!(all[0].1.len(), 6);
 }
 
 #[test]
