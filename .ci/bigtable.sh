@@ -47,8 +47,11 @@ done
 export BIGTABLE_EMULATOR_HOST=127.0.0.1:$PORT
 echo "Bigtable emulator $EMU on $BIGTABLE_EMULATOR_HOST"
 
-cargo test --features bigtable --lib storage::bigtable
-cargo test --features bigtable --test bigtable
-HOURGLASS_TEST_BACKEND=bigtable cargo test --features bigtable --test integration -- \
+# `--workspace`: features resolved as for `cargo test --workspace`, plus the
+# backend's (unified in the root Cargo.toml's dev-dependencies), so only
+# hourglass itself is compiled again here.
+cargo test --workspace --features hourglass/bigtable --lib storage::bigtable
+cargo test --workspace --features hourglass/bigtable --test bigtable
+HOURGLASS_TEST_BACKEND=bigtable cargo test --workspace --features hourglass/bigtable --test integration -- \
   --skip durability:: --skip damage:: --skip rollup:: \
   --skip export_import::a_million_points_round_trip_bit_for_bit_in_both_formats
