@@ -311,7 +311,7 @@ impl EmbeddedStore {
                 files: Arc::new(files),
                 seq,
                 poisoned: false,
-                last_data_write: None,
+                last_data_write: Default::default(),
             }),
             opts,
             data_lock: Mutex::new(()),

@@ -19,8 +19,14 @@ pub struct EmbeddedOptions {
     pub windows: [u64; 2],
     /// Seconds after a window ends before it counts as closed.
     pub settle_secs: u64,
-    /// An open window is merged anyway at this many files.
+    /// A window taking files merges its newest files under
+    /// `max_tier_bytes` once it holds this many of them.
     pub max_files_per_window: usize,
+    /// Size tiers of a window taking files stop at this size, and files
+    /// under `min_tier_bytes` make the lowest tier (see
+    /// `compaction::policy`).
+    pub max_tier_bytes: u64,
+    pub min_tier_bytes: u64,
     pub block_cache_bytes: u64,
     pub bloom_bits_per_key: usize,
     /// zstd level of files written by flushes and by compactions.
@@ -42,7 +48,9 @@ impl EmbeddedOptions {
             max_meta_files: 16,
             windows: [7200, 86_400],
             settle_secs: 3600,
-            max_files_per_window: 8,
+            max_files_per_window: 16,
+            max_tier_bytes: 256 << 20,
+            min_tier_bytes: 4 << 20,
             block_cache_bytes: 8 << 20,
             bloom_bits_per_key: 10,
             zstd_levels: [1, 3],

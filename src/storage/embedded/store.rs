@@ -29,9 +29,11 @@ pub(super) struct State {
     pub(super) files: Arc<FileSet>,
     pub(super) seq: u64,
     pub(super) poisoned: bool,
-    /// When the last data file was published (`None`: none since open):
-    /// the compaction policy's [`super::compaction::policy::Policy::quiet`].
-    pub(super) last_data_write: Option<std::time::Instant>,
+    /// When each large window (by its start) last took a data file, since
+    /// open; entries older than [`super::compaction::policy::QUIET`] are
+    /// pruned by the compaction worker (the policy's
+    /// [`super::compaction::policy::Policy::busy`]).
+    pub(super) last_data_write: std::collections::HashMap<u64, std::time::Instant>,
 }
 
 /// The default storage backend.
@@ -230,8 +232,16 @@ impl Store for EmbeddedStore {
     }
 
     fn maintenance_due(&self) -> bool {
-        // Every meta file is one more place a UID lookup must search.
-        self.lock().files.meta.len() > self.opts.max_meta_files
+        // Every meta file is one more place a UID lookup must search (those
+        // at the tier cap are left as they are: `choose_meta_merge`).
+        let st = self.lock();
+        let merging = st
+            .files
+            .meta
+            .iter()
+            .filter(|t| t.size < self.opts.max_tier_bytes)
+            .count();
+        merging > self.opts.max_meta_files
     }
 
     fn set_row_compactor(&self, compactor: Arc<dyn RowCompactor>) {

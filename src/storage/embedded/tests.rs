@@ -66,6 +66,12 @@ fn compact_all(s: &EmbeddedStore, now: u64, force: bool) -> usize {
     n
 }
 
+/// As if a minute had passed since the last data file: no window counts
+/// as still taking files (`Policy::busy`).
+fn idle(s: &EmbeddedStore) {
+    s.lock().last_data_write.clear();
+}
+
 fn cell(col: &[u8], v: &[u8]) -> Cell {
     Cell {
         column: col.to_vec(),
@@ -188,7 +194,10 @@ fn newest_write_wins_across_windows_files_and_compaction() {
     .unwrap();
     assert_eq!(s.files().data.len(), 3);
     assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"newer"[..]);
-    // The window has closed: compaction merges its three files into one.
+    // The window has closed: while it takes files, three are no run to
+    // merge; once it has taken none for a minute, they are merged into one.
+    assert_eq!(compact_all(&s, 86_400 * 2, false), 0);
+    idle(&s);
     assert!(compact_all(&s, 86_400 * 2, false) >= 1);
     assert_eq!(s.files().data.len(), 1);
     assert_eq!(s.get_row(Table::Data, &r).unwrap()[0].value, &b"newer"[..]);
@@ -569,6 +578,12 @@ proptest! {
         o.memtable_bytes = 600; // force memtable flushes
         o.max_meta_files = 2; // and meta merges, often of every file
         o.max_files_per_window = 3; // and merges of open windows
+        // Tiers of a few hundred bytes, so runs of one tier form among the
+        // files of a window, not only at its newest end, and files reach
+        // the cap (closed windows that take files are merged in tiers: the
+        // test's writes are all within a minute).
+        o.min_tier_bytes = 300;
+        o.max_tier_bytes = 3000;
         let mut store = EmbeddedStore::open(o.clone()).unwrap();
         let mut meta: BTreeMap<(u8, u8), u8> = BTreeMap::new();
         let mut data: DataModel = BTreeMap::new();
@@ -750,10 +765,13 @@ impl RowCompactor for NoteComplete {
 #[test]
 fn a_merge_of_a_closed_days_newest_files_is_not_complete() {
     let dir = tempfile::tempdir().unwrap();
-    let s = EmbeddedStore::open(opts(dir.path())).unwrap();
+    let mut o = opts(dir.path());
+    // Sizes compared as they are: the large file is no peer of the small.
+    o.min_tier_bytes = 0;
+    let s = EmbeddedStore::open(o).unwrap();
     let noted = Arc::new(NoteComplete::default());
     s.set_row_compactor(noted.clone());
-    // A large file of the day, then two small late ones.
+    // A large file of the day, then four small late ones.
     let mut state = 1u64;
     let many: Vec<Mutation> = (0..2000u64)
         .map(|m| {
@@ -770,10 +788,11 @@ fn a_merge_of_a_closed_days_newest_files_is_not_complete() {
         })
         .collect();
     write_data(&s, many);
-    write_data(&s, vec![put(Table::Data, &data_row(1, 1, 0), b"u", b"a")]);
-    write_data(&s, vec![put(Table::Data, &data_row(2, 1, 0), b"u", b"b")]);
+    for m in 1..=4 {
+        write_data(&s, vec![put(Table::Data, &data_row(m, 1, 0), b"u", b"a")]);
+    }
     compact_all(&s, 5 * 86_400, false);
-    assert_eq!(*noted.0.lock().unwrap(), vec![false], "the two small ones");
+    assert_eq!(*noted.0.lock().unwrap(), vec![false], "the four small ones");
     assert_eq!(s.table_count(), 2);
     compact_all(&s, 5 * 86_400, true);
     assert_eq!(*noted.0.lock().unwrap(), vec![false, true], "all of them");

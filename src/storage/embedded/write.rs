@@ -286,8 +286,16 @@ impl EmbeddedStore {
             cleanup(&added);
             return Err(StorageError::Poisoned);
         }
+        let large = self.opts.windows[1].max(self.opts.windows[0]).max(1);
+        let windows: Vec<u64> = added
+            .iter()
+            .map(|t| t.meta.window_start / large * large)
+            .collect();
         self.publish(&mut st, added, &HashSet::new(), None)?;
-        st.last_data_write = Some(std::time::Instant::now());
+        let now = std::time::Instant::now();
+        for window in windows {
+            st.last_data_write.insert(window, now);
+        }
         Ok(())
     }
 

@@ -30,7 +30,7 @@ impl EmbeddedStore {
                 .data_lock
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let st = self.lock();
+            let mut st = self.lock();
             if st.poisoned {
                 return Err(StorageError::Poisoned);
             }
@@ -52,12 +52,16 @@ impl EmbeddedStore {
                 windows: self.opts.windows,
                 settle_secs: self.opts.settle_secs,
                 max_files_per_window: self.opts.max_files_per_window,
+                max_tier_bytes: self.opts.max_tier_bytes,
+                min_tier_bytes: self.opts.min_tier_bytes,
                 max_meta_files: self.opts.max_meta_files,
                 retention: self.opts.retention.clone(),
                 force,
-                quiet: st
-                    .last_data_write
-                    .is_none_or(|at| at.elapsed() >= policy::QUIET),
+                busy: {
+                    st.last_data_write
+                        .retain(|_, at| at.elapsed() < policy::QUIET);
+                    st.last_data_write.keys().copied().collect()
+                },
             };
             (
                 policy::choose(&infos, now_secs, &policy),
@@ -166,7 +170,10 @@ impl EmbeddedStore {
             seq: max_seq,
             done: false,
         };
-        let mut opts = self.write_options(FileKind::Data, window, 1);
+        // A partial merge (a tier of a window still taking files) is
+        // rewritten again when the window is merged whole: the flushes'
+        // faster zstd level, the compactions' one for the merge that stays.
+        let mut opts = self.write_options(FileKind::Data, window, usize::from(complete));
         opts.retention_applied = ttls_applied;
         let out = self.write_file(number, rows, &opts)?;
         self.finish_merge(inputs, out)
@@ -227,20 +234,25 @@ impl Iterator for RowMerge<'_> {
             };
             let row = first.row.clone();
             let mut cells = Vec::new();
-            let push = |e: Entry, cells: &mut Vec<Cell>| {
-                // A delete of a column: nothing older survives a merge of
-                // every file of the window, so it is simply dropped.
-                if let Some(v) = e.value {
-                    cells.push(Cell {
+            let mut deletes = Vec::new();
+            let complete = self.ctx.complete;
+            let push = |e: Entry, cells: &mut Vec<Cell>, deletes: &mut Vec<Vec<u8>>| {
+                match e.value {
+                    Some(v) => cells.push(Cell {
                         column: e.col,
                         value: v,
-                    });
+                    }),
+                    // A delete of a column: nothing older survives a merge
+                    // of every file of the window, so it is dropped there;
+                    // a tier merge keeps it for the older files' versions.
+                    None if !complete => deletes.push(e.col),
+                    None => {}
                 }
             };
-            push(first, &mut cells);
+            push(first, &mut cells, &mut deletes);
             loop {
                 match self.inner.next() {
-                    Some(Ok(e)) if e.row == row => push(e, &mut cells),
+                    Some(Ok(e)) if e.row == row => push(e, &mut cells, &mut deletes),
                     Some(Ok(e)) => {
                         self.pending = Some(e);
                         break;
@@ -275,6 +287,12 @@ impl Iterator for RowMerge<'_> {
                     seq,
                     value: Some(c.value),
                 })
+                .chain(deletes.into_iter().map(|col| Entry {
+                    row: row.clone(),
+                    col,
+                    seq,
+                    value: None,
+                }))
                 .collect();
             entries.sort_by(|a, b| a.col.cmp(&b.col));
             entries.dedup_by(|a, b| a.col == b.col);
