@@ -49,7 +49,7 @@ impl EmbeddedOptions {
             windows: [7200, 86_400],
             settle_secs: 3600,
             max_files_per_window: 16,
-            max_tier_bytes: 256 << 20,
+            max_tier_bytes: 64 << 20,
             min_tier_bytes: 4 << 20,
             block_cache_bytes: 8 << 20,
             bloom_bits_per_key: 10,
