@@ -10,7 +10,8 @@
 //!   ([`DEFAULT_MAX_DECODED_LEN`] = 32 MiB, Prometheus's own), and against what the compressed
 //!   size can possibly expand to (snappy expands at most ~21×; more is a corrupt header).
 //! * Decoding streams over the series: one `TimeSeries` is decoded at a time and converted at
-//!   once, so memory is the decoded body plus about 24 bytes per stored sample.
+//!   once, so memory is the decoded body plus about 24 bytes per stored sample and each stored
+//!   series' names (one `String`; labels and samples are read borrowing from the body).
 //! * Mapping: `__name__` → metric with `:` → `.` (Prometheus classic names never contain `.`, so
 //!   this reverses exactly; a literal `.` — possible in Prometheus 3 UTF-8 names — is written
 //!   `%2E`), then the [`crate::names`] `%XX` rule for anything else OpenTSDB forbids. Other labels

@@ -97,13 +97,10 @@ fn write_maps_series() {
     assert_eq!(w.errors, Vec::new());
     assert_eq!(w.series.len(), 2);
     let s = &w.series[0];
-    assert_eq!(s.metric, "http_requests_total");
+    assert_eq!(s.metric(), "http_requests_total");
     assert_eq!(
-        s.tags,
-        vec![
-            ("instance".to_owned(), "localhost%3A9090".to_owned()),
-            ("job".to_owned(), "prometheus".to_owned()),
-        ]
+        s.tags().collect::<Vec<_>>(),
+        vec![("instance", "localhost%3A9090"), ("job", "prometheus")]
     );
     assert_eq!(
         s.samples,
@@ -112,8 +109,8 @@ fn write_maps_series() {
             (Timestamp(T as u64 + 1000), Value::Double(0.1)),
         ]
     );
-    assert_eq!(w.series[1].metric, "job.rate5m.sum");
-    assert_eq!(w.series[1].tags[0].1, "/a%20b");
+    assert_eq!(w.series[1].metric(), "job.rate5m.sum");
+    assert_eq!(w.series[1].tags().next(), Some(("path", "/a%20b")));
     assert_eq!(w.point_count(), 3);
     let points: Vec<Point<'_>> = w.points().collect();
     assert_eq!(points.len(), 3);
@@ -285,7 +282,7 @@ fn series_errors() {
     // Series 3 keeps its good sample, series 4 drops the empty label.
     assert_eq!(w.series.len(), 2);
     assert_eq!(w.series[0].samples.len(), 1);
-    assert_eq!(w.series[1].tags, vec![("job".to_owned(), "x".to_owned())]);
+    assert_eq!(w.series[1].tags().collect::<Vec<_>>(), vec![("job", "x")]);
     assert_eq!(w.status(), 400);
     assert!(w.error_text().unwrap().starts_with(
         "series 0: missing metric name (no __name__ label)\nseries 1: Need at least one tag"
@@ -515,4 +512,116 @@ fn field_numbers_match_prompb() {
         hints: Some(pb::ReadHints::default()),
     };
     assert_eq!(q.encode_to_vec(), vec![0x08, 0x01, 0x10, 0x02, 0x22, 0x00]);
+}
+
+#[test]
+fn labels_out_of_order_are_mapped_in_their_order_and_duplicates_found() {
+    let req = pb::WriteRequest {
+        timeseries: vec![
+            series(
+                &[("zone", "a"), ("__name__", "m"), ("job", "x")],
+                &[(T, 1.0)],
+            ),
+            series(
+                &[("job", "x"), ("__name__", "m"), ("b", "1"), ("job", "y")],
+                &[(T, 1.0)],
+            ),
+        ],
+        metadata: Vec::new(),
+    };
+    let w = write(&req).unwrap();
+    assert_eq!(w.series.len(), 1);
+    assert_eq!(w.series[0].metric(), "m");
+    assert_eq!(
+        w.series[0].tags().collect::<Vec<_>>(),
+        vec![("zone", "a"), ("job", "x")]
+    );
+    assert_eq!(
+        w.errors,
+        vec![SeriesError {
+            index: 1,
+            message: "duplicate label name \"job\"".to_owned(),
+            samples: 1
+        }]
+    );
+}
+
+mod wire_model {
+    //! The hand-written `Label` and `Sample` readers against prost's, on messages of random
+    //! fields: repeated, unknown, of the wrong wire type, strings that are not UTF-8.
+
+    use proptest::prelude::*;
+    use prost::Message;
+
+    use super::super::pb;
+    use super::super::write::{decode_label, decode_sample};
+
+    fn varint(mut n: u64, out: &mut Vec<u8>) {
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+
+    /// One field: its number, then a payload of wire type 0, 1, 2 or 5.
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        let payload = prop_oneof![
+            any::<u64>().prop_map(|n| (0u64, {
+                let mut v = Vec::new();
+                varint(n, &mut v);
+                v
+            })),
+            any::<u64>().prop_map(|n| (1u64, n.to_le_bytes().to_vec())),
+            prop_oneof![
+                "[a-z_é😀]{0,6}".prop_map(String::into_bytes),
+                proptest::collection::vec(any::<u8>(), 0..6),
+            ]
+            .prop_map(|b| {
+                let mut v = Vec::new();
+                varint(b.len() as u64, &mut v);
+                v.extend(b);
+                (2u64, v)
+            }),
+            any::<u32>().prop_map(|n| (5u64, n.to_le_bytes().to_vec())),
+        ];
+        (1u64..=4, payload).prop_map(|(number, (wire_type, bytes))| {
+            let mut out = Vec::new();
+            varint(number << 3 | wire_type, &mut out);
+            out.extend(bytes);
+            out
+        })
+    }
+
+    fn message() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(field(), 0..6).prop_map(|fields| fields.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn labels_read_as_prost_reads_them(bytes in message()) {
+            let prost = pb::Label::decode(bytes.as_slice());
+            match (decode_label(&bytes), prost) {
+                (Ok((name, value)), Ok(label)) => {
+                    prop_assert_eq!(name, label.name.as_str());
+                    prop_assert_eq!(value, label.value.as_str());
+                }
+                (Err(_), Err(_)) => {}
+                (mine, prost) => prop_assert!(false, "{:?} vs prost {:?}", mine, prost),
+            }
+        }
+
+        #[test]
+        fn samples_read_as_prost_reads_them(bytes in message()) {
+            let prost = pb::Sample::decode(bytes.as_slice());
+            match (decode_sample(&bytes), prost) {
+                (Ok((timestamp, value)), Ok(sample)) => {
+                    prop_assert_eq!(timestamp, sample.timestamp);
+                    prop_assert_eq!(value.to_bits(), sample.value.to_bits());
+                }
+                (Err(_), Err(_)) => {}
+                (mine, prost) => prop_assert!(false, "{:?} vs prost {:?}", mine, prost),
+            }
+        }
+    }
 }

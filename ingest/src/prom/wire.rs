@@ -7,10 +7,12 @@ use prost::encoding::decode_varint;
 
 use super::error::PromError;
 
-/// One protobuf field's payload (varint and fixed-width payloads are skipped, not kept).
+/// One protobuf field's payload.
 pub(super) enum Field<'a> {
-    Varint,
-    Fixed,
+    Varint(u64),
+    Fixed64(u64),
+    /// Skipped: no field read here is 32 bits wide.
+    Fixed32,
     Bytes(&'a [u8]),
 }
 
@@ -57,13 +59,11 @@ impl<'a> FieldReader<'a> {
             return Err(PromError::bad_request("protobuf: field number 0"));
         }
         let field = match key & 7 {
-            0 => {
-                self.varint()?;
-                Field::Varint
-            }
+            0 => Field::Varint(self.varint()?),
             1 => {
-                self.take(8)?;
-                Field::Fixed
+                let mut bytes = [0; 8];
+                bytes.copy_from_slice(self.take(8)?);
+                Field::Fixed64(u64::from_le_bytes(bytes))
             }
             2 => {
                 let len = usize::try_from(self.varint()?)
@@ -72,7 +72,7 @@ impl<'a> FieldReader<'a> {
             }
             5 => {
                 self.take(4)?;
-                Field::Fixed
+                Field::Fixed32
             }
             wire_type => {
                 return Err(PromError::bad_request(format!(
@@ -147,7 +147,14 @@ mod tests {
             Ok(Some((1, Field::Bytes(b"ab")))) => {}
             _ => panic!("field 1"),
         }
-        assert!(matches!(reader.next(), Ok(Some((2, Field::Varint)))));
+        assert!(matches!(reader.next(), Ok(Some((2, Field::Varint(7))))));
+        let mut reader = FieldReader::new(&[0x09, 1, 0, 0, 0, 0, 0, 0, 0x80, 0x15, 2, 0, 0, 0]);
+        assert!(matches!(
+            reader.next(),
+            Ok(Some((1, Field::Fixed64(0x8000_0000_0000_0001))))
+        ));
+        assert!(matches!(reader.next(), Ok(Some((2, Field::Fixed32)))));
+        assert!(matches!(reader.next(), Ok(None)));
         assert!(matches!(reader.next(), Ok(None)));
     }
 }

@@ -9,7 +9,7 @@ use super::error::PromError;
 use super::metric_names::prom_metric_to_opentsdb;
 use super::pb;
 use super::snappy::decompress;
-use super::wire::{FieldReader, expect_bytes};
+use super::wire::{Field, FieldReader, expect_bytes};
 use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
@@ -29,25 +29,43 @@ pub fn is_stale_marker(value: f64) -> bool {
 /// One series of a remote-write request, mapped and validated, with its storable samples.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PromSeries {
-    /// OpenTSDB metric name.
-    pub metric: String,
-    /// OpenTSDB tags, in label order.
-    pub tags: Vec<(String, String)>,
+    /// The OpenTSDB metric, then each tag's key and value, back to back: one allocation for
+    /// all of the series' names instead of one per name, on every series of every request.
+    text: String,
+    /// Where the metric ends in `text`.
+    metric_end: usize,
+    /// Where each tag's key and value end in `text`, in label order.
+    tag_ends: Vec<(usize, usize)>,
     /// Checked timestamp and classified value per stored sample.
     pub samples: Vec<(Timestamp, Value)>,
 }
 
 impl PromSeries {
+    /// The OpenTSDB metric name.
+    pub fn metric(&self) -> &str {
+        self.text.get(..self.metric_end).unwrap_or_default()
+    }
+
+    /// The OpenTSDB tags, in label order.
+    pub fn tags(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        let mut start = self.metric_end;
+        self.tag_ends.iter().map(move |&(key_end, value_end)| {
+            let key = self.text.get(start..key_end).unwrap_or_default();
+            let value = self.text.get(key_end..value_end).unwrap_or_default();
+            start = value_end;
+            (key, value)
+        })
+    }
+
     /// The series' points.
     pub fn points(&self) -> impl Iterator<Item = Point<'_>> + '_ {
         self.samples.iter().map(move |&(timestamp, value)| Point {
-            metric: Cow::Borrowed(self.metric.as_str()),
+            metric: Cow::Borrowed(self.metric()),
             timestamp,
             value,
             tags: self
-                .tags
-                .iter()
-                .map(|(k, v)| (Cow::Borrowed(k.as_str()), Cow::Borrowed(v.as_str())))
+                .tags()
+                .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)))
                 .collect(),
         })
     }
@@ -122,12 +140,13 @@ pub fn decode_write(
     let raw = decompress(body, max_decoded_len)?;
     let mut out = RemoteWrite::default();
     let mut fields = FieldReader::new(&raw);
+    let mut scratch = Scratch::default();
     let mut index = 0;
     while let Some((number, field)) = fields.next()? {
         match number {
             1 => {
                 let bytes = expect_bytes("WriteRequest", number, field)?;
-                decode_series(index, bytes, limits, &mut out)?;
+                decode_series(index, bytes, limits, &mut scratch, &mut out)?;
                 index += 1;
             }
             3 => {
@@ -142,30 +161,36 @@ pub fn decode_write(
     Ok(out)
 }
 
-fn decode_series(
+/// A series' labels and samples as read, borrowed from the decoded body, and its mapped
+/// names: kept across the series of a request so that decoding one allocates nothing but
+/// what it stores.
+#[derive(Default)]
+struct Scratch<'a> {
+    labels: Vec<(&'a str, &'a str)>,
+    samples: Vec<(i64, f64)>,
+    names: Vec<&'a str>,
+    tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
+fn decode_series<'a>(
     index: usize,
-    bytes: &[u8],
+    bytes: &'a [u8],
     limits: &Limits,
+    scratch: &mut Scratch<'a>,
     out: &mut RemoteWrite,
 ) -> Result<(), PromError> {
-    let mut labels: Vec<pb::Label> = Vec::new();
-    let mut samples: Vec<pb::Sample> = Vec::new();
+    scratch.labels.clear();
+    scratch.samples.clear();
     let mut fields = FieldReader::new(bytes);
     while let Some((number, field)) = fields.next()? {
         match number {
             1 => {
                 let b = expect_bytes("TimeSeries", number, field)?;
-                labels.push(
-                    pb::Label::decode(b)
-                        .map_err(|e| PromError::bad_request(format!("protobuf: label: {e}")))?,
-                );
+                scratch.labels.push(decode_label(b)?);
             }
             2 => {
                 let b = expect_bytes("TimeSeries", number, field)?;
-                samples.push(
-                    pb::Sample::decode(b)
-                        .map_err(|e| PromError::bad_request(format!("protobuf: sample: {e}")))?,
-                );
+                scratch.samples.push(decode_sample(b)?);
             }
             3 => {
                 expect_bytes("TimeSeries", number, field)?;
@@ -178,24 +203,24 @@ fn decode_series(
             _ => {}
         }
     }
-    let (metric, tags) = match map_labels(&labels, limits) {
+    let (text, metric_end, tag_ends) = match map_labels(scratch, limits) {
         Ok(mapped) => mapped,
         Err(message) => {
             out.errors.push(SeriesError {
                 index,
                 message,
-                samples: samples.len(),
+                samples: scratch.samples.len(),
             });
             return Ok(());
         }
     };
-    let mut stored = Vec::with_capacity(samples.len());
+    let mut stored = Vec::with_capacity(scratch.samples.len());
     let mut refused: Option<SeriesError> = None;
-    for s in samples {
+    for &(timestamp, value) in &scratch.samples {
         // NaN (the staleness marker among them) keeps its bits as a double;
         // ±Inf is an exact f32 like any other.
-        match timestamp_from_millis(s.timestamp) {
-            Ok(ts) => stored.push((ts, Value::from_double(s.value))),
+        match timestamp_from_millis(timestamp) {
+            Ok(ts) => stored.push((ts, Value::from_double(value))),
             Err(e) => {
                 let r = refused.get_or_insert_with(|| SeriesError {
                     index,
@@ -209,38 +234,108 @@ fn decode_series(
     out.errors.extend(refused);
     if !stored.is_empty() {
         out.series.push(PromSeries {
-            metric,
-            tags,
+            text,
+            metric_end,
+            tag_ends,
             samples: stored,
         });
     }
     Ok(())
 }
 
-type Mapped = (String, Vec<(String, String)>);
+/// `Label{name=1, value=2}`, as prost reads it (the last of a repeated field wins, unknown
+/// fields are skipped), borrowing both strings.
+pub(super) fn decode_label(bytes: &[u8]) -> Result<(&str, &str), PromError> {
+    let (mut name, mut value) = ("", "");
+    let mut fields = FieldReader::new(bytes);
+    while let Some((number, field)) = fields.next()? {
+        let slot = match number {
+            1 => &mut name,
+            2 => &mut value,
+            _ => continue,
+        };
+        let text = expect_bytes("Label", number, field)?;
+        *slot = std::str::from_utf8(text).map_err(|_| {
+            PromError::bad_request(format!(
+                "protobuf: label {}: not UTF-8",
+                if number == 1 { "name" } else { "value" }
+            ))
+        })?;
+    }
+    Ok((name, value))
+}
 
-fn map_labels(labels: &[pb::Label], limits: &Limits) -> Result<Mapped, String> {
-    let mut names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("duplicate label name {:?}", w[0]));
+/// `Sample{value=1 double, timestamp=2 int64}`, as prost reads it: `(timestamp, value)`.
+pub(super) fn decode_sample(bytes: &[u8]) -> Result<(i64, f64), PromError> {
+    let (mut timestamp, mut value) = (0, 0.0);
+    let mut fields = FieldReader::new(bytes);
+    while let Some((number, field)) = fields.next()? {
+        match (number, field) {
+            (1, Field::Fixed64(bits)) => value = f64::from_bits(bits),
+            // int64 is the varint's 64 bits, two's complement.
+            (2, Field::Varint(raw)) => timestamp = raw as i64,
+            (1 | 2, _) => {
+                return Err(PromError::bad_request(format!(
+                    "protobuf: Sample field {number} has the wrong wire type"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok((timestamp, value))
+}
+
+/// The series' metric and tags mapped onto OpenTSDB names and checked, as
+/// [`PromSeries`]' `text`, `metric_end` and `tag_ends`.
+type Mapped = (String, usize, Vec<(usize, usize)>);
+
+fn map_labels(scratch: &mut Scratch<'_>, limits: &Limits) -> Result<Mapped, String> {
+    // Prometheus sends labels sorted by name: then a duplicate is next to its twin.
+    let labels = &scratch.labels;
+    let duplicate = if labels.windows(2).all(|w| w[0].0 <= w[1].0) {
+        labels.windows(2).find(|w| w[0].0 == w[1].0).map(|w| w[0].0)
+    } else {
+        scratch.names.clear();
+        scratch.names.extend(labels.iter().map(|l| l.0));
+        scratch.names.sort_unstable();
+        scratch
+            .names
+            .windows(2)
+            .find(|w| w[0] == w[1])
+            .map(|w| w[0])
+    };
+    if let Some(name) = duplicate {
+        return Err(format!("duplicate label name {name:?}"));
     }
     let mut metric = None;
-    let mut tags = Vec::with_capacity(labels.len());
-    for l in labels {
-        if l.value.is_empty() {
+    scratch.tags.clear();
+    for &(name, value) in labels {
+        if value.is_empty() {
             continue;
         }
-        if l.name == "__name__" {
-            metric = Some(prom_metric_to_opentsdb(&l.value).into_owned());
+        if name == "__name__" {
+            metric = Some(prom_metric_to_opentsdb(value));
         } else {
-            tags.push((
-                encode_name(&l.name).into_owned(),
-                encode_name(&l.value).into_owned(),
-            ));
+            scratch.tags.push((encode_name(name), encode_name(value)));
         }
     }
     let metric = metric.ok_or_else(|| "missing metric name (no __name__ label)".to_owned())?;
-    check_series(&metric, &tags, limits).map_err(|e| e.to_string())?;
-    Ok((metric, tags))
+    check_series(&metric, &scratch.tags, limits).map_err(|e| e.to_string())?;
+    let len = metric.len()
+        + scratch
+            .tags
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>();
+    let mut text = String::with_capacity(len);
+    text.push_str(&metric);
+    let metric_end = text.len();
+    let mut tag_ends = Vec::with_capacity(scratch.tags.len());
+    for (key, value) in &scratch.tags {
+        text.push_str(key);
+        let key_end = text.len();
+        text.push_str(value);
+        tag_ends.push((key_end, text.len()));
+    }
+    Ok((text, metric_end, tag_ends))
 }

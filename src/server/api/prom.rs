@@ -161,10 +161,7 @@ async fn write(
                 retry = Some(e.to_string());
             }
             if problems.len() < 100 {
-                let metric = decoded
-                    .series
-                    .get(*series)
-                    .map_or("", |s| s.metric.as_str());
+                let metric = decoded.series.get(*series).map_or("", |s| s.metric());
                 problems.push(format!("sample of '{metric}': {e}"));
             }
         }
