@@ -406,6 +406,15 @@ impl Engine {
         self.maintain_head_with(ClosedHours::All)
     }
 
+    /// Sets the gauges kept out of the write path: once a flush round and
+    /// at each `/metrics` scrape, not per write (the registry's bytes sum
+    /// over the metrics).
+    pub fn refresh_gauges(&self) {
+        self.metrics
+            .registry_bytes
+            .set(self.head().registry_bytes() as i64);
+    }
+
     /// [`Engine::maintain_head`], looking for closed hours as `closed`
     /// says.
     fn maintain_head_with(&self, closed: ClosedHours) -> Result<(), EngineError> {
@@ -430,10 +439,7 @@ impl Engine {
             self.relieve_series_pressure()?;
         }
         self.flush_idle()?;
-        // Once a round, not per write: it sums over the metrics.
-        self.metrics
-            .registry_bytes
-            .set(self.head().registry_bytes() as i64);
+        self.refresh_gauges();
         if self.checkpoint_requested.swap(false, Ordering::AcqRel)
             || self.wal_bytes() > self.settings.checkpoint_bytes
         {

@@ -85,6 +85,17 @@ pub async fn stats_query(State(ctx): State<Arc<Ctx>>) -> Response {
 }
 
 pub async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
+    // The head lock is off the reactor; a scrape shows the registry as it
+    // is, not as the last flush round left it.
+    let engine = Arc::clone(&ctx.engine);
+    if let Err(e) = blocking(move || {
+        engine.refresh_gauges();
+        Ok(())
+    })
+    .await
+    {
+        return e.into_response();
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
