@@ -286,10 +286,9 @@ impl EmbeddedStore {
             cleanup(&added);
             return Err(StorageError::Poisoned);
         }
-        let large = self.opts.windows[1].max(self.opts.windows[0]).max(1);
         let windows: Vec<u64> = added
             .iter()
-            .map(|t| t.meta.window_start / large * large)
+            .map(|t| compaction::policy::large_window_start(t.meta.window_start, self.opts.windows))
             .collect();
         self.publish(&mut st, added, &HashSet::new(), None)?;
         let now = std::time::Instant::now();

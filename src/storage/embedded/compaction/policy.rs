@@ -124,13 +124,12 @@ pub fn choose(files: &[FileInfo], now: u64, p: &Policy) -> Option<Job> {
             return Some(Job::Drop { files: dead });
         }
     }
-    let [small, large] = p.windows;
-    let large = large.max(small).max(1);
+    let large = large_window_size(p.windows);
     // Group data files by large window.
     let mut groups: std::collections::BTreeMap<u64, Vec<&FileInfo>> = Default::default();
     for f in &data {
         groups
-            .entry(f.window_start / large * large)
+            .entry(large_window_start(f.window_start, p.windows))
             .or_default()
             .push(f);
     }
@@ -391,6 +390,19 @@ pub fn choose_meta_merge(files: &[(u64, u64)], max_files: usize, cap: u64) -> Op
     }
     let take = (by_size.len() - max_files + 1).max(RUN).min(by_size.len());
     Some(by_size[..take].iter().map(|&(n, _)| n).collect())
+}
+
+/// The start of the large window (the day, by default) that holds a file
+/// whose window starts at `window_start`, for windows of sizes `windows`:
+/// compaction groups files by it, and tells by it which days take data.
+pub fn large_window_start(window_start: u64, windows: [u64; 2]) -> u64 {
+    let large = large_window_size(windows);
+    window_start / large * large
+}
+
+/// The size of the large window of window sizes `windows`.
+fn large_window_size(windows: [u64; 2]) -> u64 {
+    windows[1].max(windows[0]).max(1)
 }
 
 /// The window a base hour belongs to at a given window size.
