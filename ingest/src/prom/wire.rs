@@ -155,6 +155,5 @@ mod tests {
         ));
         assert!(matches!(reader.next(), Ok(Some((2, Field::Fixed32)))));
         assert!(matches!(reader.next(), Ok(None)));
-        assert!(matches!(reader.next(), Ok(None)));
     }
 }
