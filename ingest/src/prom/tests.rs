@@ -552,17 +552,10 @@ mod wire_model {
 
     use proptest::prelude::*;
     use prost::Message;
+    use prost::encoding::encode_varint as varint;
 
     use super::super::pb;
     use super::super::write::{decode_label, decode_sample};
-
-    fn varint(mut n: u64, out: &mut Vec<u8>) {
-        while n >= 0x80 {
-            out.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
-    }
 
     /// One field: its number, then a payload of wire type 0, 1, 2 or 5.
     fn field() -> impl Strategy<Value = Vec<u8>> {

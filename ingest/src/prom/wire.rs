@@ -92,10 +92,15 @@ pub(super) fn expect_bytes<'a>(
 ) -> Result<&'a [u8], PromError> {
     match field {
         Field::Bytes(bytes) => Ok(bytes),
-        _ => Err(PromError::bad_request(format!(
-            "protobuf: {message} field {number} has the wrong wire type"
-        ))),
+        _ => Err(wrong_wire_type(message, number)),
     }
+}
+
+/// The error for a known field of `message` sent with another wire type than its own.
+pub(super) fn wrong_wire_type(message: &str, number: u64) -> PromError {
+    PromError::bad_request(format!(
+        "protobuf: {message} field {number} has the wrong wire type"
+    ))
 }
 
 #[cfg(test)]

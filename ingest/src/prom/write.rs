@@ -9,7 +9,7 @@ use super::error::PromError;
 use super::metric_names::prom_metric_to_opentsdb;
 use super::pb;
 use super::snappy::decompress;
-use super::wire::{Field, FieldReader, expect_bytes};
+use super::wire::{Field, FieldReader, expect_bytes, wrong_wire_type};
 use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
@@ -274,11 +274,7 @@ pub(super) fn decode_sample(bytes: &[u8]) -> Result<(i64, f64), PromError> {
             (1, Field::Fixed64(bits)) => value = f64::from_bits(bits),
             // int64 is the varint's 64 bits, two's complement.
             (2, Field::Varint(raw)) => timestamp = raw as i64,
-            (1 | 2, _) => {
-                return Err(PromError::bad_request(format!(
-                    "protobuf: Sample field {number} has the wrong wire type"
-                )));
-            }
+            (1 | 2, _) => return Err(wrong_wire_type("Sample", number)),
             _ => {}
         }
     }
