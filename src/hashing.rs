@@ -50,9 +50,42 @@ impl TextDigest {
     }
 
     pub fn of(&self, text: &str) -> u128 {
-        xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), self.seed)
+        self.of_bytes(text.as_bytes())
+    }
+
+    /// The digest of raw bytes (a series' text as a client sent it).
+    pub fn of_bytes(&self, bytes: &[u8]) -> u128 {
+        xxhash_rust::xxh3::xxh3_128_with_seed(bytes, self.seed)
     }
 }
+
+/// Hashes a [`TextDigest`] for a map: a seeded digest's bits are already
+/// uniform, so its low 64 bits serve as they are.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct DigestHasher(u64);
+
+impl std::hash::Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u128` keys are hashed with it; anything else is folded in
+        // eight bytes at a time, still correct if slower.
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0 ^ u64::from_le_bytes(word)).rotate_left(29);
+        }
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.0 ^= n as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by [`TextDigest`]s.
+pub type DigestMap<V> = HashMap<u128, V, BuildHasherDefault<DigestHasher>>;
 
 /// A random hash seed (a fixed one if the system has no random source).
 pub fn random_seed() -> u64 {

@@ -46,6 +46,14 @@ pub struct SeriesRef {
     metric: u64,
 }
 
+impl SeriesRef {
+    /// The bytes of the series key this handle keeps alive (with its
+    /// reference counts), for caches that charge what they hold.
+    pub fn key_bytes(&self) -> usize {
+        self.key.len() + 2 * std::mem::size_of::<usize>()
+    }
+}
+
 /// One point of [`Engine::write_entries`].
 #[derive(Clone, Debug)]
 pub enum Entry<'a> {

@@ -27,8 +27,11 @@ pub struct Ctx {
     pub addresses: limits::AddressLimits,
     /// Query admission, shared query memory, running and recent queries.
     pub queries: Arc<limits::QueryGate>,
-    /// Series text cached by line-protocol connections, all together.
+    /// Series cached by line-protocol connections, all together.
     pub series_cache_budget: Arc<series_cache::CacheBudget>,
+    /// The digest that keys every series cache of the network front
+    /// (seeded per process).
+    pub text_digest: crate::hashing::TextDigest,
     /// Series text of the HTTP write endpoints.
     pub http_series: series_cache::SharedSeriesCache,
     /// The tokens requests must present (`None`: auth off).
@@ -64,6 +67,7 @@ impl Ctx {
             Duration::from_millis(q.queue_timeout_ms),
             q.max_memory_bytes,
         ));
+        let text_digest = crate::hashing::TextDigest::random();
         Arc::new(Self {
             engine,
             inflight: limits::Inflight::new(
@@ -75,7 +79,9 @@ impl Ctx {
             )),
             http_series: series_cache::SharedSeriesCache::new(
                 config.server.telnet_series_cache_bytes,
+                text_digest,
             ),
+            text_digest,
             addresses: limits::AddressLimits::new(config.server.max_connections_per_address),
             queries,
             tokens,

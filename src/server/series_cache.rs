@@ -1,30 +1,45 @@
-//! A line-protocol connection's cache of the series it has written: the
-//! raw text of a `put` line's series (metric and tag words exactly as
-//! sent) → the engine's [`SeriesRef`]. A hit skips tag splitting, name
-//! validation, sorting and the engine's series lookup: the steady state of
-//! a collector that sends the same series again and again.
+//! The write paths' caches of series by their text as a client sent it:
+//! a line-protocol connection's own ([`SeriesCache`]: a `put` line's
+//! metric and tag words exactly as sent, an InfluxDB line's measurement,
+//! tags and field key) and the HTTP write endpoints' shared one
+//! ([`SharedSeriesCache`]). A hit skips tag splitting, name validation,
+//! sorting and the engine's series lookup: the steady state of a
+//! collector that sends the same series again and again.
 //!
-//! Bounded twice: per connection (entries) and across connections (bytes
-//! of keys, shared budget); a connection whose insert would pass either
-//! bound empties its cache and starts over (its lines then take the full
-//! path until they are cached again).
+//! Both are keyed by a seeded 128-bit digest of the text
+//! ([`TextDigest`], as the engine keys its own series cache), not the
+//! text: an entry costs the same small size however long its series'
+//! names, and a key is made without an allocation. Each text starts with
+//! a byte that says what it is, so texts of different kinds never meet.
 //!
-//! HTTP writes (InfluxDB's `/write`) have no connection to keep a cache
-//! in: [`SharedSeriesCache`] serves them, one bounded concurrent cache with
-//! the same keys.
+//! A connection's cache is bounded twice: per connection (entries) and
+//! across connections (bytes, shared budget); a connection whose insert
+//! would pass either bound empties its cache and starts over (its lines
+//! then take the full path until they are cached again). The bytes an
+//! entry is charged include the series key it keeps alive, which outlives
+//! the head's copy once the series stops.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::engine::SeriesRef;
-use crate::hashing::BytesMap;
+use crate::hashing::{DigestMap, TextDigest};
 
-/// Most series one connection caches.
-const MAX_ENTRIES: usize = 1 << 16;
-/// Bytes an entry costs beyond its key (map slot, `SeriesRef`, `Arc`).
-const ENTRY_OVERHEAD: usize = 96;
+/// Most series one connection caches: enough for a collector sending a
+/// million series on one connection; the shared byte budget binds first
+/// when many connections do.
+const MAX_ENTRIES: usize = 1 << 20;
+/// Bytes an entry costs beside the series key it holds: its map slot
+/// (digest and index, with the table's spare room) and its [`SeriesRef`].
+const ENTRY_OVERHEAD: usize = 48 + std::mem::size_of::<SeriesRef>();
 
-/// Key bytes cached by all connections, against `server.telnet_series_cache_bytes`.
+/// The first byte of each kind of cached text.
+const PUT_TEXT: u8 = 0;
+const FIELD_TEXT: u8 = 1;
+const LINE_TEXT: u8 = 2;
+const PUT_JSON_TEXT: u8 = 3;
+
+/// Bytes cached by all connections, against `server.telnet_series_cache_bytes`.
 #[derive(Debug, Default)]
 pub struct CacheBudget {
     used: AtomicUsize,
@@ -57,81 +72,76 @@ impl CacheBudget {
     }
 }
 
+/// The text-digest key of a cached series.
+pub type CacheKey = u128;
+
+/// Builds a cache key's text in `scratch` (its kind byte, then `parts`
+/// with a 0 between them) and digests it.
+fn key_of(digest: &TextDigest, kind: u8, parts: &[&[u8]], scratch: &mut Vec<u8>) -> CacheKey {
+    scratch.clear();
+    scratch.push(kind);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            scratch.push(0);
+        }
+        scratch.extend_from_slice(part);
+    }
+    digest.of_bytes(scratch)
+}
+
 #[derive(Debug)]
 pub struct SeriesCache {
-    /// Raw series text → index into `refs`.
-    map: BytesMap<Box<[u8]>, u32>,
+    /// Text digest → index into `refs`.
+    map: DigestMap<u32>,
     refs: Vec<SeriesRef>,
     bytes: usize,
     budget: Arc<CacheBudget>,
-    /// Scratch for building keys.
-    key: Vec<u8>,
+    digest: TextDigest,
+    /// Scratch for building key texts.
+    text: Vec<u8>,
 }
 
 impl SeriesCache {
-    pub fn new(budget: Arc<CacheBudget>) -> Self {
+    /// An empty cache charging `budget`, keyed with `digest` (the
+    /// process's: a cache travels between a connection and its writes).
+    pub fn new(budget: Arc<CacheBudget>, digest: TextDigest) -> Self {
         Self {
-            map: BytesMap::default(),
+            map: DigestMap::default(),
             refs: Vec::new(),
             bytes: 0,
             budget,
-            key: Vec::with_capacity(256),
+            digest,
+            text: Vec::new(),
         }
     }
 
-    /// The cached series of a series text (metric and tag words as sent),
-    /// as an index into [`SeriesCache::refs`].
-    pub fn lookup(&mut self, metric: &[u8], tags: &[u8]) -> Option<u32> {
-        self.key.clear();
-        self.key.extend_from_slice(metric);
-        self.key.push(0);
-        self.key.extend_from_slice(tags);
-        self.map.get(&self.key[..]).copied()
+    /// The key of a `put` line's series: its metric and tag words as sent.
+    pub fn put_key(&mut self, metric: &[u8], tags: &[u8]) -> CacheKey {
+        key_of(&self.digest, PUT_TEXT, &[metric, tags], &mut self.text)
     }
 
-    /// The cached series of an InfluxDB field: the line's measurement and
-    /// tags as sent, and the field key (kept apart from put texts by the
-    /// leading `0x01`).
-    pub fn lookup_field(&mut self, series: &[u8], field: &[u8]) -> Option<u32> {
-        self.key.clear();
-        self.key.push(1);
-        self.key.extend_from_slice(series);
-        self.key.push(0);
-        self.key.extend_from_slice(field);
-        self.map.get(&self.key[..]).copied()
+    /// The key of an InfluxDB field: the line's measurement and tags as
+    /// sent, and the field key.
+    pub fn field_key(&mut self, series: &[u8], field: &[u8]) -> CacheKey {
+        key_of(&self.digest, FIELD_TEXT, &[series, field], &mut self.text)
     }
 
-    /// The key of an InfluxDB field ([`SeriesCache::lookup_field`]).
-    pub fn owned_field_key(series: &[u8], field: &[u8]) -> Box<[u8]> {
-        let mut k = Vec::with_capacity(series.len() + 2 + field.len());
-        k.push(1);
-        k.extend_from_slice(series);
-        k.push(0);
-        k.extend_from_slice(field);
-        k.into_boxed_slice()
+    /// The cached series of a key, as an index into [`SeriesCache::refs`].
+    pub fn get(&self, key: CacheKey) -> Option<u32> {
+        self.map.get(&key).copied()
     }
 
-    /// The key of a series text, to [`SeriesCache::insert`] it once the
-    /// engine has resolved it.
-    pub fn owned_key(metric: &[u8], tags: &[u8]) -> Box<[u8]> {
-        let mut k = Vec::with_capacity(metric.len() + 1 + tags.len());
-        k.extend_from_slice(metric);
-        k.push(0);
-        k.extend_from_slice(tags);
-        k.into_boxed_slice()
-    }
-
-    /// Every cached series, indexed as [`SeriesCache::lookup`] answers.
+    /// Every cached series, indexed as [`SeriesCache::get`] answers.
     pub fn refs(&self) -> &[SeriesRef] {
         &self.refs
     }
 
-    /// Caches a series under its raw text; false if the bounds refused it.
-    pub fn insert(&mut self, key: Box<[u8]>, series: SeriesRef) -> bool {
+    /// Caches a series under its key; false if the bounds refused it.
+    pub fn insert(&mut self, key: CacheKey, series: SeriesRef) -> bool {
         if self.map.contains_key(&key) {
             return true;
         }
-        let cost = key.len() + ENTRY_OVERHEAD;
+        let cost = ENTRY_OVERHEAD + series.key_bytes();
         if self.map.len() >= MAX_ENTRIES || !self.budget.take(cost) {
             self.clear();
             if !self.budget.take(cost) {
@@ -153,8 +163,8 @@ impl SeriesCache {
     }
 
     pub fn clear(&mut self) {
-        self.map.clear();
-        self.refs.clear();
+        self.map = DigestMap::default();
+        self.refs = Vec::new();
         self.budget.give(self.bytes);
         self.bytes = 0;
     }
@@ -166,76 +176,85 @@ impl Drop for SeriesCache {
     }
 }
 
-/// The raw-text series cache of the HTTP write endpoints, shared by all
-/// requests (bounded, least recently used entries go first): an InfluxDB
-/// line's measurement, tags and field keys as sent → the series of its
-/// fields, in order (one lookup per line); an `/api/put` element's metric
-/// and tags text → its series.
+/// The series cache of the HTTP write endpoints, shared by all requests
+/// (bounded, least recently used entries go first): an InfluxDB line's
+/// measurement, tags and field keys as sent → the series of its fields,
+/// in order (one lookup per line); an `/api/put` element's metric and
+/// tags text → its series. Other paths with a text of their own (the
+/// import formats) key it with [`SharedSeriesCache::key`].
 #[derive(Debug)]
 pub struct SharedSeriesCache {
-    cache: quick_cache::sync::Cache<Box<[u8]>, Arc<[SeriesRef]>, EntryBytes>,
+    cache: quick_cache::sync::Cache<CacheKey, Arc<[SeriesRef]>, EntryBytes>,
+    digest: TextDigest,
 }
 
-/// Longest key the shared cache keeps: an accepted line or element may
-/// still carry megabytes of text (JSON whitespace between tags, say); such
-/// a series takes the full path every time rather than push out thousands
-/// of others.
-const MAX_SHARED_KEY: usize = 4096;
-
-/// An entry's weight: its bytes (key, series handles, bookkeeping).
+/// An entry's weight: its key, series handles and the series keys they
+/// hold, and bookkeeping.
 #[derive(Clone, Debug)]
 struct EntryBytes;
 
-impl quick_cache::Weighter<Box<[u8]>, Arc<[SeriesRef]>> for EntryBytes {
-    fn weight(&self, key: &Box<[u8]>, val: &Arc<[SeriesRef]>) -> u64 {
-        (key.len() + ENTRY_OVERHEAD + std::mem::size_of_val(&val[..])) as u64
+impl quick_cache::Weighter<CacheKey, Arc<[SeriesRef]>> for EntryBytes {
+    fn weight(&self, _key: &CacheKey, val: &Arc<[SeriesRef]>) -> u64 {
+        let held: usize = val.iter().map(SeriesRef::key_bytes).sum();
+        (ENTRY_OVERHEAD + std::mem::size_of_val(&val[..]) + held) as u64
     }
 }
 
 impl SharedSeriesCache {
-    /// A cache of at most `bytes` of entries (keys as sent, series handles).
-    pub fn new(bytes: usize) -> Self {
+    /// A cache of at most `bytes` of entries, keyed with `digest`.
+    pub fn new(bytes: usize, digest: TextDigest) -> Self {
         Self {
             cache: quick_cache::sync::Cache::with_weighter(
-                (bytes / (256 + ENTRY_OVERHEAD)).max(16),
-                bytes.max(4 * MAX_SHARED_KEY) as u64,
+                (bytes / (2 * ENTRY_OVERHEAD)).max(16),
+                bytes.max(64 << 10) as u64,
                 EntryBytes,
             ),
+            digest,
         }
     }
 
     /// The key of a line: its series text and its field keys.
-    pub fn line_key<'k>(series: &[u8], fields: impl Iterator<Item = &'k [u8]>, out: &mut Vec<u8>) {
-        out.clear();
-        out.push(2);
-        out.extend_from_slice(series);
+    pub fn line_key<'k>(
+        &self,
+        series: &[u8],
+        fields: impl Iterator<Item = &'k [u8]>,
+        scratch: &mut Vec<u8>,
+    ) -> CacheKey {
+        scratch.clear();
+        scratch.push(LINE_TEXT);
+        scratch.extend_from_slice(series);
         for k in fields {
-            out.push(0);
-            out.extend_from_slice(k);
+            scratch.push(0);
+            scratch.extend_from_slice(k);
         }
+        self.digest.of_bytes(scratch)
     }
 
     /// The key of an `/api/put` element: its `metric` and `tags` JSON text
     /// as sent.
-    pub fn put_key(metric: &str, tags: &str, out: &mut Vec<u8>) {
-        out.clear();
-        out.push(3);
-        out.extend_from_slice(metric.as_bytes());
-        out.push(0);
-        out.extend_from_slice(tags.as_bytes());
+    pub fn put_key(&self, metric: &str, tags: &str, scratch: &mut Vec<u8>) -> CacheKey {
+        key_of(
+            &self.digest,
+            PUT_JSON_TEXT,
+            &[metric.as_bytes(), tags.as_bytes()],
+            scratch,
+        )
     }
 
-    /// The series of a line's fields, by [`SharedSeriesCache::line_key`].
-    pub fn get(&self, key: &[u8]) -> Option<Arc<[SeriesRef]>> {
-        self.cache.get(key)
+    /// The key of a text a caller built itself, starting with a kind byte
+    /// of its own (4 and up).
+    pub fn key(&self, text: &[u8]) -> CacheKey {
+        self.digest.of_bytes(text)
     }
 
-    /// Caches a key's series (a key longer than [`MAX_SHARED_KEY`] is not
-    /// kept).
-    pub fn insert(&self, key: Box<[u8]>, series: Arc<[SeriesRef]>) {
-        if key.len() <= MAX_SHARED_KEY {
-            self.cache.insert(key, series);
-        }
+    /// The series of a key.
+    pub fn get(&self, key: CacheKey) -> Option<Arc<[SeriesRef]>> {
+        self.cache.get(&key)
+    }
+
+    /// Caches a key's series.
+    pub fn insert(&self, key: CacheKey, series: Arc<[SeriesRef]>) {
+        self.cache.insert(key, series);
     }
 
     pub fn clear(&self) {
@@ -248,21 +267,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shared_cache_is_bounded_by_bytes_and_skips_huge_keys() {
-        let cache = SharedSeriesCache::new(64 << 10);
+    fn shared_cache_is_bounded_by_bytes() {
+        let cache = SharedSeriesCache::new(64 << 10, TextDigest::random());
         let none: Arc<[SeriesRef]> = Arc::from(Vec::new());
-        for i in 0..1000u32 {
-            let mut key = vec![b'x'; 4000];
-            key[..4].copy_from_slice(&i.to_le_bytes());
-            cache.insert(key.into_boxed_slice(), Arc::clone(&none));
+        for i in 0..10_000u128 {
+            cache.insert(i, Arc::clone(&none));
         }
         assert!(cache.cache.weight() <= 64 << 10, "{}", cache.cache.weight());
-        assert!(cache.cache.len() < 20, "{}", cache.cache.len());
-        let huge = vec![b'y'; MAX_SHARED_KEY + 1].into_boxed_slice();
-        cache.insert(huge.clone(), Arc::clone(&none));
-        assert!(cache.get(&huge).is_none());
-        let small = b"\x03\"m\"\x00{\"a\":\"b\"}".to_vec().into_boxed_slice();
-        cache.insert(small.clone(), Arc::clone(&none));
-        assert!(cache.get(&small).is_some());
+        assert!(cache.cache.len() < 10_000, "{}", cache.cache.len());
+        let mut scratch = Vec::new();
+        let key = cache.put_key("m", "{\"a\":\"b\"}", &mut scratch);
+        cache.insert(key, Arc::clone(&none));
+        assert!(cache.get(key).is_some());
+        assert!(
+            cache
+                .get(cache.put_key("m", "{\"a\":\"c\"}", &mut scratch))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn keys_of_different_kinds_or_splits_differ() {
+        let digest = TextDigest::random();
+        let mut cache = SeriesCache::new(Arc::new(CacheBudget::new(1 << 20)), digest);
+        let shared = SharedSeriesCache::new(1 << 20, digest);
+        let mut scratch = Vec::new();
+        let keys = [
+            cache.put_key(b"m", b"a=b"),
+            cache.put_key(b"m a", b"=b"),
+            cache.field_key(b"m", b"a=b"),
+            shared.line_key(b"m", [&b"a=b"[..]].into_iter(), &mut scratch),
+            shared.put_key("m", "a=b", &mut scratch),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(cache.put_key(b"m", b"a=b"), keys[0]);
     }
 }

@@ -24,8 +24,10 @@ use hourglass_ingest::{Point, Value, fast_import, parse_import_line};
 use serde_json::json;
 
 use crate::engine::{PointError, SeriesRef};
+use crate::hashing::DigestMap;
 use crate::server::Ctx;
 use crate::server::http::{ApiError, Params, PeerAddr, blocking, json_response, param, respond};
+use crate::server::series_cache::CacheKey;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
@@ -114,7 +116,7 @@ type Waiting = (u64, Value, u32);
 
 /// A series resolved by its first point: key, the first point's line, and
 /// the points after it.
-type Pending = (Box<[u8]>, u32, Vec<Waiting>);
+type Pending = (CacheKey, u32, Vec<Waiting>);
 
 /// What writing a body's points did: the log position to wait for, the
 /// points written, and the refused ones (line, why).
@@ -133,10 +135,10 @@ struct Resolver<'a> {
     known: Vec<(u32, u64, Value, u32)>,
     refs: Vec<SeriesRef>,
     /// The cache key of each of `refs`.
-    ref_keys: Vec<Box<[u8]>>,
+    ref_keys: Vec<CacheKey>,
     /// Series key → index into `refs` (cached series) or, negated minus one,
     /// into `pending` (series resolved in phase 1).
-    seen: HashMap<Box<[u8]>, i64>,
+    seen: DigestMap<i64>,
     /// Keys of the series phase 1 resolves, the line of their first
     /// point, and their points after the first.
     pending: Vec<Pending>,
@@ -149,13 +151,13 @@ impl<'a> Resolver<'a> {
     fn take(
         &mut self,
         ctx: &Ctx,
-        key: &[u8],
+        key: CacheKey,
         timestamp: u64,
         value: Value,
         line: u32,
         named: impl FnOnce() -> Result<Point<'a>, String>,
     ) -> Result<(), String> {
-        if let Some(&at) = self.seen.get(key) {
+        if let Some(&at) = self.seen.get(&key) {
             if at >= 0 {
                 self.known.push((at as u32, timestamp, value, line));
             } else {
@@ -169,16 +171,16 @@ impl<'a> Resolver<'a> {
             && let [series] = &series[..]
         {
             self.refs.push(series.clone());
-            self.ref_keys.push(key.into());
+            self.ref_keys.push(key);
             let at = (self.refs.len() - 1) as u32;
-            self.seen.insert(key.into(), i64::from(at));
+            self.seen.insert(key, i64::from(at));
             self.known.push((at, timestamp, value, line));
             return Ok(());
         }
         let point = named()?;
-        self.first.named(point, line, Some(key.into()));
-        self.pending.push((key.into(), line, Vec::new()));
-        self.seen.insert(key.into(), -(self.pending.len() as i64));
+        self.first.named(point, line, Some(key));
+        self.pending.push((key, line, Vec::new()));
+        self.seen.insert(key, -(self.pending.len() as i64));
         Ok(())
     }
 
@@ -198,10 +200,9 @@ impl<'a> Resolver<'a> {
             errors.push((refused.origin as usize, why.clone()));
             refused_first.insert(refused.origin, why);
         }
-        let mut resolved: HashMap<Box<[u8]>, SeriesRef> = HashMap::new();
+        let mut resolved: DigestMap<SeriesRef> = DigestMap::default();
         for (key, series) in first.new_series {
-            ctx.http_series
-                .insert(key.clone(), Arc::from([series.clone()]));
+            ctx.http_series.insert(key, Arc::from([series.clone()]));
             resolved.insert(key, series);
         }
         let mut batch = WriteBatch::new(Protocol::Import);
@@ -238,8 +239,7 @@ impl<'a> Resolver<'a> {
         // A cached series whose slot was given up was registered again.
         for (r, series) in &second.refreshed {
             if let Some(key) = self.ref_keys.get(*r as usize) {
-                ctx.http_series
-                    .insert(key.clone(), Arc::from([series.clone()]));
+                ctx.http_series.insert(*key, Arc::from([series.clone()]));
             }
         }
         // One error a line (a line's points share their series and its fate).
@@ -317,6 +317,7 @@ fn take_json<'a>(
     key.clear();
     key.push(4);
     key.extend_from_slice(split.series.as_bytes());
+    let key = ctx.http_series.key(key);
     for (timestamp, value) in points {
         // Called once a body per series: its names are read and checked then.
         resolver.take(ctx, key, timestamp.0, value, line, || {
@@ -353,6 +354,7 @@ fn take_text<'a>(
     key.extend_from_slice(fast.metric);
     key.push(0);
     key.extend_from_slice(fast.tags);
+    let key = ctx.http_series.key(key);
     resolver.take(ctx, key, fast.timestamp.0, fast.value, line, || {
         parse_import_line(text()?.trim(), &ctx.limits).map_err(|e| e.to_string())
     })

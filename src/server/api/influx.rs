@@ -33,7 +33,7 @@ use crate::engine::SeriesRef;
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Params, PeerAddr, blocking, param, respond};
-use crate::server::series_cache::SharedSeriesCache;
+use crate::server::series_cache::CacheKey;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
 
 /// The version string InfluxDB clients read from `X-Influxdb-Version`.
@@ -273,14 +273,15 @@ async fn write(
             else {
                 continue;
             };
-            SharedSeriesCache::line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
-            if let Some(refs) = ctx.http_series.get(&scratch)
+            let key =
+                ctx.http_series
+                    .line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
+            if let Some(refs) = ctx.http_series.get(key)
                 && pos < refs.len()
             {
                 let mut refs = refs.to_vec();
                 refs[pos] = series.clone();
-                ctx.http_series
-                    .insert(scratch.clone().into_boxed_slice(), refs.into());
+                ctx.http_series.insert(key, refs.into());
             }
         }
         let refused = (!written.errors.is_empty()).then(|| {
@@ -340,7 +341,7 @@ struct Parsed<'a> {
     cached_lines: Vec<&'a [u8]>,
     /// Lines parsed in full: the line, its number of fields, and its cache
     /// key, to cache once every field is resolved.
-    new_series: Vec<(u32, usize, Box<[u8]>)>,
+    new_series: Vec<(u32, usize, CacheKey)>,
 }
 
 /// Splits a body into points: lines whose every field's series is cached
@@ -365,8 +366,10 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
         fields.clear();
         let mut line_key = None;
         if let Some(f) = influx::fast_line(entry, precision, now_ms, &mut fields) {
-            SharedSeriesCache::line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
-            if let Some(refs) = ctx.http_series.get(&scratch)
+            let key =
+                ctx.http_series
+                    .line_key(f.series, fields.iter().map(|(k, _)| *k), &mut scratch);
+            if let Some(refs) = ctx.http_series.get(key)
                 && refs.len() == fields.len()
             {
                 out.cached_lines.push(entry);
@@ -380,7 +383,7 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
                 out.lines.accepted_lines += 1;
                 continue;
             }
-            line_key = Some(scratch.clone().into_boxed_slice());
+            line_key = Some(key);
         }
         match influx::parse_line(entry, precision, now_ms, &ctx.limits) {
             Ok(Some(line)) => {

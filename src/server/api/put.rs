@@ -17,7 +17,6 @@ use crate::server::Ctx;
 use crate::server::http::{
     ApiError, Params, PeerAddr, blocking, has_flag, json_response, param, respond,
 };
-use crate::server::series_cache::SharedSeriesCache;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
@@ -167,8 +166,8 @@ fn write_json_points(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiErr
         let origin = i as u32;
         let mut cache_key = None;
         if let Some((metric, tags)) = item.series_text() {
-            SharedSeriesCache::put_key(metric, tags, &mut key);
-            if let Some(series) = ctx.http_series.get(&key)
+            let digest = ctx.http_series.put_key(metric, tags, &mut key);
+            if let Some(series) = ctx.http_series.get(digest)
                 && let [series] = &series[..]
             {
                 if let Some((ts, value)) = item.time_value() {
@@ -178,7 +177,7 @@ fn write_json_points(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiErr
                     continue;
                 }
             } else {
-                cache_key = Some(key.clone().into_boxed_slice());
+                cache_key = Some(digest);
             }
         }
         match item.to_point(&ctx.limits) {
@@ -201,9 +200,8 @@ fn write_json_points(ctx: &Ctx, items: &[JsonPoint<'_>]) -> Result<Wrote, ApiErr
             .and_then(|i| items.get(*i))
             .and_then(JsonPoint::series_text)
         {
-            SharedSeriesCache::put_key(metric, tags, &mut key);
-            ctx.http_series
-                .insert(key.clone().into_boxed_slice(), Arc::from([series.clone()]));
+            let digest = ctx.http_series.put_key(metric, tags, &mut key);
+            ctx.http_series.insert(digest, Arc::from([series.clone()]));
         }
     }
     for (k, series) in std::mem::take(&mut written.new_series) {

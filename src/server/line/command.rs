@@ -21,7 +21,6 @@ use hourglass_ingest::{Command, Point, fast_put, parse_line, unknown_command_lin
 use super::access::Access;
 use super::session::{FROM_INFLUX, FROM_PUT, FROM_ROLLUP, Session};
 use crate::server::Ctx;
-use crate::server::series_cache::SeriesCache;
 use crate::server::write::PointSink;
 
 /// What the connection does after a line.
@@ -48,14 +47,15 @@ pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: 
     // validation, no lookup beyond its own cache.
     let mut new_key = None;
     if let Some(f) = fast_put(line) {
-        if let Some(series) = session.cache.lookup(f.metric, f.tags) {
+        let key = session.cache.put_key(f.metric, f.tags);
+        if let Some(series) = session.cache.get(key) {
             session
                 .batch
                 .known(series, f.timestamp.0, f.value, FROM_PUT);
             session.flush_if_full(ctx).await;
             return Step::Next;
         }
-        new_key = Some(SeriesCache::owned_key(f.metric, f.tags));
+        new_key = Some(key);
     }
     match parse_line(line, &ctx.limits) {
         Command::Put(Ok(p)) => {
@@ -145,7 +145,8 @@ async fn influx_line(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8]) {
         // Pushed as found; taken back if a field misses.
         let mark = session.batch.len();
         let all_known = fields.iter().all(|(k, value)| {
-            let Some(series) = session.cache.lookup_field(f.series, k) else {
+            let key = session.cache.field_key(f.series, k);
+            let Some(series) = session.cache.get(key) else {
                 return false;
             };
             session
@@ -160,7 +161,7 @@ async fn influx_line(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8]) {
         session.batch.truncate(mark);
         new_keys = fields
             .iter()
-            .map(|(k, _)| SeriesCache::owned_field_key(f.series, k))
+            .map(|(k, _)| session.cache.field_key(f.series, k))
             .collect();
     }
     match influx::parse_line(line, Precision::Nanoseconds, now_ms, &ctx.limits) {

@@ -74,7 +74,7 @@ impl Session {
     pub fn new(ctx: &Ctx, replies: Replies) -> Self {
         Self {
             replies,
-            cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget)),
+            cache: SeriesCache::new(Arc::clone(&ctx.series_cache_budget), ctx.text_digest),
             batch: WriteBatch::new(Protocol::Telnet),
             rollups: Vec::new(),
             batch_input: 0,
@@ -173,7 +173,7 @@ impl Session {
     async fn write(&mut self, ctx: &Arc<Ctx>) -> Result<Written, EngineError> {
         let engine = Arc::clone(&ctx.engine);
         let mut batch = std::mem::take(&mut self.batch);
-        let fresh = SeriesCache::new(Arc::clone(&ctx.series_cache_budget));
+        let fresh = SeriesCache::new(Arc::clone(&ctx.series_cache_budget), ctx.text_digest);
         let cache = std::mem::replace(&mut self.cache, fresh);
         let joined = tokio::task::spawn_blocking(move || {
             let res = batch.write(&engine, cache.refs());

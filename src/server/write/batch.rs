@@ -5,6 +5,7 @@ use hourglass_ingest::{Point, Value};
 
 use super::sink::PointSink;
 use crate::engine::{Engine, EngineError, Entry, PointError, SeriesRef};
+use crate::server::series_cache::CacheKey;
 
 /// The points of one write. Blocking to write (UID assignment and index
 /// rows may do storage I/O): call [`WriteBatch::write`] on a blocking
@@ -15,7 +16,7 @@ pub struct WriteBatch<'a> {
     /// The request item of each entry.
     origins: Vec<u32>,
     /// Entries whose series the caller caches once resolved, with its key.
-    new_series: Vec<(usize, Box<[u8]>)>,
+    new_series: Vec<(usize, CacheKey)>,
     /// What brought the points (`hourglass_points_received_total`).
     protocol: Protocol,
 }
@@ -68,7 +69,7 @@ pub struct Written {
     /// Refused points.
     pub errors: Vec<Refused>,
     /// Series resolved for the cache keys given with named points.
-    pub new_series: Vec<(Box<[u8]>, SeriesRef)>,
+    pub new_series: Vec<(CacheKey, SeriesRef)>,
     /// Series given by index (`known`) whose head slot had been given up,
     /// registered again: the index and the new series.
     pub refreshed: Vec<(u32, SeriesRef)>,
@@ -89,7 +90,7 @@ pub struct Refused {
 }
 
 impl<'a> PointSink<'a> for WriteBatch<'a> {
-    fn named(&mut self, point: Point<'a>, origin: u32, cache_key: Option<Box<[u8]>>) {
+    fn named(&mut self, point: Point<'a>, origin: u32, cache_key: Option<CacheKey>) {
         if let Some(key) = cache_key {
             self.new_series.push((self.entries.len(), key));
         }

@@ -7,11 +7,14 @@
 
 use hourglass_ingest::{Point, Value};
 
+use crate::server::series_cache::CacheKey;
+
 /// Takes parsed points for one write.
 pub trait PointSink<'a> {
-    /// A point named by metric and tags. `cache_key` is the request's own
-    /// text for its series, to cache once the engine has resolved it.
-    fn named(&mut self, point: Point<'a>, origin: u32, cache_key: Option<Box<[u8]>>);
+    /// A point named by metric and tags. `cache_key` is the key of the
+    /// request's own text for its series, to cache once the engine has
+    /// resolved it.
+    fn named(&mut self, point: Point<'a>, origin: u32, cache_key: Option<CacheKey>);
 
     /// A point of a series resolved before: `series` indexes the series
     /// the batch is written with.
