@@ -143,24 +143,32 @@ const NEAR_MAX_E: u8 = 6;
 /// its raw bits.
 pub(super) fn put_val(out: &mut Vec<u8>, v: f64) {
     let mut best: Option<(usize, [u64; 2], u8)> = None;
-    let mut consider = |tag: u8, codes: [u64; 2], n: usize| {
-        let len = 1 + (0..n).map(|i| uvarint_len(codes[i])).sum::<usize>();
-        if len < 1 + 8 && best.is_none_or(|(l, _, _)| len < l) {
-            best = Some((len, codes, tag));
-        }
-    };
+    let consider =
+        |best: &mut Option<(usize, [u64; 2], u8)>, tag: u8, codes: [u64; 2], n: usize| {
+            let len = 1 + (0..n).map(|i| uvarint_len(codes[i])).sum::<usize>();
+            if len < 1 + 8 && best.is_none_or(|(l, _, _)| len < l) {
+                *best = Some((len, codes, tag));
+            }
+        };
     if let Some((e, m)) =
         (0..=MAX_E).find_map(|e| to_decimal(StoredValue::Double(v), e).map(|m| (e, m)))
     {
-        consider(e, [zigzag(m), 0], 1);
+        consider(&mut best, e, [zigzag(m), 0], 1);
     }
     if v.is_finite() {
         for e in 0..=NEAR_MAX_E {
-            if let Some(m) = round_i64(v * POW10_F[usize::from(e)]) {
-                let near = dec_f64(m, e).to_bits() as i64;
-                let d = (v.to_bits() as i64).wrapping_sub(near);
-                consider(VAL_NEAR | e, [zigzag(m), zigzag(d)], 2);
+            // |m| grows with e (out of range stays out), so once a near
+            // form's least length (its tag, m, one byte of distance) is
+            // no shorter than the best, no later one is.
+            let Some(m) = round_i64(v * POW10_F[usize::from(e)]) else {
+                break;
+            };
+            if best.is_some_and(|(len, _, _)| 2 + uvarint_len(zigzag(m)) >= len) {
+                break;
             }
+            let near = dec_f64(m, e).to_bits() as i64;
+            let d = (v.to_bits() as i64).wrapping_sub(near);
+            consider(&mut best, VAL_NEAR | e, [zigzag(m), zigzag(d)], 2);
         }
     }
     match best {
@@ -194,6 +202,87 @@ pub(super) fn read_val(r: &mut Reader<'_>) -> Result<f64, NativeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The form `put_val` must choose, found by trying every one.
+    fn shortest_by_trying_all(v: f64) -> Vec<u8> {
+        let mut best: Option<Vec<u8>> = None;
+        let mut consider = |form: Vec<u8>| {
+            if form.len() < 1 + 8 && best.as_ref().is_none_or(|b| form.len() < b.len()) {
+                best = Some(form);
+            }
+        };
+        if let Some((e, m)) =
+            (0..=MAX_E).find_map(|e| to_decimal(StoredValue::Double(v), e).map(|m| (e, m)))
+        {
+            let mut form = vec![e];
+            put_uvarint(&mut form, zigzag(m));
+            consider(form);
+        }
+        if v.is_finite() {
+            for e in 0..=NEAR_MAX_E {
+                if let Some(m) = round_i64(v * POW10_F[usize::from(e)]) {
+                    let near = dec_f64(m, e).to_bits() as i64;
+                    let d = (v.to_bits() as i64).wrapping_sub(near);
+                    let mut form = vec![VAL_NEAR | e];
+                    put_uvarint(&mut form, zigzag(m));
+                    put_uvarint(&mut form, zigzag(d));
+                    consider(form);
+                }
+            }
+        }
+        best.unwrap_or_else(|| {
+            let mut raw = vec![VAL_RAW];
+            raw.extend_from_slice(&v.to_bits().to_le_bytes());
+            raw
+        })
+    }
+
+    fn check_shortest(v: f64) {
+        let mut out = Vec::new();
+        put_val(&mut out, v);
+        assert_eq!(out, shortest_by_trying_all(v), "{v}");
+        let mut r = Reader::new(&out, 0);
+        assert_eq!(read_val(&mut r).unwrap().to_bits(), v.to_bits());
+    }
+
+    proptest! {
+        #[test]
+        fn put_val_writes_the_shortest_form(
+            bits in any::<u64>(),
+            m in -10_000_000i64..10_000_000,
+            e in 0u32..8,
+            sum_of in proptest::collection::vec(-100_000i64..100_000, 1..20),
+        ) {
+            check_shortest(f64::from_bits(bits));
+            check_shortest(m as f64 / 10f64.powi(e as i32));
+            // Sums of two-decimal values: a few ulps off a decimal.
+            check_shortest(sum_of.iter().map(|&c| c as f64 / 100.0).sum());
+        }
+    }
+
+    #[test]
+    fn put_val_writes_the_shortest_form_of_edge_values() {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            0.3,
+            1e300,
+            -1e-300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            4.611686018427388e18,
+            0.1 + 0.2,
+        ] {
+            check_shortest(v);
+        }
+    }
 
     fn round_trip(s: &CellSummary, n: usize) -> (Vec<u8>, CellSummary) {
         let mut out = Vec::new();

@@ -307,16 +307,14 @@ impl Engine {
                 }
             }
         }
-        let mut rows: BTreeMap<(&[u8], u32), TierRow> = BTreeMap::new();
-        // The rows to read, and their keys.
+        // The rows just written, and the rows to read with their keys.
+        let mut written: Vec<(Hour<'_>, &TierRow)> = Vec::new();
         let mut unread: Vec<Hour<'_>> = Vec::new();
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for (series, span) in wanted {
             let key = base_tier.row_key(layout, series, span);
             match base_rows.get(&key) {
-                Some(row) => {
-                    rows.insert((series, span), row.clone());
-                }
+                Some(row) => written.push(((series, span), row)),
                 // A series absent from the store has no other rows.
                 None if absent.contains(series) => {}
                 None => {
@@ -325,20 +323,22 @@ impl Engine {
                 }
             }
         }
-        let wanted = unread;
         let stored = self.store.get_rows(Table::Rollup, &keys)?;
         let column = super::row_column();
-        for ((id, key), cells) in wanted.iter().zip(&keys).zip(stored) {
+        let mut read: Vec<(Hour<'_>, TierRow)> = Vec::new();
+        for ((id, key), cells) in unread.iter().zip(&keys).zip(stored) {
             if let Some(c) = cells.iter().find(|c| c.column == column) {
                 match TierRow::decode(&c.value) {
-                    Ok(row) => {
-                        rows.insert(*id, row);
-                    }
+                    Ok(row) => read.push((*id, row)),
                     // As in update_rows: written anew, tiers given up.
                     Err(e) => self.give_up_tiers(&corrupt(key, e)),
                 }
             }
         }
+        let rows: BTreeMap<Hour<'_>, &TierRow> = written
+            .into_iter()
+            .chain(read.iter().map(|(id, row)| (*id, row)))
+            .collect();
         let mut updates: Updates = BTreeMap::new();
         for (series, start) in &intervals {
             let end = u64::from(*start) + u64::from(tier.interval);
