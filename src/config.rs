@@ -335,9 +335,10 @@ pub struct ServerConfig {
     /// half of it (at least `max_body_bytes`).
     pub max_inflight_bytes_per_address: usize,
     pub telnet_error_queue: usize,
-    /// Bytes of series text the line-protocol connections cache, all
-    /// connections together (raw series text → resolved series); also the
-    /// bound of the HTTP write endpoints' shared cache.
+    /// Bytes the line-protocol connections' series caches take, all
+    /// connections together (digest of the raw series text → resolved
+    /// series, and the series keys those keep alive); also the bound of
+    /// the HTTP write endpoints' shared cache.
     pub telnet_series_cache_bytes: usize,
     /// Batches a line-protocol connection may have in the WAL, not yet
     /// durable, while it reads on.
