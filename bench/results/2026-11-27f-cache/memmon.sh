@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# memmon.sh BIN PROTO OUT: the churn table's ingest with RSS and memory gauges sampled every second.
+set -u
+bin=$1; proto=$2; out=$3
+. bench/lib.sh
+trap cleanup EXIT
+start_hourglass "$bin"
+( while kill -0 $HG_PID 2>/dev/null; do
+   echo "$(date +%s.%N | cut -c1-14) rss=$(awk '/VmRSS/{print $2}' /proc/$HG_PID/status) $(curl -s --max-time 1 $HG_ADDR/metrics | grep -E '^hourglass_[a-z_]*(bytes|series)[a-z_]* ' | awk '{printf "%s=%s ", substr($1,11), $2}')"
+   sleep 1; done ) > "$out.mem" &
+target/release/hourglass-bench ingest --addr "$HG_ADDR" --protocol "$proto" --workload high-cardinality --hosts 20000 --churn 10 --duration 10m --start 1700006400 --server-pid "$HG_PID" --no-progress > "$out" 2>&1
+sleep 1
