@@ -22,6 +22,12 @@ impl std::hash::Hasher for KeyHasher {
         self.0 ^= n as u64;
     }
 
+    /// A `u128` key is a [`TextDigest`] ([`DigestMap`]): its bits are
+    /// already uniform, so its low 64 serve as they are.
+    fn write_u128(&mut self, n: u128) {
+        self.0 ^= n as u64;
+    }
+
     fn finish(&self) -> u64 {
         self.0
     }
@@ -59,33 +65,8 @@ impl TextDigest {
     }
 }
 
-/// Hashes a [`TextDigest`] for a map: a seeded digest's bits are already
-/// uniform, so its low 64 bits serve as they are.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct DigestHasher(u64);
-
-impl std::hash::Hasher for DigestHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u128` keys are hashed with it; anything else is folded in
-        // eight bytes at a time, still correct if slower.
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0 ^ u64::from_le_bytes(word)).rotate_left(29);
-        }
-    }
-
-    fn write_u128(&mut self, n: u128) {
-        self.0 ^= n as u64;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// A map keyed by [`TextDigest`]s.
-pub type DigestMap<V> = HashMap<u128, V, BuildHasherDefault<DigestHasher>>;
+pub type DigestMap<V> = HashMap<u128, V, BuildHasherDefault<KeyHasher>>;
 
 /// A random hash seed (a fixed one if the system has no random source).
 pub fn random_seed() -> u64 {

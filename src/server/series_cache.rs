@@ -33,11 +33,17 @@ const MAX_ENTRIES: usize = 1 << 20;
 /// (digest and index, with the table's spare room) and its [`SeriesRef`].
 const ENTRY_OVERHEAD: usize = 48 + std::mem::size_of::<SeriesRef>();
 
-/// The first byte of each kind of cached text.
-const PUT_TEXT: u8 = 0;
-const FIELD_TEXT: u8 = 1;
-const LINE_TEXT: u8 = 2;
-const PUT_JSON_TEXT: u8 = 3;
+/// What a cached text is: its first byte, so that texts of different
+/// kinds never meet.
+#[derive(Clone, Copy)]
+enum TextKind {
+    Put,
+    Field,
+    Line,
+    PutJson,
+    ImportJson,
+    Import,
+}
 
 /// Bytes cached by all connections, against `server.telnet_series_cache_bytes`.
 #[derive(Debug, Default)]
@@ -77,10 +83,15 @@ pub type CacheKey = u128;
 
 /// Builds a cache key's text in `scratch` (its kind byte, then `parts`
 /// with a 0 between them) and digests it.
-fn key_of(digest: &TextDigest, kind: u8, parts: &[&[u8]], scratch: &mut Vec<u8>) -> CacheKey {
+fn key_of<'p>(
+    digest: &TextDigest,
+    kind: TextKind,
+    parts: impl IntoIterator<Item = &'p [u8]>,
+    scratch: &mut Vec<u8>,
+) -> CacheKey {
     scratch.clear();
-    scratch.push(kind);
-    for (i, part) in parts.iter().enumerate() {
+    scratch.push(kind as u8);
+    for (i, part) in parts.into_iter().enumerate() {
         if i > 0 {
             scratch.push(0);
         }
@@ -117,13 +128,18 @@ impl SeriesCache {
 
     /// The key of a `put` line's series: its metric and tag words as sent.
     pub fn put_key(&mut self, metric: &[u8], tags: &[u8]) -> CacheKey {
-        key_of(&self.digest, PUT_TEXT, &[metric, tags], &mut self.text)
+        key_of(&self.digest, TextKind::Put, [metric, tags], &mut self.text)
     }
 
     /// The key of an InfluxDB field: the line's measurement and tags as
     /// sent, and the field key.
     pub fn field_key(&mut self, series: &[u8], field: &[u8]) -> CacheKey {
-        key_of(&self.digest, FIELD_TEXT, &[series, field], &mut self.text)
+        key_of(
+            &self.digest,
+            TextKind::Field,
+            [series, field],
+            &mut self.text,
+        )
     }
 
     /// The cached series of a key, as an index into [`SeriesCache::refs`].
@@ -180,8 +196,7 @@ impl Drop for SeriesCache {
 /// (bounded, least recently used entries go first): an InfluxDB line's
 /// measurement, tags and field keys as sent → the series of its fields,
 /// in order (one lookup per line); an `/api/put` element's metric and
-/// tags text → its series. Other paths with a text of their own (the
-/// import formats) key it with [`SharedSeriesCache::key`].
+/// tags text → its series; an import line's series text → its series.
 #[derive(Debug)]
 pub struct SharedSeriesCache {
     cache: quick_cache::sync::Cache<CacheKey, Arc<[SeriesRef]>, EntryBytes>,
@@ -216,18 +231,12 @@ impl SharedSeriesCache {
     /// The key of a line: its series text and its field keys.
     pub fn line_key<'k>(
         &self,
-        series: &[u8],
+        series: &'k [u8],
         fields: impl Iterator<Item = &'k [u8]>,
         scratch: &mut Vec<u8>,
     ) -> CacheKey {
-        scratch.clear();
-        scratch.push(LINE_TEXT);
-        scratch.extend_from_slice(series);
-        for k in fields {
-            scratch.push(0);
-            scratch.extend_from_slice(k);
-        }
-        self.digest.of_bytes(scratch)
+        let parts = std::iter::once(series).chain(fields);
+        key_of(&self.digest, TextKind::Line, parts, scratch)
     }
 
     /// The key of an `/api/put` element: its `metric` and `tags` JSON text
@@ -235,16 +244,26 @@ impl SharedSeriesCache {
     pub fn put_key(&self, metric: &str, tags: &str, scratch: &mut Vec<u8>) -> CacheKey {
         key_of(
             &self.digest,
-            PUT_JSON_TEXT,
-            &[metric.as_bytes(), tags.as_bytes()],
+            TextKind::PutJson,
+            [metric.as_bytes(), tags.as_bytes()],
             scratch,
         )
     }
 
-    /// The key of a text a caller built itself, starting with a kind byte
-    /// of its own (4 and up).
-    pub fn key(&self, text: &[u8]) -> CacheKey {
-        self.digest.of_bytes(text)
+    /// The key of a JSON import line's series: its `metric` object's text.
+    pub fn import_json_key(&self, series: &str, scratch: &mut Vec<u8>) -> CacheKey {
+        key_of(
+            &self.digest,
+            TextKind::ImportJson,
+            [series.as_bytes()],
+            scratch,
+        )
+    }
+
+    /// The key of an import text line's series: its metric and tag words
+    /// as sent.
+    pub fn import_text_key(&self, metric: &[u8], tags: &[u8], scratch: &mut Vec<u8>) -> CacheKey {
+        key_of(&self.digest, TextKind::Import, [metric, tags], scratch)
     }
 
     /// The series of a key.
@@ -298,6 +317,8 @@ mod tests {
             cache.field_key(b"m", b"a=b"),
             shared.line_key(b"m", [&b"a=b"[..]].into_iter(), &mut scratch),
             shared.put_key("m", "a=b", &mut scratch),
+            shared.import_json_key("m", &mut scratch),
+            shared.import_text_key(b"m", b"a=b", &mut scratch),
         ];
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {

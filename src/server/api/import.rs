@@ -265,7 +265,7 @@ fn write_lines(
     let mut errors: Vec<(usize, String)> = Vec::new();
     let mut stopped_at = None;
     let mut lines = 0usize;
-    let mut key = Vec::with_capacity(256);
+    let mut scratch = Vec::with_capacity(256);
     for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
         let number = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -274,8 +274,8 @@ fn write_lines(
         }
         lines += 1;
         let taken = match format {
-            LineFormat::Jsonl => take_json(ctx, &mut resolver, raw, number as u32, &mut key),
-            LineFormat::OpenTsdb => take_text(ctx, &mut resolver, raw, number as u32, &mut key),
+            LineFormat::Jsonl => take_json(ctx, &mut resolver, raw, number as u32, &mut scratch),
+            LineFormat::OpenTsdb => take_text(ctx, &mut resolver, raw, number as u32, &mut scratch),
         };
         if let Err(e) = taken {
             errors.push((number, e));
@@ -310,14 +310,11 @@ fn take_json<'a>(
     resolver: &mut Resolver<'a>,
     raw: &'a [u8],
     line: u32,
-    key: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
 ) -> Result<(), String> {
     let split = split_jsonl_line(raw)?;
     let points = split.points()?;
-    key.clear();
-    key.push(4);
-    key.extend_from_slice(split.series.as_bytes());
-    let key = ctx.http_series.key(key);
+    let key = ctx.http_series.import_json_key(split.series, scratch);
     for (timestamp, value) in points {
         // Called once a body per series: its names are read and checked then.
         resolver.take(ctx, key, timestamp.0, value, line, || {
@@ -339,7 +336,7 @@ fn take_text<'a>(
     resolver: &mut Resolver<'a>,
     raw: &'a [u8],
     line: u32,
-    key: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
 ) -> Result<(), String> {
     let text = || std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"));
     let Some(fast) = fast_import(raw) else {
@@ -349,12 +346,9 @@ fn take_text<'a>(
         resolver.first.named(point, line, None);
         return Ok(());
     };
-    key.clear();
-    key.push(5);
-    key.extend_from_slice(fast.metric);
-    key.push(0);
-    key.extend_from_slice(fast.tags);
-    let key = ctx.http_series.key(key);
+    let key = ctx
+        .http_series
+        .import_text_key(fast.metric, fast.tags, scratch);
     resolver.take(ctx, key, fast.timestamp.0, fast.value, line, || {
         parse_import_line(text()?.trim(), &ctx.limits).map_err(|e| e.to_string())
     })
