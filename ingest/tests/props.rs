@@ -659,7 +659,9 @@ mod influx_props {
 
 mod prom_props {
     use super::*;
-    use hourglass_ingest::prom::{DEFAULT_MAX_DECODED_LEN, decode_read, decode_write};
+    use hourglass_ingest::prom::{
+        DEFAULT_MAX_DECODED_LEN, SeenLabels, decode_read, decode_write, decode_write_with,
+    };
 
     fn check(body: &[u8]) {
         let limits = Limits::default();
@@ -667,6 +669,27 @@ mod prom_props {
             for p in w.points() {
                 assert_eq!(check_point(&p, &limits), Ok(()), "{p:?}");
             }
+        }
+        // A caller that knows every other series: those keep their samples only.
+        let answers = |n: usize| -> Vec<SeenLabels> {
+            (0..n)
+                .map(|i| match i % 2 {
+                    1 => SeenLabels::Known(i as u32),
+                    _ => SeenLabels::New(i as u128),
+                })
+                .collect()
+        };
+        if let Ok(w) =
+            decode_write_with(body, DEFAULT_MAX_DECODED_LEN, &limits, |r| answers(r.len()))
+        {
+            assert!(
+                w.known
+                    .iter()
+                    .all(|k| k.index % 2 == 1 && k.handle as usize == k.index)
+            );
+            assert!(w.series.iter().all(|s| s.labels_key % 2 == 0));
+            let known: usize = w.known.iter().map(|k| k.samples.len()).sum();
+            assert_eq!(w.points().count() + known, w.point_count());
         }
         let _ = decode_read(body, DEFAULT_MAX_DECODED_LEN);
     }

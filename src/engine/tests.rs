@@ -701,6 +701,97 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
     assert!(e.write_entries(&refs[..1], &known).is_err());
 }
 
+#[test]
+fn a_series_sent_as_a_text_is_found_by_it_until_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let clock = ManualClock::new(T0_MS);
+    let e = open(&c, &clock);
+    let (sent_a, sent_b) = (0xA5A5_u128 << 64 | 1, 0xA5A5_u128 << 64 | 2);
+    // A series named plainly is not found by any sent text.
+    write(&e, &[point("e.m", 1_700_000_000, 1, "a")]);
+    assert!(e.series_of_texts(&[sent_a]).iter().all(Option::is_none));
+    // Named with the text it was sent as: the same series, found by it.
+    let r = e
+        .write_entries(
+            &[],
+            &[
+                Entry::SentAs {
+                    point: point("e.m", 1_700_000_010, 2, "a"),
+                    text: sent_a,
+                },
+                Entry::SentAs {
+                    point: point("e.m", 1_700_000_010, 3, "b"),
+                    text: sent_b,
+                },
+            ],
+        )
+        .unwrap();
+    assert_eq!(r.accepted, 2);
+    assert_eq!(e.series_count(), 2);
+    let found = e.series_of_texts(&[sent_b, 7, sent_a]);
+    assert!(found[1].is_none());
+    let refs: Vec<SeriesRef> = [&found[0], &found[2]]
+        .into_iter()
+        .map(|f| f.clone().expect("found"))
+        .collect();
+    let r = e
+        .write_entries(
+            &refs,
+            &[
+                Entry::Known {
+                    series: 1,
+                    timestamp: 1_700_000_020,
+                    value: Value::Int(4),
+                },
+                Entry::Known {
+                    series: 0,
+                    timestamp: 1_700_000_020,
+                    value: Value::Int(5),
+                },
+            ],
+        )
+        .unwrap();
+    assert_eq!((r.accepted, r.refreshed.len()), (2, 0));
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
+    let s = |t: i64| (1_700_000_000 + t) * 1000;
+    assert_eq!(
+        read(&e),
+        vec![
+            ("a".into(), vec![(s(0), 1), (s(10), 2), (s(20), 4)]),
+            ("b".into(), vec![(s(10), 3), (s(20), 5)]),
+        ]
+    );
+    // Dropped caches forget the texts; a series that leaves the head
+    // takes its text with it.
+    e.drop_caches();
+    assert!(
+        e.series_of_texts(&[sent_a, sent_b])
+            .iter()
+            .all(Option::is_none)
+    );
+    let r = e
+        .write_entries(
+            &[],
+            &[Entry::SentAs {
+                point: point("e.m", 1_700_000_030, 6, "a"),
+                text: sent_a,
+            }],
+        )
+        .unwrap();
+    e.wal()
+        .expect("embedded")
+        .wait_durable_blocking(r.lsn, 0)
+        .unwrap();
+    assert!(e.series_of_texts(&[sent_a])[0].is_some());
+    e.flush(Take::All).unwrap();
+    e.head().evict(0);
+    assert!(e.series_of_texts(&[sent_a])[0].is_none());
+}
+
 fn series_key(e: &Engine, metric: &str, host: &str) -> Vec<u8> {
     let m = e.uids().lookup(UidKind::Metric, metric).unwrap().unwrap();
     let k = e.uids().lookup(UidKind::TagK, "host").unwrap().unwrap();

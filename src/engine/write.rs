@@ -10,7 +10,10 @@
 //!
 //! 1. Series of named points: by the digest of their text, which the head
 //!    keeps for the series written by name (one lookup under the head lock
-//!    for the batch).
+//!    for the batch). A caller may give the digest of the text as it was
+//!    sent instead ([`Entry::SentAs`]: a remote-write series' label bytes),
+//!    and find the series by it before it makes names of that text
+//!    ([`Engine::series_of_texts`]).
 //! 2. Misses: UIDs fetched or assigned (storage I/O, no lock); series new to
 //!    the head get their index rows; new UIDs are made durable.
 //! 3. Under the head lock, so that the head and the WAL see writes in one
@@ -59,6 +62,12 @@ impl SeriesRef {
 pub enum Entry<'a> {
     /// A point named by metric and tags.
     Point(Point<'a>),
+    /// A point named by metric and tags, with the caller's digest of the
+    /// text its series was sent as: the head keeps it for the series in
+    /// place of the digest of the canonical text, so that the caller's
+    /// next request finds the series by it ([`Engine::series_of_texts`])
+    /// without making names of its text.
+    SentAs { point: Point<'a>, text: u128 },
     /// A point of a series resolved before: `series` indexes the `refs`
     /// slice passed with the entries.
     Known {
@@ -77,7 +86,8 @@ pub struct WriteReceipt {
     /// Index in the batch and reason, for points that were not written.
     pub errors: Vec<(usize, PointError)>,
     /// From [`Engine::write_entries`]: the series of each written
-    /// [`Entry::Point`] (entry index, series), for the caller's cache.
+    /// [`Entry::Point`] or [`Entry::SentAs`] (entry index, series), for the
+    /// caller's cache.
     pub series: Vec<(usize, SeriesRef)>,
     /// From [`Engine::write_entries`]: known series registered again (their
     /// slot had been given up), as (refs index, new series).
@@ -117,7 +127,8 @@ fn ts_fits(raw: u64) -> bool {
 
 /// One point as the write path reads it.
 enum Item<'p, 'a> {
-    Named(&'p Point<'a>),
+    /// A named point, and its text's digest if the caller gave one.
+    Named(&'p Point<'a>, Option<u128>),
     /// The series, its index in the caller's refs, timestamp and value.
     Known(&'p SeriesRef, u32, u64, Value),
 }
@@ -125,14 +136,14 @@ enum Item<'p, 'a> {
 impl Item<'_, '_> {
     fn timestamp(&self) -> u64 {
         match self {
-            Item::Named(p) => p.timestamp.0,
+            Item::Named(p, _) => p.timestamp.0,
             Item::Known(_, _, ts, _) => *ts,
         }
     }
 
     fn value(&self) -> StoredValue {
         match self {
-            Item::Named(p) => stored(p.value),
+            Item::Named(p, _) => stored(p.value),
             Item::Known(_, _, _, v) => stored(*v),
         }
     }
@@ -169,7 +180,7 @@ impl Engine {
     /// durable once the WAL reaches the returned LSN
     /// ([`Engine::wait_durable`] waits for it).
     pub fn write(&self, points: &[Point<'_>]) -> Result<WriteReceipt, EngineError> {
-        self.write_items(points.len(), false, |i| Item::Named(&points[i]))
+        self.write_items(points.len(), false, |i| Item::Named(&points[i], None))
     }
 
     /// [`Engine::write`] for entries that may name a series resolved
@@ -191,13 +202,33 @@ impl Engine {
             }
         }
         self.write_items(entries.len(), true, |i| match &entries[i] {
-            Entry::Point(p) => Item::Named(p),
+            Entry::Point(p) => Item::Named(p, None),
+            Entry::SentAs { point, text } => Item::Named(point, Some(*text)),
             Entry::Known {
                 series,
                 timestamp,
                 value,
             } => Item::Known(&refs[*series as usize], *series, *timestamp, *value),
         })
+    }
+
+    /// The series the head knows by the digests of the texts they were
+    /// sent as ([`Entry::SentAs`]), one lookup under the head lock for all.
+    pub fn series_of_texts(&self, texts: &[u128]) -> Vec<Option<SeriesRef>> {
+        let head = self.head();
+        texts
+            .iter()
+            .map(|&text| {
+                let (id, generation) = head.id_of_text(text)?;
+                let e = head.entry(id)?;
+                Some(SeriesRef {
+                    id,
+                    generation,
+                    key: Arc::clone(&e.key),
+                    metric: e.metric,
+                })
+            })
+            .collect()
     }
 
     fn write_items<'p, 'a: 'p>(
@@ -228,9 +259,14 @@ impl Engine {
             }
             match it {
                 Item::Known(r, ..) => slots.push(Slot::At(r.id, r.generation)),
-                Item::Named(p) => {
-                    series_text(p, &mut text, &mut order);
-                    digests[i] = self.series_digest.of(&text);
+                Item::Named(p, sent) => {
+                    digests[i] = match sent {
+                        Some(digest) => *digest,
+                        None => {
+                            series_text(p, &mut text, &mut order);
+                            self.series_digest.of(&text)
+                        }
+                    };
                     named.push(i);
                     slots.push(Slot::Unresolved);
                 }
@@ -297,7 +333,7 @@ impl Engine {
                 if unindexed && head.created != created {
                     head.new_to_store(id);
                 }
-                if let Item::Named(_) = &items[i] {
+                if let Item::Named(..) = &items[i] {
                     head.set_text(id, digests[i]);
                 }
                 slots[i] = Slot::At(id, generation);
@@ -319,7 +355,7 @@ impl Engine {
                         let (id, generation) = head.register(Arc::clone(&r.key), r.metric);
                         *slot = Slot::At(id, generation);
                     }
-                    Item::Named(_) => {
+                    Item::Named(..) => {
                         *slot = Slot::Unresolved;
                         again.push(i);
                     }
@@ -417,7 +453,9 @@ impl Engine {
         let mut uids = Vec::new();
         let mut uid_ranges = Vec::new();
         for &i in which {
-            let Item::Named(p) = &items[i] else { continue };
+            let Item::Named(p, _) = &items[i] else {
+                continue;
+            };
             let start = uids.len();
             match self.resolve_noting_new(p, &mut assigned, &mut uids) {
                 Ok((key, metric, new)) => {
@@ -517,7 +555,7 @@ impl Engine {
                 metric: e.metric,
             };
             match it {
-                Item::Named(_) if last != Some((id, generation)) => {
+                Item::Named(..) if last != Some((id, generation)) => {
                     receipt.series.push((i, sref()));
                     last = Some((id, generation));
                 }

@@ -43,6 +43,7 @@ enum TextKind {
     PutJson,
     ImportJson,
     Import,
+    PromLabels,
 }
 
 /// Bytes cached by all connections, against `server.telnet_series_cache_bytes`.
@@ -98,6 +99,14 @@ fn key_of<'p>(
         scratch.extend_from_slice(part);
     }
     digest.of_bytes(scratch)
+}
+
+/// The key of a remote-write series: its label records (protobuf bytes)
+/// as sent. The head keeps it for the series ([`crate::engine::Entry::SentAs`])
+/// instead of a cache here: an entry there costs nothing more and leaves
+/// with the series.
+pub fn prom_labels_key(digest: &TextDigest, records: &[u8], scratch: &mut Vec<u8>) -> CacheKey {
+    key_of(digest, TextKind::PromLabels, [records], scratch)
 }
 
 #[derive(Debug)]
@@ -319,6 +328,7 @@ mod tests {
             shared.put_key("m", "a=b", &mut scratch),
             shared.import_json_key("m", &mut scratch),
             shared.import_text_key(b"m", b"a=b", &mut scratch),
+            prom_labels_key(&digest, b"m\0a=b", &mut scratch),
         ];
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {

@@ -752,6 +752,67 @@ fn a_series_split_across_timeseries_of_one_request_keeps_every_sample() {
     );
 }
 
+/// A series sent again in the same bytes is found by them, its labels not
+/// decoded again; in other bytes, or after the caches are dropped, by its
+/// names. Every sample lands in its one series, and a refused sample of a
+/// known series is reported as any other.
+#[test]
+fn repeated_remote_write_series_read_back_exact_values() {
+    let s = Server::start();
+    let a = [("__name__", "rep_total"), ("job", "api")];
+    let b = [("__name__", "rep_total"), ("job", "db")];
+    let (mut want_a, mut want_b) = (Vec::new(), Vec::new());
+    for k in 0..6i64 {
+        let t = T0 + k * 15_000;
+        let mut timeseries = vec![
+            series(&a, &[(t, k as f64)]),
+            series(&b, &[(t, 10.0 + k as f64)]),
+        ];
+        want_a.push((t, k as f64));
+        want_b.push((t, 10.0 + k as f64));
+        match k {
+            // Other bytes for the same series.
+            2 => timeseries[1].labels.reverse(),
+            // A refused sample before a good one, in a known series.
+            3 => timeseries[0].samples.insert(
+                0,
+                pb::Sample {
+                    value: 99.0,
+                    timestamp: -1,
+                },
+            ),
+            4 => assert_eq!(s.http("POST", "/api/dropcaches", &[], b"").status, 200),
+            // A known series twice in one request.
+            5 => {
+                timeseries.push(series(&a, &[(t + 5_000, 0.5)]));
+                want_a.push((t + 5_000, 0.5));
+            }
+            _ => {}
+        }
+        let r = remote_write(
+            &s,
+            &pb::WriteRequest {
+                timeseries,
+                metadata: Vec::new(),
+            },
+        );
+        if k == 3 {
+            assert_eq!(r.status, 400, "{}", r.text());
+            assert!(r.text().starts_with("series 0: "), "{}", r.text());
+        } else {
+            assert_eq!(r.status, 204, "{}", r.text());
+        }
+    }
+    let start = T0 / 1000;
+    for (job, want) in [("api", want_a), ("db", want_b)] {
+        let r = s.query(&format!(
+            "/api/query?start={start}&end={}&m=sum:rep_total{{job={job}}}&ms=true",
+            start + 600
+        ));
+        assert_eq!(dps(&r[0]), pts(&want), "job={job}");
+    }
+}
+
 /// With metric auto-creation off, `/write` names the metric the engine
 /// refused and keeps the lines it could store (cached ones included).
 #[test]

@@ -12,6 +12,10 @@
 //! * Decoding streams over the series: one `TimeSeries` is decoded at a time and converted at
 //!   once, so memory is the decoded body plus about 24 bytes per stored sample and each stored
 //!   series' names (one `String`; labels and samples are read borrowing from the body).
+//! * Known series: [`decode_write_with`] asks its caller about each series' label records as
+//!   sent before decoding them; a series the caller resolved before keeps only its samples
+//!   ([`RemoteWrite::known`]), so that the steady state (the same series, in the same bytes, in
+//!   every request) neither decodes nor maps a name.
 //! * Mapping: `__name__` → metric with `:` → `.` (Prometheus classic names never contain `.`, so
 //!   this reverses exactly; a literal `.` — possible in Prometheus 3 UTF-8 names — is written
 //!   `%2E`), then the [`crate::names`] `%XX` rule for anything else OpenTSDB forbids. Other labels
@@ -61,5 +65,6 @@ pub use read::{
 };
 pub use snappy::{DEFAULT_MAX_DECODED_LEN, declared_len, decompress};
 pub use write::{
-    PromSeries, RemoteWrite, STALE_NAN_BITS, SeriesError, decode_write, is_stale_marker,
+    KnownSeries, PromSeries, RemoteWrite, STALE_NAN_BITS, SeenLabels, SeriesError, decode_write,
+    decode_write_with, is_stale_marker,
 };

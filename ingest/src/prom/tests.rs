@@ -618,3 +618,112 @@ mod wire_model {
         }
     }
 }
+
+/// A series' label records as sent: a `TimeSeries` holding only its labels encodes to them.
+fn records_of(ts: &pb::TimeSeries) -> Vec<u8> {
+    pb::TimeSeries {
+        labels: ts.labels.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn known_series_keep_their_checked_samples_and_skip_their_labels() {
+    let a = series(
+        &[("__name__", "up"), ("job", "api")],
+        &[(T, 1.0), (T + 1000, 2.0)],
+    );
+    let b = series(&[("__name__", "up"), ("job", "db")], &[(T, 3.0)]);
+    // A known series' samples are checked as any others.
+    let c = series(
+        &[("__name__", "up"), ("job", "web")],
+        &[(-5, 4.0), (T, 5.0)],
+    );
+    let none = series(&[], &[(T, 6.0)]);
+    let req = pb::WriteRequest {
+        timeseries: vec![a.clone(), b.clone(), c.clone(), none],
+        metadata: Vec::new(),
+    };
+    let mut asked: Vec<Vec<u8>> = Vec::new();
+    let w = decode_write_with(
+        &compress(&req),
+        DEFAULT_MAX_DECODED_LEN,
+        &Limits::default(),
+        |records| {
+            asked = records.iter().map(|r| r.to_vec()).collect();
+            vec![
+                SeenLabels::Known(7),
+                SeenLabels::New(42),
+                SeenLabels::Known(9),
+                SeenLabels::New(43),
+            ]
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        asked,
+        vec![records_of(&a), records_of(&b), records_of(&c), vec![]]
+    );
+    let ts = |ms: i64| crate::timestamp::timestamp_from_millis(ms).unwrap();
+    assert_eq!(
+        w.known,
+        vec![
+            KnownSeries {
+                handle: 7,
+                index: 0,
+                samples: vec![
+                    (ts(T), Value::from_double(1.0)),
+                    (ts(T + 1000), Value::from_double(2.0))
+                ]
+            },
+            KnownSeries {
+                handle: 9,
+                index: 2,
+                samples: vec![(ts(T), Value::from_double(5.0))]
+            },
+        ]
+    );
+    assert_eq!(w.series.len(), 1);
+    assert_eq!(w.series[0].metric(), "up");
+    assert_eq!(w.series[0].tags().collect::<Vec<_>>(), vec![("job", "db")]);
+    assert_eq!(w.series[0].labels_key, 42);
+    assert_eq!(w.point_count(), 4);
+    let errors: Vec<(usize, usize)> = w.errors.iter().map(|e| (e.index, e.samples)).collect();
+    assert_eq!(errors, vec![(2, 1), (3, 1)]);
+}
+
+#[test]
+fn label_records_apart_are_asked_about_back_to_back() {
+    // Labels, a sample between them, then the last label: valid protobuf, if not how
+    // Prometheus orders fields.
+    let name = label("__name__", "up").encode_to_vec();
+    let job = label("job", "api").encode_to_vec();
+    let sample = pb::Sample {
+        value: 1.0,
+        timestamp: T,
+    }
+    .encode_to_vec();
+    let field = |number: u8, payload: &[u8]| {
+        let mut out = vec![(number << 3) | 2, payload.len() as u8];
+        out.extend_from_slice(payload);
+        out
+    };
+    let mut ts = field(1, &name);
+    ts.extend(field(2, &sample));
+    ts.extend(field(1, &job));
+    let body = snap::raw::Encoder::new()
+        .compress_vec(&field(1, &ts))
+        .unwrap();
+    let mut asked = Vec::new();
+    let w = decode_write_with(&body, DEFAULT_MAX_DECODED_LEN, &Limits::default(), |r| {
+        asked = r.iter().map(|r| r.to_vec()).collect();
+        vec![SeenLabels::New(1)]
+    })
+    .unwrap();
+    let mut want = field(1, &name);
+    want.extend(field(1, &job));
+    assert_eq!(asked, vec![want]);
+    assert_eq!(w.series[0].tags().collect::<Vec<_>>(), vec![("job", "api")]);
+    assert_eq!(w.point_count(), 1);
+}

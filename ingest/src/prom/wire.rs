@@ -27,6 +27,12 @@ impl<'a> FieldReader<'a> {
         Self { rest: bytes }
     }
 
+    /// The bytes not read yet: a field's whole record (key, length and payload) is what
+    /// [`FieldReader::next`] takes off them.
+    pub(super) fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
     fn varint(&mut self) -> Result<u64, PromError> {
         let before = self.rest;
         decode_varint(&mut self.rest).map_err(|_| {

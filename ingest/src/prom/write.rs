@@ -2,6 +2,7 @@
 //! ([`decode_write`]).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use prost::Message;
 
@@ -38,6 +39,9 @@ pub struct PromSeries {
     tag_ends: Vec<(usize, usize)>,
     /// Checked timestamp and classified value per stored sample.
     pub samples: Vec<(Timestamp, Value)>,
+    /// The caller's key for the series' labels as sent ([`SeenLabels::New`]; 0 from
+    /// [`decode_write`]), to remember the series by once it is resolved.
+    pub labels_key: u128,
 }
 
 impl PromSeries {
@@ -71,6 +75,29 @@ impl PromSeries {
     }
 }
 
+/// What a caller of [`decode_write_with`] knows of a series by its label records, the
+/// bytes exactly as sent: the steady state of a Prometheus server is the same series, in
+/// the same bytes, in every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeenLabels {
+    /// A series the caller resolved before, by its handle: the labels are neither decoded
+    /// nor mapped again (the same bytes were accepted before, so they would be again).
+    Known(u32),
+    /// Labels the caller has not seen; its key for them, kept in [`PromSeries::labels_key`].
+    New(u128),
+}
+
+/// A series whose labels the caller knew ([`SeenLabels::Known`]), with its storable samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnownSeries {
+    /// The caller's handle for the series.
+    pub handle: u32,
+    /// Index of the series in the request.
+    pub index: usize,
+    /// Checked timestamp and classified value per stored sample.
+    pub samples: Vec<(Timestamp, Value)>,
+}
+
 /// A series (or some of its samples) that could not be stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeriesError {
@@ -85,8 +112,10 @@ pub struct SeriesError {
 /// A decoded remote-write request.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RemoteWrite {
-    /// Series with at least one storable sample.
+    /// Series with at least one storable sample, named in full.
     pub series: Vec<PromSeries>,
+    /// Series with at least one storable sample that the caller knew by their labels.
+    pub known: Vec<KnownSeries>,
     /// Series or samples refused.
     pub errors: Vec<SeriesError>,
     /// Exemplars ignored.
@@ -98,14 +127,16 @@ pub struct RemoteWrite {
 }
 
 impl RemoteWrite {
-    /// Every storable point.
+    /// Every storable point of the series named in full (`series`; the points of `known`
+    /// series are for their caller to name).
     pub fn points(&self) -> impl Iterator<Item = Point<'_>> + '_ {
         self.series.iter().flat_map(PromSeries::points)
     }
 
-    /// Number of points [`RemoteWrite::points`] yields.
+    /// Number of storable points, of named and known series.
     pub fn point_count(&self) -> usize {
-        self.series.iter().map(|s| s.samples.len()).sum()
+        let named: usize = self.series.iter().map(|s| s.samples.len()).sum();
+        named + self.known.iter().map(|s| s.samples.len()).sum::<usize>()
     }
 
     /// The status to answer once the points are written: 204, or 400 when some series or
@@ -137,7 +168,33 @@ pub fn decode_write(
     max_decoded_len: usize,
     limits: &Limits,
 ) -> Result<RemoteWrite, PromError> {
+    decode_write_with(body, max_decoded_len, limits, |records| {
+        vec![SeenLabels::New(0); records.len()]
+    })
+}
+
+/// [`decode_write`], first telling `seen` every series' label records (the bytes of its
+/// `labels` fields as sent, back to back), in request order, all at once; it answers for
+/// each series whether the caller knows it. A known series is put in
+/// [`RemoteWrite::known`] with its samples checked, its labels neither decoded nor mapped.
+pub fn decode_write_with(
+    body: &[u8],
+    max_decoded_len: usize,
+    limits: &Limits,
+    seen: impl FnOnce(&[&[u8]]) -> Vec<SeenLabels>,
+) -> Result<RemoteWrite, PromError> {
     let raw = decompress(body, max_decoded_len)?;
+    let mut copies = Vec::new();
+    let spans = label_records(&raw, &mut copies)?;
+    let records: Vec<&[u8]> = spans
+        .into_iter()
+        .map(|span| match span {
+            Records::Body(r) => raw.get(r).unwrap_or_default(),
+            Records::Copied(r) => copies.get(r).unwrap_or_default(),
+        })
+        .collect();
+    let answers = seen(&records);
+    drop(records);
     let mut out = RemoteWrite::default();
     let mut fields = FieldReader::new(&raw);
     let mut scratch = Scratch::default();
@@ -146,7 +203,8 @@ pub fn decode_write(
         match number {
             1 => {
                 let bytes = expect_bytes("WriteRequest", number, field)?;
-                decode_series(index, bytes, limits, &mut scratch, &mut out)?;
+                let seen = answers.get(index).copied().unwrap_or(SeenLabels::New(0));
+                decode_series(index, bytes, limits, seen, &mut scratch, &mut out)?;
                 index += 1;
             }
             3 => {
@@ -166,19 +224,85 @@ pub fn decode_write(
 /// what it stores.
 #[derive(Default)]
 struct Scratch<'a> {
+    /// Each label field's payload.
+    label_fields: Vec<&'a [u8]>,
     labels: Vec<(&'a str, &'a str)>,
     samples: Vec<(i64, f64)>,
     names: Vec<&'a str>,
     tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
+/// Where a series' label records are: in the body (as Prometheus sends them, one after
+/// another) or, when other fields came between them, copied back to back.
+enum Records {
+    Body(Range<usize>),
+    Copied(Range<usize>),
+}
+
+/// Each series' label records, in request order (the first pass over the body).
+fn label_records(raw: &[u8], copies: &mut Vec<u8>) -> Result<Vec<Records>, PromError> {
+    let mut out = Vec::new();
+    let mut fields = FieldReader::new(raw);
+    while let Some((number, field)) = fields.next()? {
+        if number != 1 {
+            continue;
+        }
+        let series = expect_bytes("WriteRequest", number, field)?;
+        // The payload ends where the unread rest begins.
+        let offset = raw.len() - fields.rest().len() - series.len();
+        let mut span: Option<Range<usize>> = None;
+        let mut apart = false;
+        let mut inner = FieldReader::new(series);
+        loop {
+            let start = series.len() - inner.rest().len();
+            let Some((number, field)) = inner.next()? else {
+                break;
+            };
+            if number != 1 {
+                continue;
+            }
+            expect_bytes("TimeSeries", number, field)?;
+            let end = series.len() - inner.rest().len();
+            match &mut span {
+                None => span = Some(start..end),
+                Some(r) if r.end == start => r.end = end,
+                Some(_) => {
+                    apart = true;
+                    break;
+                }
+            }
+        }
+        if !apart {
+            let r = span.unwrap_or(0..0);
+            out.push(Records::Body(offset + r.start..offset + r.end));
+            continue;
+        }
+        let first = copies.len();
+        let mut inner = FieldReader::new(series);
+        loop {
+            let start = series.len() - inner.rest().len();
+            let Some((number, _)) = inner.next()? else {
+                break;
+            };
+            if number == 1 {
+                let end = series.len() - inner.rest().len();
+                copies.extend_from_slice(series.get(start..end).unwrap_or_default());
+            }
+        }
+        out.push(Records::Copied(first..copies.len()));
+    }
+    Ok(out)
+}
+
 fn decode_series<'a>(
     index: usize,
     bytes: &'a [u8],
     limits: &Limits,
+    seen: SeenLabels,
     scratch: &mut Scratch<'a>,
     out: &mut RemoteWrite,
 ) -> Result<(), PromError> {
+    scratch.label_fields.clear();
     scratch.labels.clear();
     scratch.samples.clear();
     let mut fields = FieldReader::new(bytes);
@@ -186,7 +310,7 @@ fn decode_series<'a>(
         match number {
             1 => {
                 let b = expect_bytes("TimeSeries", number, field)?;
-                scratch.labels.push(decode_label(b)?);
+                scratch.label_fields.push(b);
             }
             2 => {
                 let b = expect_bytes("TimeSeries", number, field)?;
@@ -203,6 +327,23 @@ fn decode_series<'a>(
             _ => {}
         }
     }
+    let labels_key = match seen {
+        SeenLabels::Known(handle) => {
+            let samples = checked_samples(index, &scratch.samples, out);
+            if !samples.is_empty() {
+                out.known.push(KnownSeries {
+                    handle,
+                    index,
+                    samples,
+                });
+            }
+            return Ok(());
+        }
+        SeenLabels::New(key) => key,
+    };
+    for field in &scratch.label_fields {
+        scratch.labels.push(decode_label(field)?);
+    }
     let (text, metric_end, tag_ends) = match map_labels(scratch, limits) {
         Ok(mapped) => mapped,
         Err(message) => {
@@ -214,9 +355,29 @@ fn decode_series<'a>(
             return Ok(());
         }
     };
-    let mut stored = Vec::with_capacity(scratch.samples.len());
+    let samples = checked_samples(index, &scratch.samples, out);
+    if !samples.is_empty() {
+        out.series.push(PromSeries {
+            text,
+            metric_end,
+            tag_ends,
+            samples,
+            labels_key,
+        });
+    }
+    Ok(())
+}
+
+/// The samples whose timestamps are storable; the others are reported in `out.errors`
+/// (once for the series, with their count).
+fn checked_samples(
+    index: usize,
+    samples: &[(i64, f64)],
+    out: &mut RemoteWrite,
+) -> Vec<(Timestamp, Value)> {
+    let mut stored = Vec::with_capacity(samples.len());
     let mut refused: Option<SeriesError> = None;
-    for &(timestamp, value) in &scratch.samples {
+    for &(timestamp, value) in samples {
         // NaN (the staleness marker among them) keeps its bits as a double;
         // ±Inf is an exact f32 like any other.
         match timestamp_from_millis(timestamp) {
@@ -232,15 +393,7 @@ fn decode_series<'a>(
         }
     }
     out.errors.extend(refused);
-    if !stored.is_empty() {
-        out.series.push(PromSeries {
-            text,
-            metric_end,
-            tag_ends,
-            samples: stored,
-        });
-    }
-    Ok(())
+    stored
 }
 
 /// `Label{name=1, value=2}`, as prost reads it (the last of a repeated field wins, unknown

@@ -41,10 +41,11 @@ use axum::response::{IntoResponse, Response};
 use hourglass_ingest::prom::{self, pb};
 
 use super::select::{Names, Selection};
-use crate::engine::{Engine, EngineError, PointError};
+use crate::engine::{Engine, EngineError, PointError, SeriesRef};
 use crate::server::Ctx;
 use crate::server::http::error::{ApiError, ErrorFormat};
 use crate::server::http::{Run, blocking, respond};
+use crate::server::series_cache::prom_labels_key;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
@@ -123,7 +124,27 @@ async fn write(
     let writer = Arc::clone(ctx);
     let (lsn, problems, retry) = blocking(move || {
         let ctx = &writer;
-        let decoded = prom::decode_write(&read.bytes, limit, &ctx.limits)?;
+        // Series the head knows by their label records as sent skip
+        // decoding and mapping their names.
+        let mut known = Vec::new();
+        let decoded = prom::decode_write_with(&read.bytes, limit, &ctx.limits, |records| {
+            let mut scratch = Vec::new();
+            let keys: Vec<u128> = records
+                .iter()
+                .map(|r| prom_labels_key(&ctx.text_digest, r, &mut scratch))
+                .collect();
+            let found = ctx.engine.series_of_texts(&keys);
+            keys.into_iter()
+                .zip(found)
+                .map(|(key, series)| match series {
+                    Some(series) => {
+                        known.push(series);
+                        prom::SeenLabels::Known((known.len() - 1) as u32)
+                    }
+                    None => prom::SeenLabels::New(key),
+                })
+                .collect()
+        })?;
         // The compressed bytes go; the charge (grown above for the decoded
         // samples) stays until the samples are written.
         let crate::server::http::body::ReadBody { bytes, _guard } = read;
@@ -149,7 +170,7 @@ async fn write(
         if decoded.point_count() == 0 {
             return Ok((0, problems, None));
         }
-        let receipt = write_series(&ctx.engine, &decoded.series)?;
+        let receipt = write_series(&ctx.engine, &decoded, &known)?;
         let mut retry = None;
         for (series, e) in &receipt.errors {
             // A storage failure while assigning a UID is worth resending;
@@ -161,8 +182,13 @@ async fn write(
                 retry = Some(e.to_string());
             }
             if problems.len() < 100 {
-                let metric = decoded.series.get(*series).map_or("", |s| s.metric());
-                problems.push(format!("sample of '{metric}': {e}"));
+                problems.push(match decoded.series.get(*series) {
+                    Some(s) => format!("sample of '{}': {e}", s.metric()),
+                    None => {
+                        let known = decoded.known.get(*series - decoded.series.len());
+                        format!("sample of series {}: {e}", known.map_or(0, |k| k.index))
+                    }
+                });
             }
         }
         Ok((receipt.lsn, problems, retry))
@@ -179,7 +205,8 @@ async fn write(
 }
 
 /// What [`write_series`] did: the WAL position to await and the refused
-/// samples, by series index.
+/// samples, by series: an index into the request's named series, or past
+/// them into its known ones.
 struct SeriesReceipt {
     lsn: u64,
     errors: Vec<(usize, PointError)>,
@@ -187,22 +214,32 @@ struct SeriesReceipt {
 
 /// Writes remote-write series in two steps, so that a request's transient
 /// memory stays near its decoded size (a point with its own tag list per
-/// sample costs ~20 times a sample): the first sample of every series by
-/// name, then every other sample by the series the first resolved to. The
-/// samples of a series whose first one was refused, or whose series the
-/// write does not name, all take the long way (a refusal may be the
-/// sample's own, like a time out of range). Blocking.
+/// sample costs ~20 times a sample): every sample of a known series and the
+/// first sample of every named series, then every other sample by the
+/// series the first resolved to. The samples of a series whose first one
+/// was refused, or whose series the write does not name, all take the long
+/// way (a refusal may be the sample's own, like a time out of range). A
+/// named series is written with its labels' key, by which the head finds it
+/// for the next request. Blocking.
 fn write_series(
     engine: &Engine,
-    series: &[prom::PromSeries],
+    decoded: &prom::RemoteWrite,
+    known: &[SeriesRef],
 ) -> Result<SeriesReceipt, crate::engine::EngineError> {
+    let series = &decoded.series;
     let mut firsts = WriteBatch::new(Protocol::Prometheus);
-    for (owner, s) in series.iter().enumerate() {
-        if let Some(p) = s.points().next() {
-            firsts.named(p, owner as u32, None);
+    for (k, s) in decoded.known.iter().enumerate() {
+        let origin = (series.len() + k) as u32;
+        for &(timestamp, value) in &s.samples {
+            firsts.known(s.handle, timestamp.0, value, origin);
         }
     }
-    let first = firsts.write(engine, &[])?;
+    for (owner, s) in series.iter().enumerate() {
+        if let Some(p) = s.points().next() {
+            firsts.named_as(p, owner as u32, s.labels_key);
+        }
+    }
+    let first = firsts.write(engine, known)?;
     drop(firsts);
     let mut errors: Vec<(usize, PointError)> = first
         .errors

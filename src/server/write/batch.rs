@@ -112,13 +112,20 @@ impl<'a> PointSink<'a> for WriteBatch<'a> {
     }
 }
 
-impl WriteBatch<'_> {
+impl<'a> WriteBatch<'a> {
     /// An empty batch of points that came by `protocol`.
     pub fn new(protocol: Protocol) -> Self {
         Self {
             protocol,
             ..Self::default()
         }
+    }
+
+    /// A point named by metric and tags, and the digest of the text its
+    /// series was sent as ([`Entry::SentAs`]).
+    pub fn named_as(&mut self, point: Point<'a>, origin: u32, text: u128) {
+        self.entries.push(Entry::SentAs { point, text });
+        self.origins.push(origin);
     }
 
     /// The request item of each point taken.
@@ -151,7 +158,9 @@ impl WriteBatch<'_> {
             .map(|(i, error)| Refused {
                 origin: origin(i),
                 metric: match self.entries.get(i) {
-                    Some(Entry::Point(p)) => Some(p.metric.to_string()),
+                    Some(Entry::Point(p) | Entry::SentAs { point: p, .. }) => {
+                        Some(p.metric.to_string())
+                    }
                     _ => None,
                 },
                 error,
