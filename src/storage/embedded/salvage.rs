@@ -47,6 +47,7 @@ pub(super) fn salvage(
         retention_applied: meta.retention_applied.clone(),
         layout: opts.layout,
         cell_stats: opts.cell_stats,
+        rows_hint: meta.row_count,
     };
     let mut kept = 0u64;
     let tmp = tmp_path(dir, number);

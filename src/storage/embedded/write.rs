@@ -40,6 +40,7 @@ impl EmbeddedStore {
             retention_applied: Vec::new(),
             layout: *l,
             cell_stats: self.opts.cell_stats,
+            rows_hint: 0,
         }
     }
 
@@ -142,7 +143,8 @@ impl EmbeddedStore {
             }
         };
         let number = Self::next_number(st);
-        let opts = self.write_options(FileKind::Meta, (0, 0), 0);
+        let mut opts = self.write_options(FileKind::Meta, (0, 0), 0);
+        opts.rows_hint = st.mem.len() as u64;
         let written = self.write_file(number, st.mem.iter().map(mem_entry).map(Ok), &opts);
         let t = match written {
             Ok(t) => t,
@@ -270,7 +272,8 @@ impl EmbeddedStore {
             entries.sort_by(|a, b| (&a.row, &a.col).cmp(&(&b.row, &b.col)));
             entries.dedup_by(|a, b| a.row == b.row && a.col == b.col);
             let number = Self::next_number(&mut self.lock());
-            let opts = self.write_options(FileKind::Data, window, 0);
+            let mut opts = self.write_options(FileKind::Data, window, 0);
+            opts.rows_hint = entries.len() as u64;
             match self.write_file(number, entries.into_iter().map(Ok), &opts) {
                 Ok(t) => added.push(t),
                 Err(e) => {

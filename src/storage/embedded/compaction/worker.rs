@@ -129,7 +129,8 @@ impl EmbeddedStore {
             Ok(e) if e.value.is_none() && all => mem_keys.contains(&(e.row.clone(), e.col.clone())),
             _ => true,
         });
-        let opts = self.write_options(FileKind::Meta, (0, 0), 1);
+        let mut opts = self.write_options(FileKind::Meta, (0, 0), 1);
+        opts.rows_hint = inputs.iter().map(|t| t.meta.row_count).sum();
         let out = self.write_file(number, merged, &opts)?;
         self.finish_merge(inputs, out)
     }
@@ -175,6 +176,7 @@ impl EmbeddedStore {
         // faster zstd level, the compactions' one for the merge that stays.
         let mut opts = self.write_options(FileKind::Data, window, usize::from(complete));
         opts.retention_applied = ttls_applied;
+        opts.rows_hint = inputs.iter().map(|t| t.meta.row_count).sum();
         let out = self.write_file(number, rows, &opts)?;
         self.finish_merge(inputs, out)
     }

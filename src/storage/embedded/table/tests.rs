@@ -31,6 +31,7 @@ fn opts() -> WriteOptions {
         retention_applied: Vec::new(),
         layout: KeyLayout::default(),
         cell_stats: None,
+        rows_hint: 0,
     }
 }
 

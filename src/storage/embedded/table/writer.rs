@@ -34,7 +34,16 @@ pub struct WriteOptions {
     /// Key layout, for the data-file statistics (hours, UIDs).
     pub layout: KeyLayout,
     pub cell_stats: Option<CellStats>,
+    /// Most rows the file can hold, when the writer knows (a merge's
+    /// inputs, a flush's entries; 0 if not): the bloom hashes are reserved
+    /// at once rather than grown by doubling, whose copies a large merge
+    /// would otherwise hold twice over while it runs.
+    pub rows_hint: u64,
 }
+
+/// Most bloom hashes reserved from a hint (128 MiB): a larger file grows
+/// its list as it goes.
+const MAX_RESERVED_HASHES: u64 = 1 << 24;
 
 /// Running statistics of a file being written.
 #[derive(Debug, Default)]
@@ -109,7 +118,10 @@ pub fn write_table(
     let mut offset = 0u64;
     let mut index: Vec<BlockHandle> = Vec::new();
     let mut block = Vec::with_capacity(BLOCK_TARGET + 4096);
-    let mut stats = Stats::default();
+    let mut stats = Stats {
+        row_hashes: Vec::with_capacity(opts.rows_hint.min(MAX_RESERVED_HASHES) as usize),
+        ..Stats::default()
+    };
 
     let mut flush_block = |block: &mut Vec<u8>,
                            last_row: &[u8],
