@@ -12,8 +12,9 @@
 //! writer won the forward mapping its UID is read back and ours is leaked,
 //! so concurrent nodes on a shared backend always agree. Both directions are
 //! cached in memory, in bounded caches (`uid.cache_entries` per kind and
-//! direction); a miss reads the UID table, whose bloom filters make a miss
-//! for an unknown name cheap.
+//! direction): name → UID as names are looked up or assigned, UID → name
+//! only as readers ask for names; a miss reads the UID table, whose bloom
+//! filters make a miss for an unknown name cheap.
 //!
 //! On open, [`Uids::ensure_counters`] checks that no stored row refers to a
 //! UID above its counter (which would mean a damaged UID table and UIDs
@@ -140,6 +141,15 @@ impl Uids {
         self.widths[kind as usize]
     }
 
+    /// Caches a name's UID only: the write path's lookups and assignments,
+    /// whose names a reader may never ask for (under churn, most of the
+    /// names assigned); [`Uids::name_of`] caches the reverse direction when
+    /// a reader does.
+    fn remember_uid(&self, kind: UidKind, name: &str, uid: u64) {
+        self.cache(kind).forward.insert(Arc::from(name), uid);
+    }
+
+    /// Caches both directions of a mapping.
     fn remember(&self, kind: UidKind, name: &str, uid: u64) -> Arc<str> {
         let c = self.cache(kind);
         let name: Arc<str> = c.reverse.get(&uid).unwrap_or_else(|| Arc::from(name));
@@ -164,7 +174,7 @@ impl Uids {
         match cells.into_iter().find(|c| c.column == col) {
             Some(c) => {
                 let uid = rowkey::uid_from_bytes(&c.value);
-                self.remember(kind, name, uid);
+                self.remember_uid(kind, name, uid);
                 Ok(Some(uid))
             }
             None => Ok(None),
@@ -333,7 +343,7 @@ impl Uids {
                 uid_bytes,
                 Durability::Buffered,
             )? {
-                self.remember(kind, name, id);
+                self.remember_uid(kind, name, id);
                 return Ok((id, true));
             }
             // Another writer assigned this name first: use its UID.
