@@ -2,7 +2,11 @@
 //! (`POST /api/v1/read`).
 //!
 //! Remote write: a snappy block of a protobuf `WriteRequest`
-//! ([`hourglass_ingest::prom::decode_write`] maps names and values). The
+//! ([`hourglass_ingest::prom::decode_write_with`] maps names and values).
+//! A series the head knows by the digest of its label bytes as sent (the
+//! same series in the same bytes, as a Prometheus server sends it every
+//! time) keeps only its samples: its names are neither decoded nor looked
+//! up again ([`Engine::series_of_texts`], `Entry::SentAs`). The
 //! body is bounded like every other (`server.max_body_bytes`, compressed and
 //! decoded; the decoded size is reserved in the in-flight budget before it is
 //! decoded), and acknowledged like `/api/put`: 204 once durable. Status codes
