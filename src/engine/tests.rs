@@ -38,9 +38,14 @@ fn point(metric: &'static str, ts: u64, v: i64, host: &str) -> Point<'static> {
 fn write(e: &Engine, pts: &[Point<'_>]) {
     let r = e.write(pts).unwrap();
     assert!(r.errors.is_empty(), "{:?}", r.errors);
+    durable(e, r.lsn);
+}
+
+/// Waits until the log position `lsn` is durable (and applied to the head).
+fn durable(e: &Engine, lsn: u64) {
     e.wal()
         .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
+        .wait_durable_blocking(lsn, 0)
         .unwrap();
 }
 
@@ -191,10 +196,7 @@ fn head_bound_refuses_writes_and_pressure_flushes() {
         err.to_string().starts_with("Please throttle writes"),
         "{err}"
     );
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     let err = e.write(&batch[..1]).unwrap_err();
     assert!(
         err.to_string().starts_with("Please throttle writes"),
@@ -643,10 +645,7 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
     // durable is never evicted.
     e.head().evict(0);
     assert_eq!(e.series_count(), 2);
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     // Flush and evict every series (max_series = 1, no points left in
     // memory): the refs are stale, and are registered again by key.
     e.flush(Take::All).unwrap();
@@ -661,10 +660,7 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
     assert_eq!(r.accepted, 1);
     assert_eq!(r.refreshed.len(), 1);
     assert_eq!(r.refreshed[0].0, 1);
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     // A slot given up and taken by another series never receives a stale
     // ref's points: register a new series into the freed slot first.
     e.flush(Take::All).unwrap();
@@ -681,10 +677,7 @@ fn known_series_write_like_named_ones_and_come_back_after_eviction() {
         )
         .unwrap();
     assert_eq!(r.refreshed.len(), 1);
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     let s = |t: i64| (1_700_000_000 + t) * 1000;
     assert_eq!(
         read(&e),
@@ -753,10 +746,7 @@ fn a_series_sent_as_a_text_is_found_by_it_until_forgotten() {
         )
         .unwrap();
     assert_eq!((r.accepted, r.refreshed.len()), (2, 0));
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     let s = |t: i64| (1_700_000_000 + t) * 1000;
     assert_eq!(
         read(&e),
@@ -782,10 +772,7 @@ fn a_series_sent_as_a_text_is_found_by_it_until_forgotten() {
             }],
         )
         .unwrap();
-    e.wal()
-        .expect("embedded")
-        .wait_durable_blocking(r.lsn, 0)
-        .unwrap();
+    durable(&e, r.lsn);
     assert!(e.series_of_texts(&[sent_a])[0].is_some());
     e.flush(Take::All).unwrap();
     e.head().evict(0);
