@@ -813,6 +813,41 @@ fn repeated_remote_write_series_read_back_exact_values() {
     }
 }
 
+/// Half a million empty series in one small request: refused with the
+/// first hundred reasons and a count, not half a million lines; the good
+/// series in the request is stored, and the server goes on.
+#[test]
+fn a_remote_write_of_many_tiny_bad_series_is_answered_briefly() {
+    let s = Server::start();
+    let good = pb::WriteRequest {
+        timeseries: vec![series(
+            &[("__name__", "tiny_ok"), ("job", "a")],
+            &[(T0, 1.0)],
+        )],
+        metadata: Vec::new(),
+    };
+    let mut raw = [0x0a_u8, 0x00].repeat(500_000);
+    raw.extend(good.encode_to_vec());
+    let body = snap::raw::Encoder::new()
+        .compress_vec(&raw)
+        .expect("snappy");
+    let r = s.http("POST", "/api/v1/write", &WRITE_HEADERS, &body);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let text = r.text();
+    assert!(text.len() < 16 << 10, "{} bytes", text.len());
+    assert!(text.starts_with("series 0: missing metric name"), "{text}");
+    assert!(
+        text.trim_end().ends_with("and 499900 more series refused"),
+        "{text}"
+    );
+    let start = T0 / 1000;
+    let r = s.query(&format!(
+        "/api/query?start={start}&end={}&m=sum:tiny_ok&ms=true",
+        start + 60
+    ));
+    assert_eq!(dps(&r[0]), pts(&[(T0, 1.0)]));
+}
+
 /// With metric auto-creation off, `/write` names the metric the engine
 /// refused and keeps the lines it could store (cached ones included).
 #[test]

@@ -31,8 +31,9 @@ fn decode(body: &[u8]) {
     // handle given for them.
     let mut asked = 0;
     let known = decode_write_with(body, MAX_DECODED, &limits, |records| {
-        asked = records.len();
-        (0..records.len())
+        let first = asked;
+        asked += records.len();
+        (first..asked)
             .map(|i| match i % 2 {
                 1 => SeenLabels::Known(i as u32),
                 _ => SeenLabels::New(i as u128),

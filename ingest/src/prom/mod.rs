@@ -32,8 +32,10 @@
 //! * Errors: a body that does not decode fails as a whole ([`PromError`], 400 or 413: the
 //!   client's fault, Prometheus drops the batch instead of retrying). A series that cannot be
 //!   stored (no `__name__`, no other label, too many labels, a duplicate label name) or a sample
-//!   whose timestamp is refused is reported in [`RemoteWrite::errors`]; the rest is written and
-//!   [`RemoteWrite::status`] answers 400 so that Prometheus logs it and does not resend.
+//!   whose timestamp is refused is reported in [`RemoteWrite::errors`] (the first
+//!   [`MAX_SERIES_ERRORS`]; the others are counted, so that many tiny bad series cost no more
+//!   than their count); the rest is written and [`RemoteWrite::status`] answers 400 so that
+//!   Prometheus logs it and does not resend.
 //!
 //! # Remote read ([`decode_read`], [`encode_read_response`])
 //!
@@ -65,6 +67,6 @@ pub use read::{
 };
 pub use snappy::{DEFAULT_MAX_DECODED_LEN, declared_len, decompress};
 pub use write::{
-    KnownSeries, PromSeries, RemoteWrite, STALE_NAN_BITS, SeenLabels, SeriesError, decode_write,
-    decode_write_with, is_stale_marker,
+    KnownSeries, LOOKUP_CHUNK, MAX_SERIES_ERRORS, PromSeries, RemoteWrite, STALE_NAN_BITS,
+    SeenLabels, SeriesError, decode_write, decode_write_with, is_stale_marker,
 };

@@ -727,3 +727,71 @@ fn label_records_apart_are_asked_about_back_to_back() {
     assert_eq!(w.series[0].tags().collect::<Vec<_>>(), vec![("job", "api")]);
     assert_eq!(w.point_count(), 1);
 }
+
+#[test]
+fn refusals_past_the_first_hundred_are_counted_not_kept() {
+    let bad = series(&[], &[(T, 1.0)]);
+    let good = series(&[("__name__", "up"), ("job", "a")], &[(T, 2.0)]);
+    let mut timeseries = vec![bad; 1000];
+    timeseries.push(good);
+    let w = write(&pb::WriteRequest {
+        timeseries,
+        metadata: Vec::new(),
+    })
+    .unwrap();
+    assert_eq!(w.errors.len(), MAX_SERIES_ERRORS);
+    assert_eq!((w.refused_series, w.refused_samples), (1000, 1000));
+    assert_eq!(w.status(), 400);
+    let text = w.error_text().unwrap();
+    assert!(text.starts_with("series 0: missing metric name"), "{text}");
+    assert!(
+        text.ends_with(
+            "\nseries 99: missing metric name (no __name__ label)\nand 900 more series refused"
+        ),
+        "{text}"
+    );
+    assert_eq!(w.point_count(), 1);
+}
+
+#[test]
+fn label_records_are_asked_about_a_chunk_at_a_time() {
+    let n = LOOKUP_CHUNK + 904;
+    let timeseries: Vec<pb::TimeSeries> = (0..n)
+        .map(|i| series(&[("__name__", "up"), ("pod", &i.to_string())], &[(T, 1.0)]))
+        .collect();
+    let req = pb::WriteRequest {
+        timeseries,
+        metadata: Vec::new(),
+    };
+    let mut asked = Vec::new();
+    let w = decode_write_with(
+        &compress(&req),
+        DEFAULT_MAX_DECODED_LEN,
+        &Limits::default(),
+        |records| {
+            let first: usize = asked.iter().sum();
+            asked.push(records.len());
+            // Every third series known, by its index in the request.
+            (first..first + records.len())
+                .map(|i| match i % 3 {
+                    0 => SeenLabels::Known(i as u32),
+                    _ => SeenLabels::New(i as u128),
+                })
+                .collect()
+        },
+    )
+    .unwrap();
+    assert_eq!(asked, vec![LOOKUP_CHUNK, 904]);
+    assert_eq!(w.known.len(), n.div_ceil(3));
+    assert!(
+        w.known
+            .iter()
+            .all(|k| k.handle as usize == k.index && k.index % 3 == 0)
+    );
+    assert_eq!(w.series.len(), n - n.div_ceil(3));
+    for s in &w.series {
+        let pod: u128 = s.tags().next().unwrap().1.parse().unwrap();
+        assert_eq!(s.labels_key, pod);
+    }
+    assert_eq!(w.point_count(), n);
+}

@@ -116,8 +116,12 @@ pub struct RemoteWrite {
     pub series: Vec<PromSeries>,
     /// Series with at least one storable sample that the caller knew by their labels.
     pub known: Vec<KnownSeries>,
-    /// Series or samples refused.
+    /// Series or samples refused, the first [`MAX_SERIES_ERRORS`] of them.
     pub errors: Vec<SeriesError>,
+    /// Every series refused, or with samples refused (those in `errors` too).
+    pub refused_series: usize,
+    /// Every sample refused.
+    pub refused_samples: usize,
     /// Exemplars ignored.
     pub exemplars: usize,
     /// Native histogram samples ignored.
@@ -142,23 +146,44 @@ impl RemoteWrite {
     /// The status to answer once the points are written: 204, or 400 when some series or
     /// samples were refused (resending would not help, so Prometheus must not retry).
     pub fn status(&self) -> u16 {
-        if self.errors.is_empty() { 204 } else { 400 }
+        if self.refused_series == 0 { 204 } else { 400 }
     }
 
-    /// The refusals, one line each (`series <i>: <message>`), for a 400 body; `None` if none.
+    /// The refusals, one line each (`series <i>: <message>`), then how many more were
+    /// refused, for a 400 body; `None` if none.
     pub fn error_text(&self) -> Option<String> {
-        if self.errors.is_empty() {
+        if self.refused_series == 0 {
             return None;
         }
-        Some(
-            self.errors
-                .iter()
-                .map(|e| format!("series {}: {}", e.index, e.message))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
+        let mut lines: Vec<String> = self
+            .errors
+            .iter()
+            .map(|e| format!("series {}: {}", e.index, e.message))
+            .collect();
+        let more = self.refused_series.saturating_sub(self.errors.len());
+        if more > 0 {
+            lines.push(format!("and {more} more series refused"));
+        }
+        Some(lines.join("\n"))
+    }
+
+    /// Counts a refusal, and keeps it while there are fewer than [`MAX_SERIES_ERRORS`]: a
+    /// request of many tiny bad series must not cost many times its size.
+    fn refuse(&mut self, error: SeriesError) {
+        self.refused_series += 1;
+        self.refused_samples += error.samples;
+        if self.errors.len() < MAX_SERIES_ERRORS {
+            self.errors.push(error);
+        }
     }
 }
+
+/// Refusals kept with their reason per request; the others are counted.
+pub const MAX_SERIES_ERRORS: usize = 100;
+
+/// Series whose label records are handed to the caller at once ([`decode_write_with`]):
+/// the lookups' memory stays bounded however many series a request holds.
+pub const LOOKUP_CHUNK: usize = 4096;
 
 /// Decodes a remote-write body (snappy block of a `WriteRequest`) into storable series.
 /// `max_decoded_len` bounds the uncompressed size ([`super::DEFAULT_MAX_DECODED_LEN`] is
@@ -173,47 +198,65 @@ pub fn decode_write(
     })
 }
 
-/// [`decode_write`], first telling `seen` every series' label records (the bytes of its
-/// `labels` fields as sent, back to back), in request order, all at once; it answers for
-/// each series whether the caller knows it. A known series is put in
-/// [`RemoteWrite::known`] with its samples checked, its labels neither decoded nor mapped.
+/// [`decode_write`], first telling `seen` the label records of the series (the bytes of
+/// each series' `labels` fields as sent, back to back), in request order, up to
+/// [`LOOKUP_CHUNK`] series at a time; it answers for each series whether the caller knows
+/// it. A known series is put in [`RemoteWrite::known`] with its samples checked, its labels
+/// neither decoded nor mapped.
 pub fn decode_write_with(
     body: &[u8],
     max_decoded_len: usize,
     limits: &Limits,
-    seen: impl FnOnce(&[&[u8]]) -> Vec<SeenLabels>,
+    mut seen: impl FnMut(&[&[u8]]) -> Vec<SeenLabels>,
 ) -> Result<RemoteWrite, PromError> {
     let raw = decompress(body, max_decoded_len)?;
-    let mut copies = Vec::new();
-    let spans = label_records(&raw, &mut copies)?;
-    let records: Vec<&[u8]> = spans
-        .into_iter()
-        .map(|span| match span {
-            Records::Body(r) => raw.get(r).unwrap_or_default(),
-            Records::Copied(r) => copies.get(r).unwrap_or_default(),
-        })
-        .collect();
-    let answers = seen(&records);
-    drop(records);
     let mut out = RemoteWrite::default();
     let mut fields = FieldReader::new(&raw);
     let mut scratch = Scratch::default();
+    let mut chunk: Vec<&[u8]> = Vec::new();
+    let mut copies = Vec::new();
     let mut index = 0;
-    while let Some((number, field)) = fields.next()? {
-        match number {
-            1 => {
-                let bytes = expect_bytes("WriteRequest", number, field)?;
-                let seen = answers.get(index).copied().unwrap_or(SeenLabels::New(0));
-                decode_series(index, bytes, limits, seen, &mut scratch, &mut out)?;
-                index += 1;
+    let mut more = true;
+    while more {
+        chunk.clear();
+        while chunk.len() < LOOKUP_CHUNK {
+            let Some((number, field)) = fields.next()? else {
+                more = false;
+                break;
+            };
+            match number {
+                1 => chunk.push(expect_bytes("WriteRequest", number, field)?),
+                3 => {
+                    let bytes = expect_bytes("WriteRequest", number, field)?;
+                    pb::MetricMetadata::decode(bytes)
+                        .map_err(|e| PromError::bad_request(format!("protobuf: metadata: {e}")))?;
+                    out.metadata += 1;
+                }
+                _ => {}
             }
-            3 => {
-                let bytes = expect_bytes("WriteRequest", number, field)?;
-                pb::MetricMetadata::decode(bytes)
-                    .map_err(|e| PromError::bad_request(format!("protobuf: metadata: {e}")))?;
-                out.metadata += 1;
-            }
-            _ => {}
+        }
+        if chunk.is_empty() {
+            continue;
+        }
+        copies.clear();
+        let spans = chunk
+            .iter()
+            .map(|series| label_records(series, &mut copies))
+            .collect::<Result<Vec<Records>, PromError>>()?;
+        let records: Vec<&[u8]> = spans
+            .into_iter()
+            .zip(&chunk)
+            .map(|(span, series)| match span {
+                Records::Body(r) => series.get(r).unwrap_or_default(),
+                Records::Copied(r) => copies.get(r).unwrap_or_default(),
+            })
+            .collect();
+        let answers = seen(&records);
+        drop(records);
+        for (i, series) in chunk.iter().enumerate() {
+            let seen = answers.get(i).copied().unwrap_or(SeenLabels::New(0));
+            decode_series(index, series, limits, seen, &mut scratch, &mut out)?;
+            index += 1;
         }
     }
     Ok(out)
@@ -232,66 +275,47 @@ struct Scratch<'a> {
     tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
-/// Where a series' label records are: in the body (as Prometheus sends them, one after
+/// Where a series' label records are: in its bytes (as Prometheus sends them, one after
 /// another) or, when other fields came between them, copied back to back.
 enum Records {
     Body(Range<usize>),
     Copied(Range<usize>),
 }
 
-/// Each series' label records, in request order (the first pass over the body).
-fn label_records(raw: &[u8], copies: &mut Vec<u8>) -> Result<Vec<Records>, PromError> {
-    let mut out = Vec::new();
-    let mut fields = FieldReader::new(raw);
-    while let Some((number, field)) = fields.next()? {
+/// A series' label records (the first pass over its fields); copies are appended to
+/// `copies`.
+fn label_records(series: &[u8], copies: &mut Vec<u8>) -> Result<Records, PromError> {
+    let mut span: Option<Range<usize>> = None;
+    let mut fields = FieldReader::new(series);
+    loop {
+        let start = series.len() - fields.rest().len();
+        let Some((number, field)) = fields.next()? else {
+            return Ok(Records::Body(span.unwrap_or(0..0)));
+        };
         if number != 1 {
             continue;
         }
-        let series = expect_bytes("WriteRequest", number, field)?;
-        // The payload ends where the unread rest begins.
-        let offset = raw.len() - fields.rest().len() - series.len();
-        let mut span: Option<Range<usize>> = None;
-        let mut apart = false;
-        let mut inner = FieldReader::new(series);
-        loop {
-            let start = series.len() - inner.rest().len();
-            let Some((number, field)) = inner.next()? else {
-                break;
-            };
-            if number != 1 {
-                continue;
-            }
-            expect_bytes("TimeSeries", number, field)?;
-            let end = series.len() - inner.rest().len();
-            match &mut span {
-                None => span = Some(start..end),
-                Some(r) if r.end == start => r.end = end,
-                Some(_) => {
-                    apart = true;
-                    break;
-                }
-            }
+        expect_bytes("TimeSeries", number, field)?;
+        let end = series.len() - fields.rest().len();
+        match &mut span {
+            None => span = Some(start..end),
+            Some(r) if r.end == start => r.end = end,
+            Some(_) => break,
         }
-        if !apart {
-            let r = span.unwrap_or(0..0);
-            out.push(Records::Body(offset + r.start..offset + r.end));
-            continue;
-        }
-        let first = copies.len();
-        let mut inner = FieldReader::new(series);
-        loop {
-            let start = series.len() - inner.rest().len();
-            let Some((number, _)) = inner.next()? else {
-                break;
-            };
-            if number == 1 {
-                let end = series.len() - inner.rest().len();
-                copies.extend_from_slice(series.get(start..end).unwrap_or_default());
-            }
-        }
-        out.push(Records::Copied(first..copies.len()));
     }
-    Ok(out)
+    let first = copies.len();
+    let mut fields = FieldReader::new(series);
+    loop {
+        let start = series.len() - fields.rest().len();
+        let Some((number, _)) = fields.next()? else {
+            break;
+        };
+        if number == 1 {
+            let end = series.len() - fields.rest().len();
+            copies.extend_from_slice(series.get(start..end).unwrap_or_default());
+        }
+    }
+    Ok(Records::Copied(first..copies.len()))
 }
 
 fn decode_series<'a>(
@@ -347,7 +371,7 @@ fn decode_series<'a>(
     let (text, metric_end, tag_ends) = match map_labels(scratch, limits) {
         Ok(mapped) => mapped,
         Err(message) => {
-            out.errors.push(SeriesError {
+            out.refuse(SeriesError {
                 index,
                 message,
                 samples: scratch.samples.len(),
@@ -368,7 +392,7 @@ fn decode_series<'a>(
     Ok(())
 }
 
-/// The samples whose timestamps are storable; the others are reported in `out.errors`
+/// The samples whose timestamps are storable; the others are reported to `out`
 /// (once for the series, with their count).
 fn checked_samples(
     index: usize,
@@ -392,7 +416,9 @@ fn checked_samples(
             }
         }
     }
-    out.errors.extend(refused);
+    if let Some(refused) = refused {
+        out.refuse(refused);
+    }
     stored
 }
 

@@ -163,7 +163,7 @@ async fn write(
                 skipped.with_label_values(&[reason]).inc_by(n as u64);
             }
         }
-        let refused_samples: usize = decoded.errors.iter().map(|e| e.samples).sum();
+        let refused_samples = decoded.refused_samples;
         if refused_samples > 0 {
             ctx.metrics
                 .points_rejected
