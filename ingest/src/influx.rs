@@ -257,13 +257,29 @@ pub struct LineError {
     pub reason: InfluxError,
 }
 
+/// Refused lines kept with their text and reason in an [`InfluxBatch`]; the others are only
+/// counted, so that a body of many tiny bad lines costs no more than its size.
+pub const MAX_LINE_ERRORS: usize = 100;
+
+/// Bytes of a refused line shown in its error; a longer line is cut and ends with `…`, so that
+/// the answer to a body of a few huge bad lines stays small.
+pub const MAX_SHOWN_LINE: usize = 1024;
+
 impl LineError {
     /// A refused entry (the text shown is the entry without its leading
-    /// blanks and trailing `\r`).
+    /// blanks and trailing `\r`, cut at [`MAX_SHOWN_LINE`] bytes).
     pub fn new(line_no: usize, entry: &[u8], reason: InfluxError) -> Self {
+        let shown = strip_cr(trim_start(entry));
+        let line = match shown.get(..MAX_SHOWN_LINE) {
+            Some(head) if shown.len() > MAX_SHOWN_LINE => {
+                // A multi-byte character cut in two shows as U+FFFD.
+                String::from_utf8_lossy(head).into_owned() + "…"
+            }
+            _ => String::from_utf8_lossy(shown).into_owned(),
+        };
         LineError {
             line_no,
-            line: String::from_utf8_lossy(strip_cr(trim_start(entry))).into_owned(),
+            line,
             reason,
         }
     }
@@ -281,8 +297,10 @@ impl fmt::Display for LineError {
 pub struct InfluxBatch<'a> {
     /// Accepted lines, in input order.
     pub lines: Vec<InfluxLine<'a>>,
-    /// Refused lines, in input order.
+    /// Refused lines, in input order: the first [`MAX_LINE_ERRORS`] of them.
     pub errors: Vec<LineError>,
+    /// Every line refused (those in `errors` too).
+    pub refused_lines: usize,
     /// String fields skipped on accepted lines (not numbers, so not stored).
     pub string_fields: usize,
     /// The body had no bytes at all (2.x answers `writing requires points`).
@@ -308,19 +326,27 @@ impl InfluxBatch<'_> {
         self.errors.first().map(|e| e.line_no)
     }
 
-    /// All line errors as InfluxDB joins them (`unable to parse '...': ...`, one per line,
-    /// separated by `\n`), or `None` when every line was accepted.
+    /// The line errors kept as InfluxDB joins them (`unable to parse '...': ...`, one per
+    /// line, separated by `\n`), then `and N more lines refused` for those only counted; or
+    /// `None` when every line was accepted.
     pub fn error_text(&self) -> Option<String> {
         if self.errors.is_empty() {
             return None;
         }
-        Some(
-            self.errors
-                .iter()
-                .map(LineError::to_string)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
+        let mut lines: Vec<String> = self.errors.iter().map(LineError::to_string).collect();
+        let more = self.refused_lines.saturating_sub(self.errors.len());
+        if more > 0 {
+            lines.push(format!("and {more} more lines refused"));
+        }
+        Some(lines.join("\n"))
+    }
+
+    /// Counts a refused line, and keeps it while fewer than [`MAX_LINE_ERRORS`] are kept.
+    pub fn refuse(&mut self, line_no: usize, entry: &[u8], reason: InfluxError) {
+        self.refused_lines += 1;
+        if self.errors.len() < MAX_LINE_ERRORS {
+            self.errors.push(LineError::new(line_no, entry, reason));
+        }
     }
 }
 
@@ -344,7 +370,7 @@ pub fn parse_body<'a>(
                 batch.lines.push(line);
             }
             Ok(None) => {}
-            Err(reason) => batch.errors.push(LineError::new(line_no, entry, reason)),
+            Err(reason) => batch.refuse(line_no, entry, reason),
         }
     }
     batch
@@ -1427,6 +1453,55 @@ mod tests {
             line_error_text(b"  bad\r", &InfluxError::MissingFields),
             "unable to parse 'bad': missing fields"
         );
+    }
+
+    #[test]
+    fn refused_lines_past_the_first_hundred_are_counted_not_kept() {
+        let mut body = b"x\n".repeat(1000);
+        body.extend_from_slice(b"cpu,h=a v=1 1700000000000000000\n");
+        let batch = parse_body(&body, Precision::Nanoseconds, NOW, &Limits::default());
+        assert_eq!(batch.errors.len(), MAX_LINE_ERRORS);
+        assert_eq!(batch.refused_lines, 1000);
+        assert_eq!(batch.accepted_lines, 1);
+        assert_eq!(batch.first_error_line(), Some(1));
+        assert_eq!(batch.errors[99].line_no, 100);
+        let text = batch.error_text().unwrap_or_default();
+        assert!(
+            text.starts_with("unable to parse 'x': missing fields\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("unable to parse 'x': missing fields\nand 900 more lines refused"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), MAX_LINE_ERRORS + 1);
+    }
+
+    #[test]
+    fn a_long_refused_line_is_shown_cut() {
+        let long = format!("cpu,h=a {}", "v".repeat(5000));
+        let batch = parse_body(
+            long.as_bytes(),
+            Precision::Nanoseconds,
+            NOW,
+            &Limits::default(),
+        );
+        assert_eq!(batch.refused_lines, 1);
+        let shown = &batch.errors[0].line;
+        assert_eq!(shown.len(), MAX_SHOWN_LINE + "…".len());
+        assert!(
+            shown.starts_with("cpu,h=a vvv") && shown.ends_with("v…"),
+            "{shown}"
+        );
+        // A line at the bound is shown whole.
+        let exact = "x".repeat(MAX_SHOWN_LINE);
+        let batch = parse_body(
+            exact.as_bytes(),
+            Precision::Nanoseconds,
+            NOW,
+            &Limits::default(),
+        );
+        assert_eq!(batch.errors[0].line, exact);
     }
 
     #[test]

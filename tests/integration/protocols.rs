@@ -442,6 +442,34 @@ fn influx_http_errors_name_the_line_and_keep_good_lines_as_influxdb_does() {
     assert_eq!(r.status, 400);
 }
 
+/// A body of half a million tiny bad lines: the answer keeps the first
+/// hundred refusals and counts the rest, and the good line is stored.
+#[test]
+fn an_influx_write_of_many_tiny_bad_lines_is_answered_briefly() {
+    let s = Server::start();
+    let mut body = b"x\n".repeat(500_000);
+    body.extend_from_slice(b"tiny,host=a v=1 1356998400\n");
+    let r = s.http("POST", "/write?db=x&precision=s", &[], &body);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let text = r.text();
+    assert!(text.len() < 16 << 10, "{} bytes", text.len());
+    let j = r.json();
+    let error = j["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("partial write: unable to parse 'x': missing fields\n"),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("\nand 499900 more lines refused dropped=0"),
+        "{error}"
+    );
+    assert_eq!(j["line"], 1);
+    assert_eq!(
+        points(&s, "tiny.v", 1356998400, 1356998500),
+        pts(&[(1356998400000, 1.0)])
+    );
+}
+
 // ---- Prometheus ----
 
 fn label(name: &str, value: &str) -> pb::Label {

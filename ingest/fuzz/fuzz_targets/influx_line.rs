@@ -3,7 +3,9 @@
 //! with must never panic, and every point they return must pass `check_point`.
 #![no_main]
 
-use hourglass_ingest::influx::{Precision, parse_body, parse_line};
+use hourglass_ingest::influx::{
+    MAX_LINE_ERRORS, MAX_SHOWN_LINE, Precision, parse_body, parse_line,
+};
 use hourglass_ingest::port::{classify_line, sniff_connection};
 use hourglass_ingest::{Limits, check_point};
 use libfuzzer_sys::fuzz_target;
@@ -20,9 +22,13 @@ fn body(data: &[u8], precision: Precision, limits: &Limits) {
     assert_eq!(points, batch.point_count());
     for e in &batch.errors {
         assert!(e.line_no >= 1);
+        // Cut at MAX_SHOWN_LINE bytes; each byte of those at most one U+FFFD, plus `…`.
+        assert!(e.line.len() <= 3 * MAX_SHOWN_LINE + 3, "{}", e.line.len());
         let _ = e.to_string();
     }
-    // What the server builds its answer from (src/server/influx.rs).
+    // Refusals are counted, and kept only up to the bound.
+    assert_eq!(batch.errors.len(), batch.refused_lines.min(MAX_LINE_ERRORS));
+    // What the server builds its answer from (src/server/api/influx.rs).
     assert_eq!(batch.error_text().is_none(), batch.errors.is_empty());
     assert_eq!(
         batch.first_error_line(),

@@ -233,11 +233,11 @@ async fn write(
                 .influx_string_fields
                 .inc_by(lines.string_fields as u64);
         }
-        if !lines.errors.is_empty() {
+        if lines.refused_lines > 0 {
             ctx.metrics
                 .points_rejected
                 .with_label_values(&["invalid"])
-                .inc_by(lines.errors.len() as u64);
+                .inc_by(lines.refused_lines as u64);
         }
         let answer = InfluxResponse::for_batch(api, lines);
         if !answer.write_points || parsed.points.is_empty() {
@@ -406,10 +406,7 @@ fn parse<'a>(ctx: &Ctx, body: &'a [u8], precision: Precision, now_ms: i64) -> Pa
                 }
             }
             Ok(None) => {}
-            Err(reason) => out
-                .lines
-                .errors
-                .push(influx::LineError::new(line_no, entry, reason)),
+            Err(reason) => out.lines.refuse(line_no, entry, reason),
         }
     }
     out
