@@ -208,6 +208,73 @@ fn head_bound_refuses_writes_and_pressure_flushes() {
     assert_eq!(read(&e)[0].1.len(), 2000);
 }
 
+/// Minutes of data in seconds (a Prometheus queue catching up, a backfill
+/// of churned series): the flusher looks for stopped series as data time
+/// moves on, not only at its wall-clock interval, so they leave memory as
+/// the data goes.
+#[test]
+fn stopped_series_leave_memory_as_data_time_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 600_000);
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 60;
+    // The wall-clock look comes once, at start.
+    c.head.flush_interval_secs = 3600;
+    let e = open(&c, &clock);
+    let threads = e.start_background().unwrap();
+    let t0 = (T0_MS / 1000) as u64;
+    write(&e, &[point("d.m", t0, 1, "gone")]);
+    for i in 0..=60 {
+        write(&e, &[point("d.m", t0 + 10 * i, 2, "live")]);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while e.series_count() > 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(e.series_count(), 1, "the stopped series left memory");
+    assert_eq!(e.metrics().series_stopped.get(), 1);
+    let all = read_metric(&e, "d.m", T0_MS, T0_MS + 700_000);
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!((all[0].0.as_str(), all[0].1.len()), ("gone", 1));
+    assert_eq!((all[1].0.as_str(), all[1].1.len()), ("live", 61));
+    e.shutdown().unwrap();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn data_time_moving_on_asks_the_flusher_to_look_for_stopped_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 600_000);
+    let e = open(&config(dir.path()), &clock);
+    let t0 = (T0_MS / 1000) as u64;
+    write(&e, &[point("d.m", t0, 1, "a")]);
+    assert!(e.idle_look.load(Ordering::Acquire), "never looked yet");
+    e.flush_idle().unwrap();
+    assert!(!e.idle_look.load(Ordering::Acquire));
+    assert_eq!(e.head().idle_looked_secs, t0 as u32);
+    // Every flush interval (30 s) of data time.
+    write(&e, &[point("d.m", t0 + 29, 1, "a")]);
+    assert!(
+        !e.idle_look.load(Ordering::Acquire),
+        "data time has not moved on by the interval since the last look"
+    );
+    write(&e, &[point("d.m", t0 + 30, 1, "a")]);
+    assert!(e.idle_look.load(Ordering::Acquire), "past the interval");
+    // Off: no look asked for.
+    drop(e);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.head.idle_flush_secs = 0;
+    let e = open(&c, &clock);
+    write(
+        &e,
+        &[point("d.m", t0, 1, "a"), point("d.m", t0 + 100, 1, "b")],
+    );
+    assert!(!e.idle_look.load(Ordering::Acquire));
+}
+
 #[test]
 fn stopped_series_are_written_out_and_forgotten() {
     let dir = tempfile::tempdir().unwrap();
