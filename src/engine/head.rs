@@ -311,10 +311,6 @@ pub struct Head {
     pub closed_rows: usize,
     /// [`Head::newest_secs`] when the flusher last looked for closed hours.
     pub looked_secs: u32,
-    /// [`Head::newest_secs`] when the flusher last looked for stopped
-    /// series (`Engine::flush_idle`): once data time has moved on by a
-    /// step from it, a write wakes the flusher to look again.
-    pub idle_looked_secs: u32,
     /// Bytes of the registered series' keys.
     key_bytes: usize,
     /// Heap bytes of chunks and out-of-order buffers.

@@ -204,13 +204,6 @@ pub struct Engine {
     /// The head opened [`head::CLOSED_ROWS_LOOK`] rows in closed hours
     /// since the flusher last looked for them: it looks at once.
     closed_look: AtomicBool,
-    /// Data time has moved on by the flush interval (or a quarter of
-    /// `head.idle_flush_secs`) since the flusher last looked for stopped
-    /// series: it looks at once, so that series that
-    /// stop leave memory as data time goes, not only at each wall-clock
-    /// interval (a Prometheus queue catching up, a backfill of churned
-    /// series: minutes of data in seconds).
-    idle_look: AtomicBool,
     shutting_down: AtomicBool,
     metrics: Metrics,
 }
@@ -301,16 +294,6 @@ impl Engine {
         if head.closed_rows >= head::CLOSED_ROWS_LOOK
             && head.newest_secs >= head.looked_secs.saturating_add(interval)
             && !self.closed_look.swap(true, Ordering::AcqRel)
-        {
-            self.wake_flusher();
-        }
-        // Stopped series are looked for every flush interval of data time,
-        // or a quarter of the idle time if that is shorter: a series leaves
-        // memory at most that long after it has stopped.
-        let idle_step = interval.min(self.settings.idle_flush_secs / 4).max(1);
-        if self.settings.idle_flush_secs > 0
-            && head.newest_secs >= head.idle_looked_secs.saturating_add(idle_step)
-            && !self.idle_look.swap(true, Ordering::AcqRel)
         {
             self.wake_flusher();
         }
@@ -532,14 +515,7 @@ impl Engine {
             return Ok(());
         }
         let now = u32::try_from(self.now_secs().max(0)).unwrap_or(u32::MAX);
-        let frontier = {
-            let mut head = self.head();
-            head.idle_looked_secs = head.newest_secs;
-            // Cleared after the mark: a writer that passes the next mark
-            // meanwhile wakes the flusher for another look.
-            self.idle_look.store(false, Ordering::Release);
-            head.newest_secs.min(now)
-        };
+        let frontier = self.head().newest_secs.min(now);
         let before = frontier.saturating_sub(self.settings.idle_flush_secs);
         if before == 0 {
             return Ok(());

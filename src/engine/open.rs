@@ -161,7 +161,6 @@ impl Engine {
             checkpoint_requested: AtomicBool::new(false),
             series_pressure: AtomicBool::new(false),
             closed_look: AtomicBool::new(false),
-            idle_look: AtomicBool::new(false),
             shutting_down: AtomicBool::new(false),
             metrics,
         });
