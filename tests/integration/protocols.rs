@@ -468,6 +468,23 @@ fn an_influx_write_of_many_tiny_bad_lines_is_answered_briefly() {
         points(&s, "tiny.v", 1356998400, 1356998500),
         pts(&[(1356998400000, 1.0)])
     );
+    // Long bad lines: each shown cut at 1 KiB in the body, and the header
+    // (which clients bound, Python's at 64 KiB a line) cut at 4 KiB.
+    let body = format!("{}\n", "y".repeat(2000)).repeat(200);
+    let r = s.http("POST", "/write?db=x", &[], body.as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    let error = r.json()["error"].as_str().unwrap_or_default().to_owned();
+    assert!(error.len() < 120 << 10, "{} bytes", error.len());
+    assert!(
+        error.contains(&format!("'{}…': missing fields", "y".repeat(1024))),
+        "{error}"
+    );
+    // Every line refused: InfluxDB's answer without "partial write".
+    assert!(error.ends_with("\nand 100 more lines refused"), "{error}");
+    let header = r.header("X-Influxdb-Error").unwrap_or_default();
+    assert_eq!(header.len(), 4096, "{header}");
+    assert!(header.starts_with("unable to parse 'yyy"), "{header}");
+    assert!(header.ends_with("y..."), "{header}");
 }
 
 // ---- Prometheus ----

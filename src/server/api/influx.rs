@@ -31,7 +31,7 @@ use hourglass_ingest::influx::{self, InfluxBatch, Precision, PrecisionError};
 
 use crate::engine::SeriesRef;
 use crate::server::Ctx;
-use crate::server::http::error::{ApiError, ErrorFormat};
+use crate::server::http::error::{ApiError, ErrorFormat, influx_error_header};
 use crate::server::http::{Params, PeerAddr, blocking, param, respond};
 use crate::server::series_cache::CacheKey;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
@@ -183,14 +183,8 @@ fn influx_response(r: InfluxResponse) -> Response {
         Some(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
         None => status.into_response(),
     };
-    if let Some(e) = r.error {
-        let one_line: String = e
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        if let Ok(v) = HeaderValue::from_str(&one_line) {
-            resp.headers_mut().insert("X-Influxdb-Error", v);
-        }
+    if let Some(v) = r.error.as_deref().and_then(influx_error_header) {
+        resp.headers_mut().insert("X-Influxdb-Error", v);
     }
     with_version(resp)
 }

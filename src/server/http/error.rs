@@ -138,12 +138,7 @@ impl IntoResponse for ApiError {
                     body.to_string(),
                 )
                     .into_response();
-                // Header values cannot hold control characters.
-                let one_line: String = msg
-                    .chars()
-                    .map(|c| if c.is_control() { ' ' } else { c })
-                    .collect();
-                if let Ok(v) = axum::http::HeaderValue::from_str(&one_line) {
+                if let Some(v) = influx_error_header(&msg) {
                     r.headers_mut().insert("X-Influxdb-Error", v);
                 }
                 r
@@ -277,5 +272,55 @@ impl From<EngineError> for ApiError {
             EngineError::BadSnapshotPath(_) => ApiError::bad_request(e.to_string()),
             other => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
+    }
+}
+
+/// Longest `X-Influxdb-Error` value in bytes: the body has the whole text,
+/// and clients refuse long header lines (Python's `http.client` at 64 KiB).
+pub const MAX_INFLUX_ERROR_HEADER: usize = 4096;
+
+/// The `X-Influxdb-Error` value for an error text: visible ASCII on one
+/// line (what a header value may hold: a control character becomes a
+/// blank, any other character outside ASCII `?`), cut to
+/// [`MAX_INFLUX_ERROR_HEADER`] bytes ending with `...` when longer.
+pub fn influx_error_header(msg: &str) -> Option<axum::http::HeaderValue> {
+    const CUT: &str = "...";
+    let mut one_line = String::with_capacity(msg.len().min(MAX_INFLUX_ERROR_HEADER));
+    for c in msg.chars() {
+        if one_line.len() == MAX_INFLUX_ERROR_HEADER {
+            one_line.truncate(MAX_INFLUX_ERROR_HEADER - CUT.len());
+            one_line.push_str(CUT);
+            break;
+        }
+        one_line.push(match c {
+            c if c.is_control() => ' ',
+            c if c.is_ascii() => c,
+            _ => '?',
+        });
+    }
+    axum::http::HeaderValue::from_str(&one_line).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_influx_error_header_is_one_line_and_bounded() {
+        let value = |msg: &str| {
+            influx_error_header(msg)
+                .and_then(|v| v.to_str().ok().map(str::to_owned))
+                .unwrap_or_else(|| panic!("no value for {msg:?}"))
+        };
+        assert_eq!(value("a\nb\tc"), "a b c");
+        // Outside ASCII (a line cut with `…`, a UTF-8 name): still a header.
+        assert_eq!(value("unable to parse 'é…'"), "unable to parse '??'");
+        let exact = "x".repeat(MAX_INFLUX_ERROR_HEADER);
+        assert_eq!(value(&exact), exact);
+        let long = "é".repeat(2 * MAX_INFLUX_ERROR_HEADER);
+        assert_eq!(
+            value(&long),
+            format!("{}...", "?".repeat(MAX_INFLUX_ERROR_HEADER - 3))
+        );
     }
 }
