@@ -231,7 +231,8 @@ fn write_series(
     known: &[SeriesRef],
 ) -> Result<SeriesReceipt, crate::engine::EngineError> {
     let series = &decoded.series;
-    let mut firsts = WriteBatch::new(Protocol::Prometheus);
+    let known_samples: usize = decoded.known.iter().map(|s| s.samples.len()).sum();
+    let mut firsts = WriteBatch::with_capacity(Protocol::Prometheus, known_samples + series.len());
     for (k, s) in decoded.known.iter().enumerate() {
         let origin = (series.len() + k) as u32;
         for &(timestamp, value) in &s.samples {
@@ -251,7 +252,11 @@ fn write_series(
         .map(|r| (r.origin as usize, r.error))
         .collect();
     let mut refs = Vec::with_capacity(first.series.len());
-    let mut rest = WriteBatch::new(Protocol::Prometheus);
+    let rest_samples: usize = series
+        .iter()
+        .map(|s| s.samples.len().saturating_sub(1))
+        .sum();
+    let mut rest = WriteBatch::with_capacity(Protocol::Prometheus, rest_samples);
     // The write names a series once per run of its points (two parts of
     // one series in a request); parts it does not name send their other
     // samples by name, never drop them.
