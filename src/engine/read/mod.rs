@@ -515,7 +515,8 @@ impl Engine {
             }
             let had_frozen = out.contains_key(&e.key[..]);
             let entry = out.entry(e.key.to_vec()).or_default();
-            for hour in e.hours.iter().filter(|h| in_range(h.base)) {
+            let mut reserved = false;
+            for (i, hour) in e.hours.iter().enumerate().filter(|(_, h)| in_range(h.base)) {
                 first = first.min(hour.base);
                 let base_ms = i64::from(hour.base) * 1000;
                 let summary = match (pick, hour.value_range()) {
@@ -542,6 +543,19 @@ impl Engine {
                 let pts = hour.points();
                 if !scan.take(pts.len()) {
                     return Ok((out, first_ms(first)));
+                }
+                if !reserved {
+                    // Room for the points of this hour and the later ones,
+                    // once: grown hour by hour, a day of a series was a
+                    // chain of copies into fresh memory (most of a
+                    // whole-day query's page faults).
+                    reserved = true;
+                    let rest: usize = e.hours[i..]
+                        .iter()
+                        .filter(|h| in_range(h.base))
+                        .map(|h| h.chunk.len() + h.ooo.len())
+                        .sum();
+                    entry.points.reserve(rest);
                 }
                 push_row(&mut entry.points, hour.base, &pts);
             }
