@@ -13,7 +13,8 @@
 //! forgets series without points in the head (second-chance, CLOCK, order)
 //! and writes out and forgets the longest silent ones (`Take::Idle`); they
 //! are resolved again if they come back. Series ids are slots reused after
-//! eviction; a generation number tells a stale reference from the slot's
+//! eviction, kept in fixed pages (`Slots`: the registry never copies itself
+//! to grow); a generation number tells a stale reference from the slot's
 //! new owner. Series are found by key and by the digest of the text a
 //! write named them by, through two `SlotIndex` tables of bare slot ids.
 //!
@@ -32,10 +33,11 @@ use crate::codec::{KeyLayout, StoredValue};
 
 use super::pending::{PendingPoint, PendingQueue, PendingWrite};
 use super::slot_index::SlotIndex;
+use super::slots::Slots;
 
 /// The entry in slot `id`, if taken: for the lookup tables' closures,
 /// which borrow the slots beside a table borrowed mutably.
-fn slot(slots: &[Option<SeriesEntry>], id: u32) -> Option<&SeriesEntry> {
+fn slot(slots: &Slots<SeriesEntry>, id: u32) -> Option<&SeriesEntry> {
     slots.get(id as usize)?.as_ref()
 }
 
@@ -271,7 +273,7 @@ pub enum Take {
 
 #[derive(Debug, Default)]
 pub struct Head {
-    slots: Vec<Option<SeriesEntry>>,
+    slots: Slots<SeriesEntry>,
     free: Vec<u32>,
     /// Slot ids by series key (hashed with `seed`).
     by_key: SlotIndex,
@@ -468,15 +470,16 @@ impl Head {
             last_secs: self.newest_secs,
             written_round: self.round,
         };
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.slots[id as usize] = Some(entry);
+        let reused = self
+            .free
+            .pop()
+            .and_then(|id| Some((id, self.slots.get_mut(id as usize)?)));
+        let id = match reused {
+            Some((id, free)) => {
+                *free = Some(entry);
                 id
             }
-            None => {
-                self.slots.push(Some(entry));
-                (self.slots.len() - 1) as u32
-            }
+            None => self.slots.push(Some(entry)) as u32,
         };
         self.key_bytes += key.len();
         let (slots, seed) = (&self.slots, self.seed);

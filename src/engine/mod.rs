@@ -61,6 +61,7 @@ pub mod rollup;
 mod row_compactor;
 mod shared;
 mod slot_index;
+mod slots;
 pub mod snapshot;
 pub mod wal;
 mod write;
