@@ -13,7 +13,7 @@
 //!   once, so memory is the decoded body plus about 24 bytes per stored sample and each stored
 //!   series' names (one `String`; labels and samples are read borrowing from the body). The
 //!   decoded body's buffer is kept by the thread for its next body, up to
-//!   [`REUSED_BUFFER_MAX`].
+//!   [`REUSED_BUFFER_MAX`] each and [`REUSED_BUFFERS_TOTAL`] across threads.
 //! * Known series: [`decode_write_with`] asks its caller about each series' label records as
 //!   sent before decoding them; a series the caller resolved before keeps only its samples
 //!   ([`RemoteWrite::known`]), so that the steady state (the same series, in the same bytes, in
@@ -67,7 +67,9 @@ pub use read::{
     MatchTarget, OpenTsdbMatcher, decode_read, encode_read_response, map_matcher,
     prometheus_safe_labels, series_to_prom,
 };
-pub use snappy::{DEFAULT_MAX_DECODED_LEN, REUSED_BUFFER_MAX, declared_len, decompress};
+pub use snappy::{
+    DEFAULT_MAX_DECODED_LEN, REUSED_BUFFER_MAX, REUSED_BUFFERS_TOTAL, declared_len, decompress,
+};
 pub use write::{
     KnownSeries, LOOKUP_CHUNK, MAX_SERIES_ERRORS, PromSeries, RemoteWrite, STALE_NAN_BITS,
     SeenLabels, SeriesError, decode_write, decode_write_with, is_stale_marker,

@@ -1,5 +1,8 @@
 //! Snappy *block* bodies (`snap::raw`) with a size bound checked before anything is allocated.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::error::PromError;
 
 /// Prometheus's own limit on a decoded remote-write body.
@@ -19,12 +22,54 @@ pub fn declared_len(body: &[u8]) -> Result<usize, PromError> {
 /// threads: reusing the buffer keeps its pages, where a new one per request is pages the
 /// allocator hands back to the OS and faults in again (issue 18: a fifth of the page faults of
 /// a remote-write ingest). A larger body's buffer is freed; Prometheus' own requests decode to
-/// a few hundred kilobytes (2,000 samples), the benchmark's
-/// 50,000-sample ones about 8 MB.
+/// a few hundred kilobytes (2,000 samples), the benchmark's 50,000-sample ones about 8 MB.
 pub const REUSED_BUFFER_MAX: usize = 16 << 20;
 
+/// Bytes of buffers kept across all threads: a pool that grew to many threads for other work
+/// must not keep [`REUSED_BUFFER_MAX`] each; past this a buffer is freed after its body.
+pub const REUSED_BUFFERS_TOTAL: usize = 64 << 20;
+
+/// Capacity of the buffers kept ([`Kept`]) now, across threads.
+static KEPT_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// A buffer a thread keeps between bodies, counted in [`KEPT_BYTES`] until it is taken back
+/// or its thread ends.
+#[derive(Default)]
+struct Kept {
+    buffer: Vec<u8>,
+}
+
+impl Kept {
+    /// Keeps `buffer` if it is small enough and the total allows; else frees it.
+    fn keep(mut buffer: Vec<u8>) -> Option<Kept> {
+        let bytes = buffer.capacity();
+        if bytes > REUSED_BUFFER_MAX {
+            return None;
+        }
+        if KEPT_BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes > REUSED_BUFFERS_TOTAL {
+            KEPT_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+            return None;
+        }
+        buffer.clear();
+        Some(Kept { buffer })
+    }
+
+    /// The buffer, no longer counted.
+    fn into_buffer(mut self) -> Vec<u8> {
+        let buffer = std::mem::take(&mut self.buffer);
+        KEPT_BYTES.fetch_sub(buffer.capacity(), Ordering::Relaxed);
+        buffer
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        KEPT_BYTES.fetch_sub(self.buffer.capacity(), Ordering::Relaxed);
+    }
+}
+
 thread_local! {
-    static DECODED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static DECODED: Cell<Kept> = Cell::new(Kept::default());
 }
 
 /// The declared length of a snappy block body, refused above `max` or above what its size can
@@ -77,11 +122,10 @@ pub fn with_decompressed<T>(
     f: impl FnOnce(&[u8]) -> Result<T, PromError>,
 ) -> Result<T, PromError> {
     // Taken out for the call: `f` may decode another body on this thread.
-    let mut buffer = DECODED.with(std::cell::Cell::take);
+    let mut buffer = DECODED.with(Cell::take).into_buffer();
     let result = decompress_into(body, max, &mut buffer).and_then(|()| f(&buffer));
-    if buffer.capacity() <= REUSED_BUFFER_MAX {
-        buffer.clear();
-        DECODED.with(|kept| kept.set(buffer));
+    if let Some(kept) = Kept::keep(buffer) {
+        DECODED.with(|slot| slot.set(kept));
     }
     result
 }
@@ -91,10 +135,10 @@ mod tests {
     use super::*;
 
     fn kept_capacity() -> usize {
-        DECODED.with(|kept| {
-            let buffer = kept.take();
-            let capacity = buffer.capacity();
-            kept.set(buffer);
+        DECODED.with(|slot| {
+            let kept = slot.take();
+            let capacity = kept.buffer.capacity();
+            slot.set(kept);
             capacity
         })
     }
@@ -128,6 +172,33 @@ mod tests {
             .expect("decodes");
         assert_eq!(n, REUSED_BUFFER_MAX + 1);
         assert_eq!(kept_capacity(), 0);
+    }
+
+    #[test]
+    fn buffers_kept_across_threads_stay_within_the_total() {
+        // Five threads each keep a 15 MiB buffer if the total allows: four fit in 64 MiB
+        // (the other tests' buffers are a few hundred kilobytes), the fifth is freed.
+        let len = 15 << 20;
+        let body = std::sync::Arc::new(body(len));
+        let decoded = std::sync::Arc::new(std::sync::Barrier::new(5));
+        let counted = std::sync::Arc::new(std::sync::Barrier::new(5));
+        let threads: Vec<_> = (0..5)
+            .map(|_| {
+                let (body, decoded, counted) = (body.clone(), decoded.clone(), counted.clone());
+                std::thread::spawn(move || {
+                    with_decompressed(&body, DEFAULT_MAX_DECODED_LEN, |raw| Ok(raw.len()))
+                        .expect("decodes");
+                    decoded.wait();
+                    let kept = kept_capacity();
+                    // Each thread holds its buffer until all have looked.
+                    counted.wait();
+                    kept
+                })
+            })
+            .collect();
+        let kept: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(kept.iter().filter(|&&k| k == len).count(), 4, "{kept:?}");
+        assert_eq!(kept.iter().filter(|&&k| k == 0).count(), 1, "{kept:?}");
     }
 
     #[test]
