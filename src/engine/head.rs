@@ -470,10 +470,11 @@ impl Head {
             last_secs: self.newest_secs,
             written_round: self.round,
         };
-        let reused = self
-            .free
-            .pop()
-            .and_then(|id| Some((id, self.slots.get_mut(id as usize)?)));
+        let reused = self.free.pop().and_then(|id| {
+            let free = self.slots.get_mut(id as usize);
+            debug_assert!(free.is_some(), "free slot {id} past the slots");
+            Some((id, free?))
+        });
         let id = match reused {
             Some((id, free)) => {
                 *free = Some(entry);

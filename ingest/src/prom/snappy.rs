@@ -32,39 +32,50 @@ pub const REUSED_BUFFERS_TOTAL: usize = 64 << 20;
 /// Capacity of the buffers kept ([`Kept`]) now, across threads.
 static KEPT_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-/// A buffer a thread keeps between bodies, counted in [`KEPT_BYTES`] until it is taken back
-/// or its thread ends.
-#[derive(Default)]
+/// A buffer a thread keeps between bodies, counted in `counter` ([`KEPT_BYTES`] but in tests)
+/// until it is taken back or its thread ends.
 struct Kept {
     buffer: Vec<u8>,
+    counter: &'static AtomicUsize,
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Self {
+            buffer: Vec::new(),
+            counter: &KEPT_BYTES,
+        }
+    }
 }
 
 impl Kept {
-    /// Keeps `buffer` if it is small enough and the total allows; else frees it.
-    fn keep(mut buffer: Vec<u8>) -> Option<Kept> {
+    /// Keeps `buffer` if it is at most [`REUSED_BUFFER_MAX`] and `counter` stays within
+    /// `total` with it; else frees it.
+    fn keep(mut buffer: Vec<u8>, counter: &'static AtomicUsize, total: usize) -> Option<Kept> {
         let bytes = buffer.capacity();
         if bytes > REUSED_BUFFER_MAX {
             return None;
         }
-        if KEPT_BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes > REUSED_BUFFERS_TOTAL {
-            KEPT_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+        if counter.fetch_add(bytes, Ordering::Relaxed) + bytes > total {
+            counter.fetch_sub(bytes, Ordering::Relaxed);
             return None;
         }
         buffer.clear();
-        Some(Kept { buffer })
+        Some(Kept { buffer, counter })
     }
 
     /// The buffer, no longer counted.
     fn into_buffer(mut self) -> Vec<u8> {
         let buffer = std::mem::take(&mut self.buffer);
-        KEPT_BYTES.fetch_sub(buffer.capacity(), Ordering::Relaxed);
+        self.counter.fetch_sub(buffer.capacity(), Ordering::Relaxed);
         buffer
     }
 }
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        KEPT_BYTES.fetch_sub(self.buffer.capacity(), Ordering::Relaxed);
+        self.counter
+            .fetch_sub(self.buffer.capacity(), Ordering::Relaxed);
     }
 }
 
@@ -96,9 +107,11 @@ fn checked_len(body: &[u8], max: usize) -> Result<usize, PromError> {
 fn decompress_into(body: &[u8], max: usize, out: &mut Vec<u8>) -> Result<(), PromError> {
     let len = checked_len(body, max)?;
     out.clear();
-    // Exactly: grown by doubling, a reused buffer would soon pass
-    // `REUSED_BUFFER_MAX` and be dropped.
-    out.reserve_exact(len);
+    if out.capacity() < len {
+        // A new buffer of exactly the size: grown by doubling, a reused one would soon pass
+        // `REUSED_BUFFER_MAX` and be dropped, and growing it would copy its old bytes.
+        *out = Vec::with_capacity(len);
+    }
     out.resize(len, 0);
     let n = snap::raw::Decoder::new()
         .decompress(body, out)
@@ -124,7 +137,7 @@ pub fn with_decompressed<T>(
     // Taken out for the call: `f` may decode another body on this thread.
     let mut buffer = DECODED.with(Cell::take).into_buffer();
     let result = decompress_into(body, max, &mut buffer).and_then(|()| f(&buffer));
-    if let Some(kept) = Kept::keep(buffer) {
+    if let Some(kept) = Kept::keep(buffer, &KEPT_BYTES, REUSED_BUFFERS_TOTAL) {
         DECODED.with(|slot| slot.set(kept));
     }
     result
@@ -175,30 +188,39 @@ mod tests {
     }
 
     #[test]
-    fn buffers_kept_across_threads_stay_within_the_total() {
-        // Five threads each keep a 15 MiB buffer if the total allows: four fit in 64 MiB
-        // (the other tests' buffers are a few hundred kilobytes), the fifth is freed.
-        let len = 15 << 20;
-        let body = std::sync::Arc::new(body(len));
-        let decoded = std::sync::Arc::new(std::sync::Barrier::new(5));
-        let counted = std::sync::Arc::new(std::sync::Barrier::new(5));
-        let threads: Vec<_> = (0..5)
-            .map(|_| {
-                let (body, decoded, counted) = (body.clone(), decoded.clone(), counted.clone());
-                std::thread::spawn(move || {
-                    with_decompressed(&body, DEFAULT_MAX_DECODED_LEN, |raw| Ok(raw.len()))
-                        .expect("decodes");
-                    decoded.wait();
-                    let kept = kept_capacity();
-                    // Each thread holds its buffer until all have looked.
-                    counted.wait();
-                    kept
-                })
-            })
+    fn buffers_kept_stay_within_the_total_and_leave_it_when_dropped() {
+        // Its own counter: the tests of this binary decode on other threads meanwhile.
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let total = 4 * 1000;
+        let kept: Vec<Kept> = (0..4)
+            .map(|_| Kept::keep(Vec::with_capacity(1000), &COUNTER, total).expect("fits"))
             .collect();
-        let kept: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        assert_eq!(kept.iter().filter(|&&k| k == len).count(), 4, "{kept:?}");
-        assert_eq!(kept.iter().filter(|&&k| k == 0).count(), 1, "{kept:?}");
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 4000);
+        assert!(Kept::keep(Vec::with_capacity(1000), &COUNTER, total).is_none());
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 4000);
+        let mut kept = kept.into_iter();
+        // Taken back for a body, a buffer is no longer counted; dropped (its thread ended),
+        // neither.
+        let taken = kept.next().map(Kept::into_buffer).expect("kept");
+        assert_eq!(
+            (taken.capacity(), COUNTER.load(Ordering::Relaxed)),
+            (1000, 3000)
+        );
+        drop(kept.next());
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 2000);
+        let again = Kept::keep(taken, &COUNTER, total).expect("room again");
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 3000);
+        // One over the per-buffer bound is never kept, whatever the total.
+        assert!(
+            Kept::keep(
+                Vec::with_capacity(REUSED_BUFFER_MAX + 1),
+                &COUNTER,
+                usize::MAX
+            )
+            .is_none()
+        );
+        drop((again, kept));
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -221,12 +221,6 @@ fn decode_request(
     seen: &mut impl FnMut(&[&[u8]]) -> Vec<SeenLabels>,
 ) -> Result<RemoteWrite, PromError> {
     let mut out = RemoteWrite::default();
-    // Sized once from a count of the series (a pass over field headers only): grown by
-    // doubling, the known series' list was a tenth of a remote-write ingest's page faults
-    // (issue 18). Not beyond what the body can hold of storable series (a `__name__` label
-    // and a sample are more than `MIN_SERIES_BYTES`), whatever count of empty ones it holds.
-    let series = count_series(raw)?.min(raw.len() / MIN_SERIES_BYTES);
-    out.known.reserve_exact(series);
     let mut fields = FieldReader::new(raw);
     let mut scratch = Scratch::default();
     let mut chunk: Vec<&[u8]> = Vec::new();
@@ -269,6 +263,9 @@ fn decode_request(
             .collect();
         let answers = seen(&records);
         drop(records);
+        if out.known.capacity() == 0 {
+            reserve_known(&mut out.known, &chunk, &answers, fields.rest().len());
+        }
         for (i, series) in chunk.iter().enumerate() {
             let seen = answers.get(i).copied().unwrap_or(SeenLabels::New(0));
             decode_series(index, series, limits, seen, &mut scratch, &mut out)?;
@@ -278,18 +275,25 @@ fn decode_request(
     Ok(out)
 }
 
-/// Fewer bytes than any `TimeSeries` with a `__name__` label and a sample takes.
-const MIN_SERIES_BYTES: usize = 24;
-
-/// The `timeseries` fields of a `WriteRequest` (the other fields' headers are read, their
-/// payloads skipped).
-fn count_series(raw: &[u8]) -> Result<usize, PromError> {
-    let mut fields = FieldReader::new(raw);
-    let mut series = 0;
-    while let Some((number, _)) = fields.next()? {
-        series += usize::from(number == 1);
+/// Reserves the known series' list once, at the first chunk with a known series, for as many
+/// known series per byte in the rest of the body as in that chunk: grown by doubling, the list
+/// was a tenth of a remote-write ingest's page faults (issue 18). Scaled by the chunk's known
+/// series and their bytes, so that a body of new or empty series reserves nothing for them.
+fn reserve_known(
+    known: &mut Vec<KnownSeries>,
+    chunk: &[&[u8]],
+    answers: &[SeenLabels],
+    rest_bytes: usize,
+) {
+    let found = answers
+        .iter()
+        .filter(|a| matches!(a, SeenLabels::Known(_)))
+        .count();
+    if found == 0 {
+        return;
     }
-    Ok(series)
+    let chunk_bytes = chunk.iter().map(|s| s.len()).sum::<usize>().max(1);
+    known.reserve_exact(found + rest_bytes.saturating_mul(found) / chunk_bytes);
 }
 
 /// A series' labels and samples as read, borrowed from the decoded body, and its mapped

@@ -544,11 +544,14 @@ impl Engine {
                 if !scan.take(pts.len()) {
                     return Ok((out, first_ms(first)));
                 }
-                if !reserved {
+                if !reserved && pick.is_none() {
                     // Room for the points of this hour and the later ones,
                     // once: grown hour by hour, a day of a series was a
                     // chain of copies into fresh memory (most of a
-                    // whole-day query's page faults).
+                    // whole-day query's page faults). Not when later hours
+                    // may stand as summaries, which add no points; beyond
+                    // the point budget it is at most one series' hours in
+                    // the head.
                     reserved = true;
                     let rest: usize = e.hours[i..]
                         .iter()
