@@ -128,7 +128,7 @@ pub fn decompress(body: &[u8], max: usize) -> Result<Vec<u8>, PromError> {
 }
 
 /// [`decompress`], handing the decoded bytes to `f` in a buffer this thread keeps for its next
-/// body (up to [`REUSED_BUFFER_MAX`]).
+/// body (up to [`REUSED_BUFFER_MAX`], and [`REUSED_BUFFERS_TOTAL`] across threads).
 pub fn with_decompressed<T>(
     body: &[u8],
     max: usize,

@@ -515,8 +515,22 @@ impl Engine {
             }
             let had_frozen = out.contains_key(&e.key[..]);
             let entry = out.entry(e.key.to_vec()).or_default();
-            let mut reserved = false;
-            for (i, hour) in e.hours.iter().enumerate().filter(|(_, h)| in_range(h.base)) {
+            if pick.is_none() {
+                // Every hour read is decoded (none can stand as a
+                // summary): room for all their points at once. Grown hour
+                // by hour, a day of a series was a chain of copies into
+                // fresh memory (most of a whole-day query's page faults).
+                // Past the point budget this is at most one series' hours
+                // in the head.
+                entry.points.reserve(
+                    e.hours
+                        .iter()
+                        .filter(|h| in_range(h.base))
+                        .map(|h| h.chunk.len() + h.ooo.len())
+                        .sum(),
+                );
+            }
+            for hour in e.hours.iter().filter(|h| in_range(h.base)) {
                 first = first.min(hour.base);
                 let base_ms = i64::from(hour.base) * 1000;
                 let summary = match (pick, hour.value_range()) {
@@ -543,22 +557,6 @@ impl Engine {
                 let pts = hour.points();
                 if !scan.take(pts.len()) {
                     return Ok((out, first_ms(first)));
-                }
-                if !reserved && pick.is_none() {
-                    // Room for the points of this hour and the later ones,
-                    // once: grown hour by hour, a day of a series was a
-                    // chain of copies into fresh memory (most of a
-                    // whole-day query's page faults). Not when later hours
-                    // may stand as summaries, which add no points; beyond
-                    // the point budget it is at most one series' hours in
-                    // the head.
-                    reserved = true;
-                    let rest: usize = e.hours[i..]
-                        .iter()
-                        .filter(|h| in_range(h.base))
-                        .map(|h| h.chunk.len() + h.ooo.len())
-                        .sum();
-                    entry.points.reserve(rest);
                 }
                 push_row(&mut entry.points, hour.base, &pts);
             }
