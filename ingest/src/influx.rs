@@ -52,6 +52,7 @@ use std::fmt;
 use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
+use crate::refusals::Refusals;
 use crate::timestamp::{TimestampError, timestamp_from_millis, timestamp_from_secs};
 use crate::validate::{CheckError, NameError, check_series, validate_name};
 
@@ -257,10 +258,6 @@ pub struct LineError {
     pub reason: InfluxError,
 }
 
-/// Refused lines kept with their text and reason in an [`InfluxBatch`]; the others are only
-/// counted, so that a body of many tiny bad lines costs no more than its size.
-pub const MAX_LINE_ERRORS: usize = 100;
-
 /// Bytes of a refused line shown in its error; a longer line is cut and ends with `…`, so that
 /// the answer to a body of a few huge bad lines stays small.
 pub const MAX_SHOWN_LINE: usize = 1024;
@@ -297,10 +294,8 @@ impl fmt::Display for LineError {
 pub struct InfluxBatch<'a> {
     /// Accepted lines, in input order.
     pub lines: Vec<InfluxLine<'a>>,
-    /// Refused lines, in input order: the first [`MAX_LINE_ERRORS`] of them.
-    pub errors: Vec<LineError>,
-    /// Every line refused (those in `errors` too).
-    pub refused_lines: usize,
+    /// Refused lines, in input order: the first [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one counted.
+    pub errors: Refusals<LineError>,
     /// String fields skipped on accepted lines (not numbers, so not stored).
     pub string_fields: usize,
     /// The body had no bytes at all (2.x answers `writing requires points`).
@@ -330,23 +325,12 @@ impl InfluxBatch<'_> {
     /// line, separated by `\n`), then `and N more lines refused` for those only counted; or
     /// `None` when every line was accepted.
     pub fn error_text(&self) -> Option<String> {
-        if self.errors.is_empty() {
-            return None;
-        }
-        let mut lines: Vec<String> = self.errors.iter().map(LineError::to_string).collect();
-        let more = self.refused_lines.saturating_sub(self.errors.len());
-        if more > 0 {
-            lines.push(format!("and {more} more lines refused"));
-        }
-        Some(lines.join("\n"))
+        self.errors.text(LineError::to_string, "lines")
     }
 
-    /// Counts a refused line, and keeps it while fewer than [`MAX_LINE_ERRORS`] are kept.
+    /// Counts a refused line, and keeps it while fewer than [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept.
     pub fn refuse(&mut self, line_no: usize, entry: &[u8], reason: InfluxError) {
-        self.refused_lines += 1;
-        if self.errors.len() < MAX_LINE_ERRORS {
-            self.errors.push(LineError::new(line_no, entry, reason));
-        }
+        self.errors.push(LineError::new(line_no, entry, reason));
     }
 }
 
@@ -914,6 +898,7 @@ fn build<'a>(
 #[allow(clippy::unwrap_used, clippy::excessive_precision)]
 mod tests {
     use super::*;
+    use crate::refusals::MAX_KEPT;
 
     const NOW: i64 = 1_700_000_000_123;
 
@@ -1408,7 +1393,7 @@ mod tests {
         let batch = parse_body(body, Precision::Nanoseconds, NOW, &Limits::default());
         assert_eq!(batch.lines.len(), 2);
         assert_eq!(
-            batch.errors,
+            batch.errors.to_vec(),
             vec![
                 LineError {
                     line_no: 4,
@@ -1460,8 +1445,8 @@ mod tests {
         let mut body = b"x\n".repeat(1000);
         body.extend_from_slice(b"cpu,h=a v=1 1700000000000000000\n");
         let batch = parse_body(&body, Precision::Nanoseconds, NOW, &Limits::default());
-        assert_eq!(batch.errors.len(), MAX_LINE_ERRORS);
-        assert_eq!(batch.refused_lines, 1000);
+        assert_eq!(batch.errors.len(), MAX_KEPT);
+        assert_eq!(batch.errors.count(), 1000);
         assert_eq!(batch.accepted_lines, 1);
         assert_eq!(batch.first_error_line(), Some(1));
         assert_eq!(batch.errors[99].line_no, 100);
@@ -1474,7 +1459,7 @@ mod tests {
             text.ends_with("unable to parse 'x': missing fields\nand 900 more lines refused"),
             "{text}"
         );
-        assert_eq!(text.lines().count(), MAX_LINE_ERRORS + 1);
+        assert_eq!(text.lines().count(), MAX_KEPT + 1);
     }
 
     #[test]
@@ -1486,7 +1471,7 @@ mod tests {
             NOW,
             &Limits::default(),
         );
-        assert_eq!(batch.refused_lines, 1);
+        assert_eq!(batch.errors.count(), 1);
         let shown = &batch.errors[0].line;
         assert_eq!(shown.len(), MAX_SHOWN_LINE + "…".len());
         assert!(

@@ -29,6 +29,7 @@
 //! * [`name_chars`] — the characters a stored name may hold, `%XX` escapes included.
 //! * [`messages`] — OpenTSDB's per-point `/api/put` error texts.
 //! * [`limits`] — the bounds applied while parsing ([`Limits`]).
+//! * [`refusals`] — what a request had refused, the first hundred with their reasons ([`Refusals`]).
 //! * `java` — Java's `toString` formats that OpenTSDB's error texts quote.
 
 pub mod influx;
@@ -43,6 +44,7 @@ pub mod number;
 pub mod point;
 pub mod port;
 pub mod prom;
+pub mod refusals;
 pub mod rollup;
 pub mod selector;
 pub mod telnet;
@@ -54,6 +56,7 @@ pub use limits::{DEFAULT_MAX_NAME_LEN, Limits};
 pub use names::{decode_name, encode_name};
 pub use number::{ValueError, parse_long, parse_value};
 pub use point::{Point, PutError, Timestamp, Value};
+pub use refusals::Refusals;
 pub use rollup::{RollupPoint, RollupSpec};
 pub use telnet::{
     Command, FastPut, LineResult, fast_import, fast_put, next_line, parse_import_line, parse_line,

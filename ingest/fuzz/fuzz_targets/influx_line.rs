@@ -3,9 +3,8 @@
 //! with must never panic, and every point they return must pass `check_point`.
 #![no_main]
 
-use hourglass_ingest::influx::{
-    MAX_LINE_ERRORS, MAX_SHOWN_LINE, Precision, parse_body, parse_line,
-};
+use hourglass_ingest::influx::{MAX_SHOWN_LINE, Precision, parse_body, parse_line};
+use hourglass_ingest::refusals::MAX_KEPT;
 use hourglass_ingest::port::{classify_line, sniff_connection};
 use hourglass_ingest::{Limits, check_point};
 use libfuzzer_sys::fuzz_target;
@@ -27,7 +26,7 @@ fn body(data: &[u8], precision: Precision, limits: &Limits) {
         let _ = e.to_string();
     }
     // Refusals are counted, and kept only up to the bound.
-    assert_eq!(batch.errors.len(), batch.refused_lines.min(MAX_LINE_ERRORS));
+    assert_eq!(batch.errors.len(), batch.errors.count().min(MAX_KEPT));
     // What the server builds its answer from (src/server/api/influx.rs).
     assert_eq!(batch.error_text().is_none(), batch.errors.is_empty());
     assert_eq!(

@@ -35,9 +35,9 @@
 //!   client's fault, Prometheus drops the batch instead of retrying). A series that cannot be
 //!   stored (no `__name__`, no other label, too many labels, a duplicate label name) or a sample
 //!   whose timestamp is refused is reported in [`RemoteWrite::errors`] (the first
-//!   [`MAX_SERIES_ERRORS`]; the others are counted, so that many tiny bad series cost no more
-//!   than their count); the rest is written and [`RemoteWrite::status`] answers 400 so that
-//!   Prometheus logs it and does not resend.
+//!   [`crate::refusals::MAX_KEPT`]; the others are counted, so that many tiny bad series cost
+//!   no more than their count); the rest is written and [`RemoteWrite::status`] answers 400 so
+//!   that Prometheus logs it and does not resend.
 //!
 //! # Remote read ([`decode_read`], [`encode_read_response`])
 //!
@@ -71,6 +71,6 @@ pub use snappy::{
     DEFAULT_MAX_DECODED_LEN, REUSED_BUFFER_MAX, REUSED_BUFFERS_TOTAL, declared_len, decompress,
 };
 pub use write::{
-    KnownSeries, LOOKUP_CHUNK, MAX_SERIES_ERRORS, PromSeries, RemoteWrite, STALE_NAN_BITS,
-    SeenLabels, SeriesError, decode_write, decode_write_with, is_stale_marker,
+    KnownSeries, LOOKUP_CHUNK, PromSeries, RemoteWrite, STALE_NAN_BITS, SeenLabels, SeriesError,
+    decode_write, decode_write_with, is_stale_marker,
 };

@@ -94,7 +94,7 @@ fn write_maps_series() {
         metadata: Vec::new(),
     };
     let w = write(&req).unwrap();
-    assert_eq!(w.errors, Vec::new());
+    assert_eq!(w.errors.to_vec(), Vec::new());
     assert_eq!(w.series.len(), 2);
     let s = &w.series[0];
     assert_eq!(s.metric(), "http_requests_total");
@@ -144,7 +144,7 @@ fn staleness_markers_and_non_finite_values_are_stored_bit_for_bit() {
         metadata: Vec::new(),
     };
     let w = write(&req).unwrap();
-    assert_eq!(w.errors, Vec::new());
+    assert_eq!(w.errors.to_vec(), Vec::new());
     assert_eq!(w.series.len(), 2);
     let bits = |i: usize| -> Vec<(u64, u64)> {
         w.series[i]
@@ -250,7 +250,7 @@ fn series_errors() {
     };
     let w = write(&req).unwrap();
     assert_eq!(
-        w.errors,
+        w.errors.to_vec(),
         vec![
             SeriesError {
                 index: 0,
@@ -537,7 +537,7 @@ fn labels_out_of_order_are_mapped_in_their_order_and_duplicates_found() {
         vec![("zone", "a"), ("job", "x")]
     );
     assert_eq!(
-        w.errors,
+        w.errors.to_vec(),
         vec![SeriesError {
             index: 1,
             message: "duplicate label name \"job\"".to_owned(),
@@ -739,8 +739,8 @@ fn refusals_past_the_first_hundred_are_counted_not_kept() {
         metadata: Vec::new(),
     })
     .unwrap();
-    assert_eq!(w.errors.len(), MAX_SERIES_ERRORS);
-    assert_eq!((w.refused_series, w.refused_samples), (1000, 1000));
+    assert_eq!(w.errors.len(), crate::refusals::MAX_KEPT);
+    assert_eq!((w.errors.count(), w.refused_samples), (1000, 1000));
     assert_eq!(w.status(), 400);
     let text = w.error_text().unwrap();
     assert!(text.starts_with("series 0: missing metric name"), "{text}");

@@ -14,6 +14,7 @@ use super::wire::{Field, FieldReader, expect_bytes, wrong_wire_type};
 use crate::limits::Limits;
 use crate::names::encode_name;
 use crate::point::{Point, Timestamp, Value};
+use crate::refusals::Refusals;
 use crate::timestamp::timestamp_from_millis;
 use crate::validate::check_series;
 
@@ -116,10 +117,9 @@ pub struct RemoteWrite {
     pub series: Vec<PromSeries>,
     /// Series with at least one storable sample that the caller knew by their labels.
     pub known: Vec<KnownSeries>,
-    /// Series or samples refused, the first [`MAX_SERIES_ERRORS`] of them.
-    pub errors: Vec<SeriesError>,
-    /// Every series refused, or with samples refused (those in `errors` too).
-    pub refused_series: usize,
+    /// Series refused, or with samples refused: the first [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one
+    /// counted.
+    pub errors: Refusals<SeriesError>,
     /// Every sample refused.
     pub refused_samples: usize,
     /// Exemplars ignored.
@@ -146,40 +146,23 @@ impl RemoteWrite {
     /// The status to answer once the points are written: 204, or 400 when some series or
     /// samples were refused (resending would not help, so Prometheus must not retry).
     pub fn status(&self) -> u16 {
-        if self.refused_series == 0 { 204 } else { 400 }
+        if self.errors.count() == 0 { 204 } else { 400 }
     }
 
     /// The refusals, one line each (`series <i>: <message>`), then how many more were
     /// refused, for a 400 body; `None` if none.
     pub fn error_text(&self) -> Option<String> {
-        if self.refused_series == 0 {
-            return None;
-        }
-        let mut lines: Vec<String> = self
-            .errors
-            .iter()
-            .map(|e| format!("series {}: {}", e.index, e.message))
-            .collect();
-        let more = self.refused_series.saturating_sub(self.errors.len());
-        if more > 0 {
-            lines.push(format!("and {more} more series refused"));
-        }
-        Some(lines.join("\n"))
+        self.errors
+            .text(|e| format!("series {}: {}", e.index, e.message), "series")
     }
 
-    /// Counts a refusal, and keeps it while there are fewer than [`MAX_SERIES_ERRORS`]: a
-    /// request of many tiny bad series must not cost many times its size.
+    /// Counts a refusal and its samples, and keeps it while fewer than [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept:
+    /// a request of many tiny bad series must not cost many times its size.
     fn refuse(&mut self, error: SeriesError) {
-        self.refused_series += 1;
         self.refused_samples += error.samples;
-        if self.errors.len() < MAX_SERIES_ERRORS {
-            self.errors.push(error);
-        }
+        self.errors.push(error);
     }
 }
-
-/// Refusals kept with their reason per request; the others are counted.
-pub const MAX_SERIES_ERRORS: usize = 100;
 
 /// Series whose label records are handed to the caller at once ([`decode_write_with`]):
 /// the lookups' memory stays bounded however many series a request holds.

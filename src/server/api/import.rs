@@ -31,8 +31,8 @@ use crate::server::series_cache::CacheKey;
 use crate::server::write::{PointSink, Protocol, WriteBatch};
 use crate::uid::UidError;
 
-/// Errors listed in one answer.
-pub const MAX_REPORTED: usize = 100;
+/// Errors listed in one answer: as many as every write format lists.
+pub const MAX_REPORTED: usize = hourglass_ingest::refusals::MAX_KEPT;
 
 pub async fn import(
     State(ctx): State<Arc<Ctx>>,

@@ -227,11 +227,11 @@ async fn write(
                 .influx_string_fields
                 .inc_by(lines.string_fields as u64);
         }
-        if lines.refused_lines > 0 {
+        if lines.errors.count() > 0 {
             ctx.metrics
                 .points_rejected
                 .with_label_values(&["invalid"])
-                .inc_by(lines.refused_lines as u64);
+                .inc_by(lines.errors.count() as u64);
         }
         let answer = InfluxResponse::for_batch(api, lines);
         if !answer.write_points || parsed.points.is_empty() {
@@ -284,7 +284,7 @@ async fn write(
             let named: Vec<String> = written
                 .errors
                 .iter()
-                .take(100)
+                .take(hourglass_ingest::refusals::MAX_KEPT)
                 .map(|r| {
                     format!(
                         "unable to write '{}': {}",
