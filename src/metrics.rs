@@ -36,6 +36,7 @@ pub struct Metrics {
     pub series_evicted: IntCounter,
     pub series_created: IntCounter,
     pub registry_bytes: IntGauge,
+    pub prom_write_buffer_bytes: IntGauge,
     pub flushes: IntCounter,
     pub flushed_rows: IntCounter,
     pub rollup_values: IntCounter,
@@ -178,6 +179,11 @@ impl Metrics {
                 &r,
                 "hourglass_series_registry_bytes",
                 "Bytes the series registry holds (entries, keys, lookup tables; not the points)",
+            ),
+            prom_write_buffer_bytes: gauge(
+                &r,
+                "hourglass_prom_write_buffer_bytes",
+                "Bytes of decoded remote-write bodies the server's threads keep for their next body (at most 64 MiB in all)",
             ),
             compactions: counter(
                 &r,

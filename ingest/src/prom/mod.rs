@@ -69,6 +69,7 @@ pub use read::{
 };
 pub use snappy::{
     DEFAULT_MAX_DECODED_LEN, REUSED_BUFFER_MAX, REUSED_BUFFERS_TOTAL, declared_len, decompress,
+    kept_buffer_bytes,
 };
 pub use write::{
     KnownSeries, LOOKUP_CHUNK, PromSeries, RemoteWrite, STALE_NAN_BITS, SeenLabels, SeriesError,

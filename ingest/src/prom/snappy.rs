@@ -32,6 +32,12 @@ pub const REUSED_BUFFERS_TOTAL: usize = 64 << 20;
 /// Capacity of the buffers kept ([`Kept`]) now, across threads.
 static KEPT_BYTES: AtomicUsize = AtomicUsize::new(0);
 
+/// Bytes of decoded-body buffers threads keep for their next body now
+/// (`hourglass_prom_write_buffer_bytes`), at most [`REUSED_BUFFERS_TOTAL`].
+pub fn kept_buffer_bytes() -> usize {
+    KEPT_BYTES.load(Ordering::Relaxed)
+}
+
 /// A buffer a thread keeps between bodies, counted in `counter` ([`KEPT_BYTES`] but in tests)
 /// until it is taken back or its thread ends.
 struct Kept {

@@ -87,6 +87,9 @@ pub async fn stats_query(State(ctx): State<Arc<Ctx>>) -> Response {
 pub async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
     // The head lock is off the reactor; a scrape shows the registry as it
     // is, not as the last flush round left it.
+    ctx.metrics
+        .prom_write_buffer_bytes
+        .set(hourglass_ingest::prom::kept_buffer_bytes() as i64);
     let engine = Arc::clone(&ctx.engine);
     if let Err(e) = blocking(move || {
         engine.refresh_gauges();
