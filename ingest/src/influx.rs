@@ -294,7 +294,8 @@ impl fmt::Display for LineError {
 pub struct InfluxBatch<'a> {
     /// Accepted lines, in input order.
     pub lines: Vec<InfluxLine<'a>>,
-    /// Refused lines, in input order: the first [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one counted.
+    /// Refused lines, in input order: the first
+    /// [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one counted.
     pub errors: Refusals<LineError>,
     /// String fields skipped on accepted lines (not numbers, so not stored).
     pub string_fields: usize,
@@ -328,7 +329,8 @@ impl InfluxBatch<'_> {
         self.errors.text(LineError::to_string, "lines")
     }
 
-    /// Counts a refused line, and keeps it while fewer than [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept.
+    /// Counts a refused line, and keeps it while fewer than
+    /// [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept.
     pub fn refuse(&mut self, line_no: usize, entry: &[u8], reason: InfluxError) {
         self.errors.push(LineError::new(line_no, entry, reason));
     }

@@ -18,7 +18,7 @@ pub fn declared_len(body: &[u8]) -> Result<usize, PromError> {
 }
 
 /// Decoded bodies up to this size leave their buffer to the next body decoded on the same
-/// thread ([`with_decompressed`]). A server decodes request after request on a small pool of
+/// thread (`with_decompressed`). A server decodes request after request on a small pool of
 /// threads: reusing the buffer keeps its pages, where a new one per request is pages the
 /// allocator hands back to the OS and faults in again (issue 18: a fifth of the page faults of
 /// a remote-write ingest). A larger body's buffer is freed; Prometheus' own requests decode to

@@ -117,8 +117,8 @@ pub struct RemoteWrite {
     pub series: Vec<PromSeries>,
     /// Series with at least one storable sample that the caller knew by their labels.
     pub known: Vec<KnownSeries>,
-    /// Series refused, or with samples refused: the first [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one
-    /// counted.
+    /// Series refused, or with samples refused: the first
+    /// [`MAX_KEPT`](crate::refusals::MAX_KEPT) kept, every one counted.
     pub errors: Refusals<SeriesError>,
     /// Every sample refused.
     pub refused_samples: usize,
@@ -156,8 +156,9 @@ impl RemoteWrite {
             .text(|e| format!("series {}: {}", e.index, e.message), "series")
     }
 
-    /// Counts a refusal and its samples, and keeps it while fewer than [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept:
-    /// a request of many tiny bad series must not cost many times its size.
+    /// Counts a refusal and its samples, and keeps it while fewer than
+    /// [`MAX_KEPT`](crate::refusals::MAX_KEPT) are kept: a request of many tiny bad series
+    /// must not cost many times its size.
     fn refuse(&mut self, error: SeriesError) {
         self.refused_samples += error.samples;
         self.errors.push(error);
