@@ -183,7 +183,10 @@ impl Metrics {
             prom_write_buffer_bytes: gauge(
                 &r,
                 "hourglass_prom_write_buffer_bytes",
-                "Bytes of decoded remote-write bodies the server's threads keep for their next body (at most 64 MiB in all)",
+                &format!(
+                    "Bytes of decoded remote-write bodies the server's threads keep for their next body (at most {} MiB in all)",
+                    hourglass_ingest::prom::REUSED_BUFFERS_TOTAL >> 20
+                ),
             ),
             compactions: counter(
                 &r,

@@ -85,9 +85,8 @@ mod tests {
         assert_eq!(slots.len(), n);
         assert_eq!(slots.capacity(), 3 * PAGE);
         let first_of_page = slots.get(PAGE).map(|s| s as *const Option<u64>);
-        for i in 0..PAGE {
+        for _ in 0..PAGE {
             slots.push(None);
-            let _ = i;
         }
         // A page never reallocates: an entry's address holds.
         assert_eq!(

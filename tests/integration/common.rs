@@ -355,6 +355,15 @@ impl Server {
         self.http("GET", path, &[], b"")
     }
 
+    /// An unlabelled sample of `/metrics`, scraped now.
+    pub fn metric(&self, name: &str) -> u64 {
+        let text = self.get("/metrics").text();
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    }
+
     pub fn post_json(&self, path: &str, body: &str) -> Response {
         self.http(
             "POST",

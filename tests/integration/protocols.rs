@@ -851,13 +851,7 @@ fn repeated_remote_write_series_read_back_exact_values() {
     // The thread that decoded the last body keeps its buffer for the next
     // one (until it has been idle for a while and ends), and /metrics
     // shows what is kept.
-    let metrics = s.get("/metrics").text();
-    let kept: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("hourglass_prom_write_buffer_bytes "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("hourglass_prom_write_buffer_bytes");
-    assert!(kept > 0, "{metrics}");
+    assert!(s.metric("hourglass_prom_write_buffer_bytes") > 0);
     let start = T0 / 1000;
     for (job, want) in [("api", want_a), ("db", want_b)] {
         let r = s.query(&format!(

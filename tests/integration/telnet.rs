@@ -248,16 +248,7 @@ fn a_client_that_never_reads_its_errors_does_not_stall_ingest() {
             .all(|l| l == "put: invalid value: Invalid character 'n' in notatime"),
         "unexpected reply in {text:?}"
     );
-    let m = s.get("/metrics").text();
-    let dropped: u64 = m
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("hourglass_telnet_error_lines_dropped_total ")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no dropped-lines counter in {m}"));
+    let dropped = s.metric("hourglass_telnet_error_lines_dropped_total");
     assert_eq!(
         dropped + delivered,
         40_000,

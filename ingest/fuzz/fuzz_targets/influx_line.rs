@@ -4,8 +4,8 @@
 #![no_main]
 
 use hourglass_ingest::influx::{MAX_SHOWN_LINE, Precision, parse_body, parse_line};
-use hourglass_ingest::refusals::MAX_KEPT;
 use hourglass_ingest::port::{classify_line, sniff_connection};
+use hourglass_ingest::refusals::MAX_KEPT;
 use hourglass_ingest::{Limits, check_point};
 use libfuzzer_sys::fuzz_target;
 
