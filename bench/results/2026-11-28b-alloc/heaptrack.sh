@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # heaptrack.sh BIN PROTO OUTDIR (from the repository root): the churn table's ingest into a
-# fresh server run under heaptrack (BIN built without the mimalloc global allocator). With
+# fresh server run under heaptrack. BIN is built without the mimalloc global allocator
+# (`#[global_allocator]` in src/main.rs commented out), so that glibc's malloc, which heaptrack
+# and run.sh's MALLOC_STATS see, serves every allocation; `folded.py` sums its output. With
 # KILL=1 the server is killed (SIGKILL) 5 s after the ingest, so that what heaptrack reports
 # as leaked is what was live then.
 set -u
