@@ -1,5 +1,6 @@
 //! Integration tests: the real `hourglass` binary on 127.0.0.1:0.
 
+mod allocator;
 mod api_annotation;
 mod api_arrow;
 mod api_cardinality;
