@@ -157,9 +157,10 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 ///   about a second (MADV_DONTNEED, so resident memory falls), off the
 ///   writers' threads. jemalloc's default keeps them for ten seconds.
 ///
-/// With these, the churn table peaked at 309-322 MiB, against 412-428 MiB
-/// with jemalloc's defaults and 453-470 MiB with mimalloc, at the same
-/// points per second (BENCHMARKS.md, "Series churn, step 14").
+/// With these, the churn table's remote-write ingest peaked at 318-330 MiB
+/// (394 MiB at the median of `bench/churn.sh`), against 414 MiB with
+/// jemalloc's defaults and 452-470 MiB with mimalloc, at the same points
+/// per second (BENCHMARKS.md, "Series churn, step 14").
 const MALLOC_CONF: &[u8] =
     b"narenas:1,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
