@@ -28,3 +28,6 @@ bash bench/results/2026-11-28b-alloc/sum.sh runs/*.txt > summary.txt
 bench/churn.sh /work/bins/base /work/bins/jemc 2 /tmp/churn14                    # churn.log
 bench/churn-soak.sh /work/bins/jemc /tmp/soak14                                  # soak.log, soak-*.txt
 PROTOCOLS=prom-write bench/ab.sh /work/bins/base /work/bins/jemc 2 /tmp/ab14     # cpu-ab.log
+# Flush timing (flush-timing/): f8571e9 with eprintln! timings around each flush piece's
+# take_some, write_frozen, roll_up_frozen and record_newest (not landed), seven telnet ingests:
+for i in 1 2 3 4 5 6 7; do bash flush-timing/run-dbg.sh /work/bins/jdbg telnet flush-timing/td-$i.txt; done
