@@ -32,3 +32,4 @@ PROTOCOLS=prom-write bench/ab.sh /work/bins/base /work/bins/jemc 2 /tmp/ab14    
 # take_some, write_frozen, roll_up_frozen and record_newest (not landed), seven telnet ingests:
 for i in 1 2 3 4 5 6 7; do bash flush-timing/run-dbg.sh /work/bins/jdbg telnet flush-timing/td-$i.txt; done
 TAIL=12 $R /work/bins/jemc prom-write runs/idle-j.txt; TAIL=12 $R /work/bins/base prom-write runs/idle-b.txt   # idle after the ingest
+for i in 1 2 3; do $R /work/bins/base prom-write flush-timing/ord-b-$i.txt; bash flush-timing/run-dbg.sh /work/bins/jdbg telnet flush-timing/ord-t-$i.txt; done   # telnet right after a remote-write ingest
