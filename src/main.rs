@@ -383,17 +383,16 @@ fn serve(
             cfg.storage.bigtable.table_prefix
         ),
     };
+    let shutdown = {
+        let _context = runtime.enter();
+        shutdown_signal()
+    };
     println!(
         "hourglass {} listening on {addr} (OpenTSDB telnet and HTTP API); data in {data}",
         env!("CARGO_PKG_VERSION"),
     );
     let ctx = Ctx::new(std::sync::Arc::clone(&engine), cfg, tokens, tls);
-    runtime.block_on(server::run(
-        listener,
-        ctx,
-        shutdown_signal(),
-        Duration::from_secs(5),
-    ));
+    runtime.block_on(server::run(listener, ctx, shutdown, Duration::from_secs(5)));
     eprintln!("hourglass: shutting down, writing buffered data");
     let res = engine.shutdown();
     for t in background {
@@ -423,23 +422,37 @@ async fn reload_tls_on_sighup(tls: std::sync::Arc<server::tls::Tls>) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// A future that resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are
+/// registered when this is called (within the runtime's context), not when
+/// the future is first polled: `serve` calls it before it prints the line
+/// that says the server is listening, so a stop sent as soon as that line
+/// appears shuts the server down cleanly instead of killing it (the
+/// signals' default action).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+                (Ok(mut term), Err(_)) => {
+                    let _ = term.recv().await;
+                }
+                (Err(_), _) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

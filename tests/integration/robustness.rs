@@ -160,3 +160,15 @@ fn thousands_of_malformed_lines_and_bodies() {
         pts(&[(1356998400, 42.0), (1356998460, 43.5)])
     );
 }
+
+/// The listening line is the server's "ready": a SIGTERM sent the moment
+/// it appears (a supervisor stopping a server it just started) is a clean
+/// shutdown, not the signal's default kill. Before the handlers were
+/// registered ahead of that line, this failed now and then under load.
+#[test]
+fn a_stop_sent_as_soon_as_the_server_listens_is_clean() {
+    for _ in 0..5 {
+        // `stop` asserts that the server exited successfully.
+        Server::start().stop();
+    }
+}
