@@ -33,3 +33,7 @@ PROTOCOLS=prom-write bench/ab.sh /work/bins/base /work/bins/jemc 2 /tmp/ab14    
 for i in 1 2 3 4 5 6 7; do bash flush-timing/run-dbg.sh /work/bins/jdbg telnet flush-timing/td-$i.txt; done
 TAIL=12 $R /work/bins/jemc prom-write runs/idle-j.txt; TAIL=12 $R /work/bins/base prom-write runs/idle-b.txt   # idle after the ingest
 for i in 1 2 3; do $R /work/bins/base prom-write flush-timing/ord-b-$i.txt; bash flush-timing/run-dbg.sh /work/bins/jdbg telnet flush-timing/ord-t-$i.txt; done   # telnet right after a remote-write ingest
+# The flusher's split (tiers 44 % of its samples), from step 13's script and its report commands:
+bash bench/results/2026-11-28b-alloc/profile.sh /work/bins/base prom-write /tmp/prof1
+perf report -i /tmp/prof1/perf.data --no-children --sort comm -g none                        # flusher 35.1 %
+perf report -i /tmp/prof1/perf.data --children --comm hourglass-flush --sort sym -g none     # write_tier_values 15.6 %
