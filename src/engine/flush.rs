@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::Engine;
 use super::EngineError;
@@ -47,6 +48,10 @@ impl Engine {
             let mut head = self.head();
             head.closed_rows = 0;
             head.looked_secs = head.newest_secs;
+            // With the count that set it (`Engine::note_head`, under this
+            // lock): a writer can ask for the next look only once data
+            // time has moved on again.
+            self.closed_look.store(false, Ordering::Release);
             if defer_written {
                 Take::Closed {
                     before,

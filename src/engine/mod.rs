@@ -361,7 +361,12 @@ impl Engine {
         let mut closed_due = std::time::Instant::now();
         loop {
             let now = std::time::Instant::now();
-            let asked = self.closed_look.swap(false, Ordering::AcqRel);
+            // Cleared by the look itself, under the head lock with the
+            // count that set it (`flush_closed_with`): cleared here, a
+            // writer could set it again from the count not yet reset, and
+            // a second look right after the first would take every series
+            // written before the first as stopped.
+            let asked = self.closed_look.load(Ordering::Acquire);
             let closed = if now >= closed_due || asked {
                 closed_due = now + self.settings.flush_interval;
                 ClosedHours::DeferWritten

@@ -566,6 +566,41 @@ fn a_backfilled_series_newest_hour_waits_until_it_stops_taking_points() {
     assert_eq!(all[0].1.len(), 6);
 }
 
+/// A look clears the ask with the count that set it, under the head lock:
+/// writes that come between the ask and the look (the flusher not at the
+/// head lock yet) do not leave a second look asked, which would run right
+/// after the first and take every series written before it as stopped.
+/// Under series churn that was some 65 k live series at once, written out,
+/// forgotten and back at their next point, known to the store by then: the
+/// flusher read their rows back and fell behind (the telnet runaways of
+/// BENCHMARKS "Series churn", steps 14 and 15).
+#[test]
+fn writes_between_the_ask_and_the_look_leave_no_second_look_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0_MS + 2 * 86_400_000);
+    let e = open(&config(dir.path()), &clock);
+    let t0 = (T0_MS / 1000) as u64 / 3600 * 3600;
+    write(&e, &[point("c.m", t0, 1, "a")]);
+    e.head().closed_rows = super::head::CLOSED_ROWS_LOOK;
+    e.head().looked_secs = t0 as u32 - 30;
+    write(&e, &[point("c.m", t0 + 10, 2, "b")]);
+    assert!(e.closed_look.load(Ordering::Acquire), "asked");
+    // The flusher, woken, has not reached the head lock: more rows open
+    // in closed hours meanwhile, at the same data time.
+    e.head().closed_rows = super::head::CLOSED_ROWS_LOOK;
+    write(&e, &[point("c.m", t0 + 10, 3, "c")]);
+    e.flush_closed_with(true).unwrap();
+    assert!(
+        !e.closed_look.load(Ordering::Acquire),
+        "the look took its ask: no second look until data time moves on"
+    );
+    assert_eq!(e.series_count(), 3, "all three are being written");
+    // Points at the same data time ask for nothing.
+    e.head().closed_rows = super::head::CLOSED_ROWS_LOOK;
+    write(&e, &[point("c.m", t0 + 10, 4, "a")]);
+    assert!(!e.closed_look.load(Ordering::Acquire));
+}
+
 #[test]
 fn rows_opened_in_closed_hours_ask_the_flusher_to_look_at_once() {
     let dir = tempfile::tempdir().unwrap();
