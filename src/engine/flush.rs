@@ -201,20 +201,16 @@ impl Engine {
                         return Ok(Vec::new());
                     }
                     // The row's tier value is the cell's summary, unless a
-                    // staleness marker may be one of its ends.
+                    // staleness marker may be one of its ends (or it has
+                    // none): then the points', as a read would fold them.
                     if !self.tiers.is_empty() {
-                        values.push(native::cell_summary(&cell).ok().flatten().and_then(
-                            |summary| {
-                                if summary.may_hold_stale_ends() {
-                                    super::rollup::build::points_value(&points)
-                                } else {
-                                    Some(TierValue {
-                                        points: points.len() as u64,
-                                        partial: summary.partial(),
-                                    })
-                                }
-                            },
-                        ));
+                        values.push(match native::cell_summary(&cell).ok().flatten() {
+                            Some(summary) if !summary.may_hold_stale_ends() => Some(TierValue {
+                                points: points.len() as u64,
+                                partial: summary.partial(),
+                            }),
+                            _ => super::rollup::build::points_value(&points),
+                        });
                     }
                     muts.push(Mutation::Put {
                         table: Table::Data,
@@ -270,11 +266,9 @@ impl Engine {
         if self.tiers.is_empty() || self.log.is_none() {
             return Ok(());
         }
-        // In batches, so that what a flush of a year of hours holds besides
-        // its rows stays small; a series' hours in one batch: `Head::take`
-        // pushes a series' hours together, and the tier rows of a series
-        // in `absent` are written without reading, so a second batch of it
-        // would overwrite the first's.
+        // One call: the tier rows of a series in `absent` are written
+        // without reading, so its hours must all be in it (`roll_up_known`
+        // batches them by series, and writes each batch's rows).
         let all: Vec<(&[u8], u32, Option<TierValue>)> = frozen
             .rows
             .values()
@@ -286,10 +280,7 @@ impl Engine {
             })
             .collect();
         let absent: HashSet<&[u8]> = frozen.absent.iter().map(|k| &k[..]).collect();
-        for batch in super::rollup::build::series_batches(&all, |h| h.0) {
-            self.roll_up_known(batch, &absent)?;
-        }
-        Ok(())
+        self.roll_up_known(&all, &absent)
     }
 
     /// Records in the series index the newest hour this flush stored for

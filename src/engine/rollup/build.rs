@@ -72,16 +72,78 @@ fn merge_values<'a>(values: impl Iterator<Item = &'a TierValue>) -> Option<TierV
 /// A stored hour: series key and base (seconds).
 type Hour<'a> = (&'a [u8], u32);
 
-/// The changes to one tier row: (index, value) pairs, and whether the row
-/// is known absent from the store (its series' first flush).
-#[derive(Default)]
-struct RowUpdate {
-    absent: bool,
-    changes: Vec<(u32, Option<TierValue>)>,
-}
+/// Tier row key → the changes to it: (index, value) pairs.
+type Updates = BTreeMap<Vec<u8>, Vec<(u32, Option<TierValue>)>>;
 
-/// Tier row key → its changes.
-type Updates = BTreeMap<Vec<u8>, RowUpdate>;
+/// The rows of `tier` for the hours (sorted) of series the store holds
+/// nothing of (their first flush), built from the hours' values alone (no
+/// read, no map): an interval's value merges the values of its hours, in
+/// time order; an hour without a value (`None`) adds none, and a row
+/// without values is not written (there is nothing to delete). `horizon`
+/// is `None` for the base tier (an interval is an hour, its value the
+/// hour's); for a coarser tier it is the base tier's horizon, before which
+/// intervals are skipped (as `Engine::roll_up_tier` does). Equal to what
+/// the read-and-update path writes for such series
+/// (`first_rows_equal_the_read_path`).
+fn first_tier_rows(
+    tier: &Tier,
+    horizon: Option<i64>,
+    layout: &KeyLayout,
+    hours: &[Hour<'_>],
+    values: &[Option<TierValue>],
+    out: &mut Vec<Mutation>,
+) {
+    let column = super::row_column();
+    let mut row: Option<((&[u8], u32), TierRow)> = None;
+    let emit = |row: Option<((&[u8], u32), TierRow)>, out: &mut Vec<Mutation>| {
+        if let Some(((series, span), r)) = row
+            && !r.values.is_empty()
+        {
+            out.push(Mutation::Put {
+                table: Table::Rollup,
+                row: tier.row_key(layout, series, span),
+                column: column.clone(),
+                value: r.encode(),
+            });
+        }
+    };
+    let mut i = 0;
+    while i < hours.len() {
+        let (series, base) = hours[i];
+        let start = base - base % tier.interval;
+        // The hours of this interval.
+        let mut end = i + 1;
+        while end < hours.len()
+            && hours[end].0 == series
+            && hours[end].1 - hours[end].1 % tier.interval == start
+        {
+            end += 1;
+        }
+        let in_interval = &values[i..end];
+        i = end;
+        if horizon.is_some_and(|h| i64::from(start) < h) {
+            continue;
+        }
+        let value = if horizon.is_none() {
+            // The base tier: an interval is an hour.
+            in_interval.iter().flatten().last().copied()
+        } else {
+            merge_values(in_interval.iter().flatten())
+        };
+        let Some(value) = value else {
+            continue;
+        };
+        let span = tier.span_base(start);
+        if row.as_ref().is_none_or(|(at, _)| *at != (series, span)) {
+            emit(row.take(), out);
+            row = Some(((series, span), TierRow::default()));
+        }
+        if let Some((_, r)) = row.as_mut() {
+            r.values.push(((start - span) / tier.interval, value));
+        }
+    }
+    emit(row, out);
+}
 
 /// `items` (sorted by series) in batches of about [`ROLL_UP_BATCH`], a
 /// series never split between two.
@@ -130,7 +192,8 @@ impl Engine {
     /// given `Some` value (a flush that wrote the row's only cell) is not
     /// read back; one given `None` is. The tier rows of the series in
     /// `absent` (the store held nothing of them before this flush) are not
-    /// read either; all hours of such a series must come in one call.
+    /// read either, and an hour of theirs given `None` has no value; all
+    /// hours of such a series must come in one call.
     pub(in crate::engine) fn roll_up_known(
         &self,
         hours: &[(&[u8], u32, Option<TierValue>)],
@@ -160,15 +223,16 @@ impl Engine {
         for batch in series_batches(&sorted, |((series, _), _)| series) {
             let unknown: Vec<Vec<u8>> = batch
                 .iter()
-                .filter(|(_, v)| v.is_none())
+                .filter(|((series, _), v)| v.is_none() && !absent.contains(series))
                 .map(|((series, base), _)| layout.row_key(series, *base))
                 .collect();
             let rows = self.store.get_rows(Table::Data, &unknown)?;
             let mut read = unknown.iter().zip(&rows);
             let mut values = Vec::with_capacity(batch.len());
-            for (_, known) in batch {
+            for ((series, _), known) in batch {
                 values.push(match known {
                     Some(v) => Some(*v),
+                    None if absent.contains(series) => None,
                     None => match read.next() {
                         Some((key, cells)) => {
                             hour_value(cells, &mut scratch).map_err(|e| corrupt(key, e))?
@@ -185,12 +249,32 @@ impl Engine {
     }
 
     /// Writes the base tier's values of `hours` (sorted, distinct), then
-    /// every coarser tier's values of the intervals holding them.
+    /// every coarser tier's values of the intervals holding them, in one
+    /// store write.
     fn write_tier_values(
         &self,
         hours: &[(&[u8], u32)],
         values: Vec<Option<TierValue>>,
         absent: &HashSet<&[u8]>,
+    ) -> Result<(), EngineError> {
+        let mut muts = Vec::new();
+        self.tier_mutations(hours, values, absent, &mut muts)?;
+        self.store.write(muts, Durability::Buffered)?;
+        self.metrics.rollup_values.inc_by(hours.len() as u64);
+        Ok(())
+    }
+
+    /// The mutations that set the base tier's values of `hours` (sorted,
+    /// distinct), then every coarser tier's values of the intervals holding
+    /// them, appended to `out`. The rows of series in `absent` are built
+    /// from their hours alone (`first_tier_rows`); the others are read,
+    /// changed and written back whole.
+    fn tier_mutations(
+        &self,
+        hours: &[(&[u8], u32)],
+        values: Vec<Option<TierValue>>,
+        absent: &HashSet<&[u8]>,
+        out: &mut Vec<Mutation>,
     ) -> Result<(), EngineError> {
         let Some(base_tier) = self.tiers.base() else {
             return Ok(());
@@ -198,45 +282,59 @@ impl Engine {
         // Crash tests: the hours in table files, no tier value yet.
         crate::failpoint::crash("rollup_before", || {});
         let layout = self.layout;
-        let mut updates: Updates = BTreeMap::new();
-        for ((series, base), value) in hours.iter().zip(values) {
-            let (row, index) = base_tier.cell_of(&layout, series, *base);
-            let update = updates.entry(row).or_default();
-            update.absent = absent.contains(series);
-            update.changes.push((index, value));
+        let (mut first, mut first_values) = (Vec::new(), Vec::new());
+        let (mut known, mut known_values) = (Vec::new(), Vec::new());
+        for (hour, value) in hours.iter().zip(values) {
+            if absent.contains(hour.0) {
+                first.push(*hour);
+                first_values.push(value);
+            } else {
+                known.push(*hour);
+                known_values.push(value);
+            }
         }
-        let base_rows = self.update_rows(updates)?;
+        first_tier_rows(base_tier, None, &layout, &first, &first_values, out);
+        let mut updates: Updates = BTreeMap::new();
+        for ((series, base), value) in known.iter().zip(known_values) {
+            let (row, index) = base_tier.cell_of(&layout, series, *base);
+            updates.entry(row).or_default().push((index, value));
+        }
+        let base_rows = self.update_rows(updates, out)?;
+        let base_horizon = base_tier.horizon(self.now_secs());
         for tier in &self.tiers.tiers[1..] {
             // Crash tests: the base tier's values on disk, this tier's not.
             crate::failpoint::crash("rollup_between", || {
+                let _ = self.store.write(std::mem::take(out), Durability::Buffered);
                 let _ = self.store.sync();
             });
-            self.roll_up_tier(base_tier, tier, &layout, hours, &base_rows, absent)?;
+            first_tier_rows(
+                tier,
+                Some(base_horizon),
+                &layout,
+                &first,
+                &first_values,
+                out,
+            );
+            self.roll_up_tier(base_tier, tier, &layout, &known, &base_rows, out)?;
         }
-        self.metrics.rollup_values.inc_by(hours.len() as u64);
         Ok(())
     }
 
-    /// Sets values in tier rows (`None` removes one): each row read (unless
-    /// known absent), changed and written back whole (a row without values
-    /// is deleted). Returns the rows as written. Callers hold the flush
-    /// lock, so no other update of the row runs meanwhile.
-    fn update_rows(&self, updates: Updates) -> Result<BTreeMap<Vec<u8>, TierRow>, EngineError> {
-        let keys: Vec<Vec<u8>> = updates
-            .iter()
-            .filter(|(_, u)| !u.absent)
-            .map(|(key, _)| key.clone())
-            .collect();
-        let mut stored = self.store.get_rows(Table::Rollup, &keys)?.into_iter();
+    /// Sets values in tier rows (`None` removes one): each row read,
+    /// changed and written back whole (a row without values is deleted),
+    /// its mutation appended to `out`. Returns the rows as written.
+    /// Callers hold the flush lock, so no other update of the row runs
+    /// meanwhile.
+    fn update_rows(
+        &self,
+        updates: Updates,
+        out: &mut Vec<Mutation>,
+    ) -> Result<BTreeMap<Vec<u8>, TierRow>, EngineError> {
+        let keys: Vec<Vec<u8>> = updates.keys().cloned().collect();
+        let stored = self.store.get_rows(Table::Rollup, &keys)?;
         let column = super::row_column();
-        let mut muts = Vec::with_capacity(updates.len());
         let mut written = BTreeMap::new();
-        for (key, RowUpdate { absent, changes }) in updates {
-            let cells = if absent {
-                Vec::new()
-            } else {
-                stored.next().unwrap_or_default()
-            };
+        for ((key, changes), cells) in updates.into_iter().zip(stored) {
             let mut row = match cells.iter().find(|c| c.column == column) {
                 Some(c) => match TierRow::decode(&c.value) {
                     Ok(row) => row,
@@ -253,7 +351,7 @@ impl Engine {
             for (index, value) in changes {
                 row.set(index, value);
             }
-            muts.push(if row.values.is_empty() {
+            out.push(if row.values.is_empty() {
                 Mutation::Delete {
                     table: Table::Rollup,
                     row: key.clone(),
@@ -269,13 +367,12 @@ impl Engine {
             });
             written.insert(key, row);
         }
-        self.store.write(muts, Durability::Buffered)?;
         Ok(written)
     }
 
     /// A coarser tier's values for the intervals holding `hours`, from the
     /// base tier's values: the rows just written (`base_rows`), the others
-    /// read.
+    /// read; their mutations appended to `out`.
     fn roll_up_tier(
         &self,
         base_tier: &Tier,
@@ -283,7 +380,7 @@ impl Engine {
         layout: &KeyLayout,
         hours: &[(&[u8], u32)],
         base_rows: &BTreeMap<Vec<u8>, TierRow>,
-        absent: &HashSet<&[u8]>,
+        out: &mut Vec<Mutation>,
     ) -> Result<(), EngineError> {
         // An interval whose hours' 1 h values may be past their TTL (and
         // deleted) keeps the value it has: merging what is left would
@@ -315,8 +412,6 @@ impl Engine {
             let key = base_tier.row_key(layout, series, span);
             match base_rows.get(&key) {
                 Some(row) => written.push(((series, span), row)),
-                // A series absent from the store has no other rows.
-                None if absent.contains(series) => {}
                 None => {
                     unread.push((series, span));
                     keys.push(key);
@@ -356,13 +451,12 @@ impl Engine {
                 }
             }
             let (row, index) = tier.cell_of(layout, series, *start);
-            let update = updates.entry(row).or_default();
-            update.absent = absent.contains(series);
-            update
-                .changes
+            updates
+                .entry(row)
+                .or_default()
                 .push((index, merge_values(values.into_iter())));
         }
-        self.update_rows(updates).map(|_| ())
+        self.update_rows(updates, out).map(|_| ())
     }
 
     /// Computes every tier's values from the stored rows with base hours
