@@ -45,3 +45,6 @@ bench/churn-soak.sh /work/bins/fixfast /tmp/soak15
 PROTOCOLS=none bench/ab.sh /work/bins/base /work/bins/fixfast 3 /tmp/ab15t
 # Looks less than 30 s of data time after the one before (the race), per dbg run:
 for i in 1 2 3 4 5 6; do awk '{split($4,a,"="); n=a[2]; if (prev!="" && n-prev<30) print FILENAME, $3, $5; prev=n}' look-debug/d$i.txt.dbg; done
+# The writer threads' split on this step's build (profiles/head-telnet-io.txt), target/release from cff55f1:
+bash bench/results/2026-11-28b-alloc/profile.sh target/release/hourglass telnet /tmp/prof4
+perf script -i /tmp/prof4/perf.data --comm hourglass-io -F ip,sym,dso | python3 profiles/agg.py 30 120
