@@ -31,14 +31,69 @@ pub fn render_json(query: &TsQuery, results: &[QueryResult]) -> Vec<u8> {
         String::with_capacity(64 + results.iter().map(|r| r.dps.len() * 24).sum::<usize>());
     out.push('[');
     for (i, r) in results.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let sub = query.queries.iter().find(|s| s.index == r.sub_query);
-        render_result(&mut out, query, sub, r);
+        push_result(&mut out, query, i, r);
     }
     out.push(']');
     out.into_bytes()
+}
+
+/// Bytes a [`JsonChunks`] piece holds before it is handed out (a result
+/// is never split, so one may hold more).
+pub const CHUNK_BYTES: usize = 256 << 10;
+
+/// The body [`render_json`] makes, in pieces of about [`CHUNK_BYTES`],
+/// each result dropped once written: a wide answer (hundreds of MB of
+/// JSON) is never held whole, nor beside all of its results.
+#[derive(Debug)]
+pub struct JsonChunks {
+    query: TsQuery,
+    results: std::vec::IntoIter<QueryResult>,
+    written: usize,
+    done: bool,
+}
+
+impl JsonChunks {
+    pub fn new(query: TsQuery, results: Vec<QueryResult>) -> Self {
+        JsonChunks {
+            query,
+            results: results.into_iter(),
+            written: 0,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for JsonChunks {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        let mut out = String::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 3));
+        if self.written == 0 {
+            out.push('[');
+        }
+        while out.len() < CHUNK_BYTES {
+            let Some(r) = self.results.next() else {
+                out.push(']');
+                self.done = true;
+                break;
+            };
+            push_result(&mut out, &self.query, self.written, &r);
+            self.written += 1;
+        }
+        Some(out.into_bytes())
+    }
+}
+
+/// The `i`th result of the response array, with its separator.
+fn push_result(out: &mut String, query: &TsQuery, i: usize, result: &QueryResult) {
+    if i > 0 {
+        out.push(',');
+    }
+    let sub = query.queries.iter().find(|s| s.index == result.sub_query);
+    render_result(out, query, sub, result);
 }
 
 fn render_result(out: &mut String, query: &TsQuery, sub: Option<&SubQuery>, result: &QueryResult) {
@@ -240,6 +295,31 @@ mod tests {
     #[test]
     fn empty_is_empty_array() {
         assert_eq!(text(&query(&[], "sum:m"), &[]), "[]");
+        let chunks: Vec<Vec<u8>> = JsonChunks::new(query(&[], "sum:m"), Vec::new()).collect();
+        assert_eq!(chunks, [b"[]".to_vec()]);
+    }
+
+    #[test]
+    fn chunks_make_the_whole_body() {
+        // Enough results for several chunks, of uneven sizes.
+        for arrays in [false, true] {
+            let extra: &[(&str, &str)] = if arrays { &[("arrays", "true")] } else { &[] };
+            let q = query(extra, "sum:m");
+            let results: Vec<QueryResult> = (0..400)
+                .map(|i| {
+                    result(
+                        (0..(i * 7 % 300))
+                            .map(|t| (1_356_998_400_000 + t * 1000, Num::Float(t as f64 / 3.0)))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let whole = render_json(&q, &results);
+            let chunks: Vec<Vec<u8>> = JsonChunks::new(q, results).collect();
+            assert!(chunks.len() > 2, "{} chunks", chunks.len());
+            assert!(chunks.iter().all(|c| !c.is_empty()));
+            assert_eq!(chunks.concat(), whole);
+        }
     }
 
     #[test]

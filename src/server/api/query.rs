@@ -15,6 +15,7 @@ use std::time::Instant;
 use crate::auth::Scope;
 use crate::server::Ctx;
 use crate::server::http::cors::OriginCheck;
+use crate::server::http::stream::streamed;
 use crate::server::http::{ApiError, Caller, Params, Run, json_response, now_ms, peer_of, respond};
 
 /// Queries that scan at most this window run inline (`Run::Inline`): a
@@ -42,6 +43,21 @@ fn run_of(q: &hourglass_query::TsQuery) -> Run {
     }
 }
 
+/// A query's answer as the client asked for it.
+enum Answer {
+    /// Arrow IPC, whole.
+    Arrow(Vec<u8>),
+    /// OpenTSDB's JSON, whole (a small answer).
+    Json(Vec<u8>),
+    /// OpenTSDB's JSON, rendered as it is sent.
+    JsonChunks(hourglass_query::render::JsonChunks),
+}
+
+/// Answers with more points or results than this are rendered as they are
+/// sent (a few MB of JSON); smaller ones whole, in the query's own task.
+const STREAM_FROM_POINTS: usize = 100_000;
+const STREAM_FROM_RESULTS: usize = 10_000;
+
 async fn run_query(
     ctx: Arc<Ctx>,
     q: Result<hourglass_query::TsQuery, hourglass_query::error::QueryError>,
@@ -53,7 +69,7 @@ async fn run_query(
 ) -> Response {
     let started = Instant::now();
     let arrow = matches!(format, Ok(super::arrow::Format::Arrow));
-    let result: Result<Vec<u8>, ApiError> = async {
+    let result: Result<Answer, ApiError> = async {
         let q = q?;
         format?;
         if q.delete {
@@ -85,9 +101,17 @@ async fn run_query(
                 engine.delete_points(&keys, q.start_ms, q.end_ms)?;
             }
             if arrow {
-                return Ok(hourglass_query::render_arrow(&q, &results)?);
+                return Ok(Answer::Arrow(hourglass_query::render_arrow(&q, &results)?));
             }
-            Ok(hourglass_query::render::render_json(&q, &results))
+            let points: usize = results.iter().map(|r| r.dps.len()).sum();
+            if points <= STREAM_FROM_POINTS && results.len() <= STREAM_FROM_RESULTS {
+                return Ok(Answer::Json(hourglass_query::render::render_json(
+                    &q, &results,
+                )));
+            }
+            Ok(Answer::JsonChunks(
+                hourglass_query::render::JsonChunks::new(q, results),
+            ))
         })
         .await
     }
@@ -98,12 +122,20 @@ async fn run_query(
     respond(
         &ctx,
         "query",
-        result.map(|body| {
-            if arrow {
-                super::arrow::arrow_response(body)
-            } else {
-                json_response(StatusCode::OK, body)
-            }
+        result.map(|answer| match answer {
+            Answer::Arrow(body) => super::arrow::arrow_response(body),
+            Answer::Json(body) => json_response(StatusCode::OK, body),
+            // Rendered as it is sent, off the reactor: a wide answer is
+            // never held whole (the results are freed as they are written).
+            Answer::JsonChunks(chunks) => json_response(
+                StatusCode::OK,
+                streamed(move |out| {
+                    for chunk in chunks {
+                        out.send(bytes::Bytes::from(chunk))?;
+                    }
+                    Ok(())
+                }),
+            ),
         }),
     )
 }
