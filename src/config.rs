@@ -64,7 +64,8 @@ pub struct QueryConfig {
     /// `queue_timeout_ms`, a query gets 503 with `Retry-After`.
     pub max_queued: usize,
     pub queue_timeout_ms: u64,
-    /// Memory all running queries may hold for the points they read.
+    /// Memory all running queries may hold for the points and series they
+    /// read and the values they keep.
     pub max_memory_bytes: usize,
     /// Allow `/api/query` with `"delete": true` (OpenTSDB
     /// `tsd.http.query.allow_delete`).

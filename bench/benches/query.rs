@@ -39,10 +39,9 @@ impl SeriesSource for Memory {
             .iter()
             .filter(|s| {
                 req.filters.iter().all(|f| {
-                    s.tags
-                        .iter()
-                        .find(|t| *t.key == *f.tagk)
-                        .is_some_and(|t| f.matches(&t.value))
+                    s.named_tags()
+                        .find(|(key, _)| **key == *f.tagk)
+                        .is_some_and(|(_, value)| f.matches(&value))
                 })
             })
             .cloned()
@@ -55,13 +54,14 @@ fn source() -> Memory {
         .map(|h| {
             let uid = (h + 1).to_be_bytes()[1..].to_vec();
             Series {
-                tsuid: [vec![0, 0, 1], vec![0, 0, 1], uid.clone()].concat(),
-                tags: vec![SeriesTag {
-                    key: Arc::from("hostname"),
-                    value: Arc::from(format!("host_{h}").as_str()),
-                    key_uid: vec![0, 0, 1],
-                    value_uid: uid,
-                }],
+                tsuid: [vec![0, 0, 1], vec![0, 0, 1], uid].concat(),
+                tags: vec![SeriesTag::named(
+                    Arc::from("hostname"),
+                    Arc::from(format!("host_{h}").as_str()),
+                    1,
+                    u64::from(h + 1),
+                )]
+                .into(),
                 points: common::walk(u64::from(h), STEPS)
                     .into_iter()
                     .enumerate()

@@ -9,7 +9,9 @@
 //!    concatenated tag-value UIDs of the group-by keys, unsigned byte order);
 //! 5. per series: downsample → rate; then the cross-series merge
 //!    ([`crate::merge`]) over the scan window;
-//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags`/`tsuids`;
+//! 6. clip to `[start_ms, end_ms]` and compute `tags`/`aggregateTags` (and
+//!    `tsuids` when they are shown or a delete needs them), the value names
+//!    a grouped answer prints looked up then ([`ValueNames`]);
 //! 7. attach the series' annotations (scan window) and the global ones.
 //!
 //! TSUID sub queries fetch exactly the listed series (all of one metric,
@@ -18,7 +20,7 @@
 //! Nothing here knows about storage layout beyond the UID bytes the source
 //! hands over, and nothing does I/O itself.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -38,18 +40,24 @@ use crate::merge::Merge;
 pub use crate::num::Num;
 use crate::rate::rates_iter;
 use crate::request::{SubQuery, TsQuery, decode_hex};
+pub use crate::series_tags::{SeriesTag, SeriesTags, TagCodec};
 
-/// One tag of a series, with the UIDs the storage layer knows it by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeriesTag {
-    /// Tag key name.
-    pub key: Arc<str>,
-    /// Tag value name.
-    pub value: Arc<str>,
-    /// Tag key UID bytes.
-    pub key_uid: Vec<u8>,
-    /// Tag value UID bytes (group keys are built from these).
-    pub value_uid: Vec<u8>,
+/// Which tag value names a fetch resolves ([`FetchRequest::value_names`]).
+///
+/// A wide query grouped by one tag (`sum:m{host=*}` over pods that come
+/// and go) prints few of its series' value names: those of its group-by
+/// and filter keys, and the values a whole group shares. Resolving every
+/// value of every series was most of such a query's time (a name lookup
+/// per pod) and a name held per series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueNames {
+    /// Every tag's value (readers that print every label: PromQL, remote
+    /// read, `/api/query` with `none`).
+    All,
+    /// Only the values of keys with filters; the others are `None`, and
+    /// the caller resolves those it prints with
+    /// [`SeriesSource::tag_value_name`].
+    Filtered,
 }
 
 /// One time series as fetched from storage.
@@ -58,8 +66,9 @@ pub struct Series {
     /// metric uid ‖ (tagk uid ‖ tagv uid)* — the ordering key for `none` and
     /// what `showTSUIDs` prints (upper-case hex).
     pub tsuid: Vec<u8>,
-    /// Tags in row-key order (sorted by tag key UID bytes).
-    pub tags: Vec<SeriesTag>,
+    /// Tags in row-key order (sorted by tag key UID bytes); read them with
+    /// [`Series::tag_iter`].
+    pub tags: SeriesTags,
     /// Points with ms timestamps, strictly increasing, deduplicated.
     pub points: Vec<(i64, Num)>,
     /// Annotations found in the series' rows, start time in the scan window
@@ -69,6 +78,26 @@ pub struct Series {
     /// The points are the buckets of [`FetchRequest::downsample`] (built
     /// with a [`crate::downsample::BucketSink`]), not raw points.
     pub downsampled: bool,
+}
+
+impl Series {
+    /// The tags, in row-key order.
+    pub fn tag_iter(&self) -> impl Iterator<Item = SeriesTag> + '_ {
+        let (listed, coded) = match &self.tags {
+            SeriesTags::Listed(tags) => (Some(tags.iter().cloned()), None),
+            SeriesTags::Coded(codec) => (None, Some(codec.decode(&self.tsuid))),
+        };
+        listed
+            .into_iter()
+            .flatten()
+            .chain(coded.into_iter().flatten())
+    }
+
+    /// The tags as (key, value) names: every tag after a fetch with
+    /// [`ValueNames::All`]; a value left unresolved is skipped.
+    pub fn named_tags(&self) -> impl Iterator<Item = (Arc<str>, Arc<str>)> + '_ {
+        self.tag_iter().filter_map(|t| Some((t.key, t.value?)))
+    }
 }
 
 /// What [`execute`] asks the source for.
@@ -97,6 +126,8 @@ pub struct FetchRequest<'a> {
     /// remote read end a series at one). OpenTSDB's readers never see them:
     /// a marker is not a value.
     pub stale_markers: bool,
+    /// Which tag value names the source resolves.
+    pub value_names: ValueNames,
     /// The query's budget: call [`QueryBudget::take_points`] for the points
     /// read and stop scanning when it returns false; check
     /// [`QueryBudget::check`] now and then in long scans.
@@ -153,6 +184,17 @@ pub trait SeriesSource {
         Err(SourceError::NoSuchName {
             kind: "metrics",
             name: hex_upper(metric_uid),
+        })
+    }
+
+    /// The name of a tag value UID, for values a fetch with
+    /// [`ValueNames::Filtered`] left unresolved. The default knows no UIDs:
+    /// right for a source that names every value, and a source that wraps
+    /// another must pass this on with its fetches.
+    fn tag_value_name(&self, value_uid: u64) -> Result<Arc<str>, SourceError> {
+        Err(SourceError::NoSuchName {
+            kind: "tagv",
+            name: format!("{value_uid:X}"),
         })
     }
 
@@ -288,6 +330,13 @@ fn run_sub_query(
             .and_then(crate::downsample::Pushdown::of),
         rollup_usage: sub.rollup_usage,
         stale_markers: false,
+        // Grouped answers print few value names (see ValueNames); `none`
+        // prints every series' tags.
+        value_names: if sub.aggregator == Aggregator::None {
+            ValueNames::All
+        } else {
+            ValueNames::Filtered
+        },
         budget,
     };
     let taken_before = budget.points_taken();
@@ -297,6 +346,7 @@ fn run_sub_query(
         budget.take_points(fetched.iter().map(|s| s.points.len()).sum());
     }
     budget.check_points()?;
+    budget.take_series(fetched.len())?;
     budget.check()?;
     if !tsuids.is_empty() {
         let wanted: HashSet<&[u8]> = tsuids.iter().map(Vec::as_slice).collect();
@@ -305,47 +355,30 @@ fn run_sub_query(
 
     // Only rows inside the scan window exist for OpenTSDB; a series without
     // points there was never scanned.
-    let mut series: Vec<Series> = fetched
-        .into_iter()
-        .filter(|s| passes_filters(s, &sub.filters, sub.explicit_tags))
-        .filter_map(|mut s| {
-            // Buckets built by the source are clipped already.
-            if !s.downsampled {
-                normalise_points(&mut s.points, scan_start, scan_end);
-            }
-            (!s.points.is_empty()).then_some(s)
-        })
-        .collect();
-    // Span order inside a group is row-key order (metric, then tag bytes).
-    series.sort_by(|a, b| a.tsuid.cmp(&b.tsuid));
-
-    let groups: Vec<Vec<&Series>> = if sub.aggregator == Aggregator::None {
-        series.iter().map(|s| vec![s]).collect()
-    } else {
-        let group_keys: HashSet<&str> = sub
-            .filters
-            .iter()
-            .filter(|f| f.group_by)
-            .map(|f| f.tagk.as_str())
-            .collect();
-        let mut by_key: BTreeMap<Vec<u8>, Vec<&Series>> = BTreeMap::new();
-        for s in &series {
-            let mut key = Vec::new();
-            let mut found = 0;
-            for tag in &s.tags {
-                if group_keys.contains(&*tag.key) {
-                    key.extend_from_slice(&tag.value_uid);
-                    found += 1;
-                }
-            }
-            // OpenTSDB drops a span lacking a group-by key ("WTF?" log); the
-            // filters make this impossible, but stay safe.
-            if found == group_keys.len() {
-                by_key.entry(key).or_default().push(s);
+    // In place: a wide query's series are not copied.
+    let mut names = ValueNameMemo::new(src);
+    let mut failed = None;
+    let mut series = fetched;
+    series.retain_mut(|s| {
+        match passes_filters(s, &sub.filters, sub.explicit_tags, &mut names) {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(e) => {
+                failed.get_or_insert(e);
+                return false;
             }
         }
-        by_key.into_values().collect()
-    };
+        // Buckets built by the source are clipped already.
+        if !s.downsampled {
+            normalise_points(&mut s.points, scan_start, scan_end);
+        }
+        !s.points.is_empty()
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // Span order inside a group is row-key order (metric, then tag bytes).
+    series.sort_by(|a, b| a.tsuid.cmp(&b.tsuid));
 
     let bounds = Bounds {
         scan_start,
@@ -362,18 +395,70 @@ fn run_sub_query(
                 .push(note.clone());
         }
     }
-    for group in groups {
-        let dps = aggregate_group(&group, sub, bounds, tz, budget)?;
-        let (tags, aggregate_tags) = group_tags(&group);
-        let mut tsuids: Vec<String> = group.iter().map(|s| hex_upper(&s.tsuid)).collect();
-        // Notes in span order (row-key order), like SpanGroup.getAnnotations.
-        let annotations: Vec<Annotation> = tsuids
+
+    // Groups as positions in `series`; each group's points and tags are
+    // freed once its answer is built, so a wide query holds its raw points
+    // or its answer, not both.
+    let groups: Vec<Vec<usize>> = if sub.aggregator == Aggregator::None {
+        (0..series.len()).map(|i| vec![i]).collect()
+    } else {
+        let group_keys: HashSet<&str> = sub
+            .filters
             .iter()
-            .filter_map(|t| notes_by_tsuid.get(t))
-            .flatten()
-            .cloned()
+            .filter(|f| f.group_by)
+            .map(|f| f.tagk.as_str())
             .collect();
-        tsuids.sort();
+        let mut by_key: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+        for (i, s) in series.iter().enumerate() {
+            let mut key = Vec::new();
+            let mut found = 0;
+            for tag in s.tag_iter() {
+                if group_keys.contains(&*tag.key) {
+                    // Fixed width, big-endian: the order of the UID bytes.
+                    key.extend_from_slice(&tag.value_uid.to_be_bytes());
+                    found += 1;
+                }
+            }
+            // OpenTSDB drops a span lacking a group-by key ("WTF?" log); the
+            // filters make this impossible, but stay safe.
+            if found == group_keys.len() {
+                by_key.entry(key).or_default().push(i);
+            }
+        }
+        by_key.into_values().collect()
+    };
+
+    // TSUIDs are printed only on request (and a delete needs them); a
+    // wide query's would be a string per series.
+    let want_tsuids = query.show_tsuids || query.delete;
+    for members in groups {
+        let group: Vec<&Series> = members.iter().filter_map(|&i| series.get(i)).collect();
+        let dps = aggregate_group(&group, sub, bounds, tz, budget)?;
+        let (tags, aggregate_tags) = group_tags(&group, &mut names)?;
+        let mut annotations: Vec<Annotation> = Vec::new();
+        let mut tsuids: Vec<String> = Vec::new();
+        if want_tsuids || !notes_by_tsuid.is_empty() {
+            let hex: Vec<String> = group.iter().map(|s| hex_upper(&s.tsuid)).collect();
+            // Notes in span order (row-key order), like SpanGroup.getAnnotations.
+            annotations = hex
+                .iter()
+                .filter_map(|t| notes_by_tsuid.get(t))
+                .flatten()
+                .cloned()
+                .collect();
+            if want_tsuids {
+                tsuids = hex;
+                tsuids.sort();
+            }
+        }
+        drop(group);
+        for &i in &members {
+            if let Some(s) = series.get_mut(i) {
+                s.points = Vec::new();
+                s.tags = SeriesTags::default();
+                s.tsuid = Vec::new();
+            }
+        }
         results.push(QueryResult {
             sub_query: sub.index,
             metric: metric.clone(),
@@ -386,6 +471,38 @@ fn run_sub_query(
         });
     }
     Ok(())
+}
+
+/// Tag value names resolved on demand for one sub query, each looked up
+/// once ([`ValueNames::Filtered`]).
+struct ValueNameMemo<'a> {
+    src: &'a dyn SeriesSource,
+    known: HashMap<u64, Arc<str>>,
+}
+
+impl<'a> ValueNameMemo<'a> {
+    fn new(src: &'a dyn SeriesSource) -> Self {
+        ValueNameMemo {
+            src,
+            known: HashMap::new(),
+        }
+    }
+
+    /// The name of `tag`'s value: its own, or the source's.
+    fn of(&mut self, tag: &SeriesTag) -> Result<Arc<str>, QueryError> {
+        if let Some(v) = &tag.value {
+            return Ok(Arc::clone(v));
+        }
+        if let Some(v) = self.known.get(&tag.value_uid) {
+            return Ok(Arc::clone(v));
+        }
+        let name = self
+            .src
+            .tag_value_name(tag.value_uid)
+            .map_err(source_error)?;
+        self.known.insert(tag.value_uid, Arc::clone(&name));
+        Ok(name)
+    }
 }
 
 /// The metric name of a TSUID sub query: every TSUID must start with the
@@ -424,17 +541,27 @@ fn fetch_global_annotations(
 
 /// Every filter must match a present tag; with `explicit_tags` the series may
 /// carry no other keys.
-fn passes_filters(series: &Series, filters: &[TagFilter], explicit_tags: bool) -> bool {
-    let value_of = |k: &str| series.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value);
-    let all_match = filters
-        .iter()
-        .all(|f| value_of(&f.tagk).is_some_and(|v| f.matches(v)));
+fn passes_filters(
+    series: &Series,
+    filters: &[TagFilter],
+    explicit_tags: bool,
+    names: &mut ValueNameMemo<'_>,
+) -> Result<bool, QueryError> {
+    for f in filters {
+        let Some(tag) = series.tag_iter().find(|t| *t.key == *f.tagk) else {
+            return Ok(false);
+        };
+        // The source names filtered keys' values; one it did not is asked
+        // for here.
+        if !f.matches(&names.of(&tag)?) {
+            return Ok(false);
+        }
+    }
     let explicit_ok = !explicit_tags
         || series
-            .tags
-            .iter()
+            .tag_iter()
             .all(|t| filters.iter().any(|f| *f.tagk == *t.key));
-    all_match && explicit_ok
+    Ok(explicit_ok)
 }
 
 /// Keeps points inside the scan window; repairs ordering defensively (the
@@ -563,25 +690,33 @@ fn merge_start(sub: &SubQuery, bounds: Bounds, tz: &TimeZone) -> i64 {
 
 /// `tags` = keys with one value across the group, `aggregateTags` = keys seen
 /// with two or more values (spec §5.5).
-fn group_tags(group: &[&Series]) -> (BTreeMap<String, String>, Vec<String>) {
-    let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+fn group_tags(
+    group: &[&Series],
+    names: &mut ValueNameMemo<'_>,
+) -> Result<(BTreeMap<String, String>, Vec<String>), QueryError> {
+    // Per key (by name): its first tag, and whether another series of the
+    // group has a different value (compared by UID).
+    let mut values: BTreeMap<Arc<str>, (SeriesTag, bool)> = BTreeMap::new();
     for s in group {
-        for t in &s.tags {
-            values.entry(&t.key).or_default().insert(&t.value);
+        for t in s.tag_iter() {
+            match values.get_mut(&t.key) {
+                Some((first, several)) => *several |= first.value_uid != t.value_uid,
+                None => {
+                    values.insert(Arc::clone(&t.key), (t, false));
+                }
+            }
         }
     }
     let mut tags = BTreeMap::new();
     let mut aggregated = Vec::new();
-    for (k, vs) in values {
-        let mut it = vs.iter();
-        match (it.next(), it.next()) {
-            (Some(v), None) => {
-                tags.insert(k.to_string(), (*v).to_string());
-            }
-            _ => aggregated.push(k.to_string()),
+    for (k, (first, several)) in values {
+        if several {
+            aggregated.push(k.to_string());
+        } else {
+            tags.insert(k.to_string(), names.of(&first)?.to_string());
         }
     }
-    (tags, aggregated)
+    Ok((tags, aggregated))
 }
 
 /// Upper-case hex, the way OpenTSDB prints TSUIDs.

@@ -89,6 +89,7 @@ pub mod rate;
 pub mod render;
 pub mod request;
 pub mod rollup;
+pub mod series_tags;
 pub mod time;
 
 pub use aggregate::{AGGREGATOR_NAMES, Aggregator};

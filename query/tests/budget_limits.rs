@@ -30,12 +30,13 @@ fn wide(n: u32, reports: bool) -> Wide {
             let v = i.to_be_bytes();
             Series {
                 tsuid: [vec![0, 0, 1, 0, 0, 1], v[1..].to_vec()].concat(),
-                tags: vec![SeriesTag {
-                    key: Arc::from("host"),
-                    value: Arc::from(format!("h{i}")),
-                    key_uid: vec![0, 0, 1],
-                    value_uid: v[1..].to_vec(),
-                }],
+                tags: vec![SeriesTag::named(
+                    Arc::from("host"),
+                    Arc::from(format!("h{i}")),
+                    1,
+                    u64::from(i),
+                )]
+                .into(),
                 points: vec![((START + 10) * 1000, Num::Int(i64::from(i)))],
                 annotations: Vec::new(),
                 downsampled: false,

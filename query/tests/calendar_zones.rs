@@ -37,12 +37,7 @@ impl SeriesSource for One {
     fn fetch(&self, req: &FetchRequest<'_>) -> Result<Vec<Series>, SourceError> {
         Ok(vec![Series {
             tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 1],
-            tags: vec![SeriesTag {
-                key: Arc::from("host"),
-                value: Arc::from("a"),
-                key_uid: vec![0, 0, 1],
-                value_uid: vec![0, 0, 1],
-            }],
+            tags: vec![SeriesTag::named(Arc::from("host"), Arc::from("a"), 1, 1)].into(),
             points: self
                 .0
                 .iter()

@@ -19,12 +19,12 @@ struct Store {
 }
 
 fn tag(host: u8) -> SeriesTag {
-    SeriesTag {
-        key: Arc::from("host"),
-        value: Arc::from(format!("web0{host}")),
-        key_uid: vec![0, 0, 1],
-        value_uid: vec![0, 0, host],
-    }
+    SeriesTag::named(
+        Arc::from("host"),
+        Arc::from(format!("web0{host}")),
+        1,
+        u64::from(host),
+    )
 }
 
 fn note(tsuid: &str, start: i64, end: i64, text: &str) -> Annotation {
@@ -100,14 +100,14 @@ fn store() -> Store {
         series: vec![
             Series {
                 tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 1],
-                tags: vec![tag(1)],
+                tags: vec![tag(1)].into(),
                 points: pts(1),
                 annotations: Vec::new(),
                 downsampled: false,
             },
             Series {
                 tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, 2],
-                tags: vec![tag(2)],
+                tags: vec![tag(2)].into(),
                 points: pts(10),
                 annotations: Vec::new(),
                 downsampled: false,

@@ -48,12 +48,7 @@ impl SeriesSource for Mock {
 }
 
 fn tag(k: &str, v: &str, kuid: u8, vuid: u8) -> SeriesTag {
-    SeriesTag {
-        key: Arc::from(k),
-        value: Arc::from(v),
-        key_uid: vec![0, 0, kuid],
-        value_uid: vec![0, 0, vuid],
-    }
+    SeriesTag::named(Arc::from(k), Arc::from(v), u64::from(kuid), u64::from(vuid))
 }
 
 /// host=web01 (tagv uid 1) or host=web02 (tagv uid 2), metric uid 1.
@@ -63,7 +58,7 @@ fn series(host: u8, points: Vec<(i64, Num)>) -> (String, Series) {
         METRIC.to_string(),
         Series {
             tsuid: vec![0, 0, 1, 0, 0, 1, 0, 0, host],
-            tags: vec![tag("host", name, 1, host)],
+            tags: vec![tag("host", name, 1, host)].into(),
             points,
             annotations: Vec::new(),
             downsampled: false,
@@ -141,6 +136,14 @@ fn missing() -> Mock {
 
 fn run(src: &Mock, m: &str) -> Vec<QueryResult> {
     run_range(src, m, START, END)
+}
+
+/// With `show_tsuids`: the results carry their TSUIDs (only then; a wide
+/// query's would be a string per series).
+fn run_with_tsuids(src: &Mock, m: &str) -> Vec<QueryResult> {
+    let mut q = query(m, START, END);
+    q.show_tsuids = true;
+    execute(&q, src).unwrap()
 }
 
 fn run_range(src: &Mock, m: &str, start: i64, end: i64) -> Vec<QueryResult> {
@@ -532,7 +535,12 @@ fn null_fill_renders_null_and_nan_fill_renders_string() {
 
 #[test]
 fn none_returns_each_series_in_tsuid_order() {
-    let results = run(&long_seconds(false), &format!("none:{METRIC}"));
+    assert!(
+        run(&long_seconds(false), &format!("none:{METRIC}"))
+            .iter()
+            .all(|r| r.tsuids.is_empty())
+    );
+    let results = run_with_tsuids(&long_seconds(false), &format!("none:{METRIC}"));
     assert_eq!(results.len(), 2);
     assert_eq!(
         results[0].tags.get("host").map(String::as_str),
@@ -572,12 +580,15 @@ fn group_by_and_filters() {
         2
     );
     let mut extra = long_seconds(false);
-    extra.series[1].1.tags.push(tag("owner", "joe", 3, 9));
+    let hourglass_query::exec::SeriesTags::Listed(tags) = &mut extra.series[1].1.tags else {
+        panic!("the test source lists its tags");
+    };
+    tags.push(tag("owner", "joe", 3, 9));
     assert_eq!(
         run(&extra, &format!("sum:explicit_tags:{METRIC}{{host=*}}")).len(),
         1
     );
-    let r = single(run(&extra, &format!("sum:{METRIC}")));
+    let r = single(run_with_tsuids(&extra, &format!("sum:{METRIC}")));
     // owner appears in one series only, with one value: it stays in `tags`
     assert_eq!(r.tags.get("owner").map(String::as_str), Some("joe"));
     assert_eq!(r.aggregate_tags, ["host"]);

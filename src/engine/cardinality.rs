@@ -174,7 +174,7 @@ impl Engine {
     ) -> Result<Cardinality, IndexError> {
         let name = |kind: UidKind, id: u64| -> Result<String, IndexError> {
             budget.check()?;
-            Ok(self.name_or_hex(kind, id)?)
+            Ok(self.name_or_hex(kind, id)?.to_string())
         };
         let named = |kind: UidKind, counts: Vec<(u64, u64)>, n: usize| {
             most_counted(counts, n)

@@ -397,7 +397,10 @@ impl Engine {
     pub fn describe_tsuid(&self, tsuid: &[u8]) -> Result<LookupMatch, UidError> {
         let layout = self.layout;
         let (m, tags) = tsuid.split_at(layout.metric_width.min(tsuid.len()));
-        let name = |kind: UidKind, b: &[u8]| self.name_or_hex(kind, uid_from_bytes(b));
+        let name = |kind: UidKind, b: &[u8]| {
+            self.name_or_hex(kind, uid_from_bytes(b))
+                .map(|n| n.to_string())
+        };
         let metric = name(UidKind::Metric, m)?;
         let mut names = BTreeMap::new();
         for (k, v) in layout.tag_pairs(tags) {
@@ -412,13 +415,14 @@ impl Engine {
 
     /// The name of a UID, or its bytes in hex when it has none (as after a
     /// repair).
-    pub(super) fn name_or_hex(&self, kind: UidKind, id: u64) -> Result<String, UidError> {
+    pub(super) fn name_or_hex(&self, kind: UidKind, id: u64) -> Result<Arc<str>, UidError> {
         Ok(match self.uids.name_of(kind, id)? {
-            Some(n) => n.to_string(),
+            Some(n) => n,
             None => {
+                tracing::warn!(kind = kind.as_str(), uid = id, "UID without a name");
                 let mut b = Vec::with_capacity(8);
                 uid_bytes(id, self.uids.width(kind), &mut b);
-                crate::codec::hex::encode(&b)
+                Arc::from(crate::codec::hex::encode(&b))
             }
         })
     }

@@ -64,6 +64,7 @@ fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
         scan_end_ms: end_ms,
         downsample: None,
         stale_markers: false,
+        value_names: hourglass_query::exec::ValueNames::All,
     };
     let mut out: Read = match e.fetch(&req) {
         Ok(series) => series
@@ -74,7 +75,8 @@ fn read_metric(e: &Engine, metric: &str, start_ms: i64, end_ms: i64) -> Read {
                     .iter()
                     .map(|(t, v)| (*t, if let Num::Int(i) = v { *i } else { -1 }))
                     .collect();
-                (s.tags[0].value.to_string(), pts)
+                let host = s.named_tags().next().map(|(_, v)| v.to_string());
+                (host.unwrap_or_default(), pts)
             })
             .collect(),
         Err(hourglass_query::exec::SourceError::NoSuchName { .. }) => Vec::new(),
@@ -995,6 +997,13 @@ mod model {
 
         fn metric_name(&self, uid: &[u8]) -> Result<String, hourglass_query::exec::SourceError> {
             self.0.metric_name(uid)
+        }
+
+        fn tag_value_name(
+            &self,
+            uid: u64,
+        ) -> Result<std::sync::Arc<str>, hourglass_query::exec::SourceError> {
+            self.0.tag_value_name(uid)
         }
     }
 

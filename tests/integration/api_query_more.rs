@@ -64,3 +64,88 @@ fn tsuid_queries_and_show_tsuids() {
     let r = s.get(&format!("/api/query?start={T0}&tsuid=sum:XYZ"));
     assert_eq!(r.status, 400, "{}", r.text());
 }
+
+/// A wide answer (more points than are rendered in one piece) comes back
+/// whole, sent as it is rendered; a grouped query over short-lived series
+/// names its groups' shared tags and aggregates the pod, whose values it
+/// never names.
+#[test]
+fn wide_answers_are_streamed_whole_and_grouped_tags_named() {
+    let s = Server::start();
+    // 3 hosts x 100 pods, 400 points each (120,000 points): every pod on
+    // one host, a host's dc the same for all its pods.
+    const PODS: u64 = 100;
+    const STEPS: u64 = 400;
+    let mut batch = Vec::new();
+    for host in 0..3u64 {
+        for pod in 0..PODS {
+            for i in 0..STEPS {
+                batch.push(json!({"metric": "pod.cpu", "timestamp": T0 + i,
+                    "value": host * 1000 + pod + i,
+                    "tags": {"host": format!("h{host}"), "pod": format!("p{host}-{pod}"),
+                             "dc": format!("dc{}", host % 2)}}));
+            }
+            if batch.len() >= 20_000 {
+                let r = s.post_json("/api/put", &serde_json::Value::Array(batch).to_string());
+                assert_eq!(r.status, 204, "{}", r.text());
+                batch = Vec::new();
+            }
+        }
+    }
+    let r = s.post_json("/api/put", &serde_json::Value::Array(batch).to_string());
+    assert_eq!(r.status, 204, "{}", r.text());
+    let end = T0 + STEPS;
+
+    // `none`: one result per series, every tag named.
+    let r = s.get(&format!("/api/query?start={T0}&end={end}&m=none:pod.cpu"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("transfer-encoding"),
+        Some("chunked"),
+        "a wide answer is streamed"
+    );
+    let all = r.json();
+    let all = all.as_array().expect("array");
+    assert_eq!(all.len(), 300);
+    let points: usize = all
+        .iter()
+        .map(|r| r["dps"].as_object().map_or(0, |d| d.len()))
+        .sum();
+    assert_eq!(points, 120_000);
+    let one = all
+        .iter()
+        .find(|r| r["tags"]["pod"] == "p2-7")
+        .expect("pod p2-7");
+    assert_eq!(
+        one["tags"],
+        json!({"host": "h2", "pod": "p2-7", "dc": "dc0"})
+    );
+    assert_eq!(one["dps"][(T0 + 5).to_string()], 2000 + 7 + 5);
+
+    // Grouped by host: the dc each host's pods share is a tag, the pod is
+    // aggregated.
+    let q = s.query(&format!(
+        "/api/query?start={T0}&end={end}&m=zimsum:pod.cpu%7Bhost=*%7D"
+    ));
+    let q = q.as_array().expect("array");
+    assert_eq!(q.len(), 3);
+    for (i, r) in q.iter().enumerate() {
+        let host = i as u64;
+        assert_eq!(
+            r["tags"],
+            json!({"host": format!("h{host}"), "dc": format!("dc{}", host % 2)})
+        );
+        assert_eq!(r["aggregateTags"], json!(["pod"]));
+        // The sum over pods 0..100 of host*1000 + pod + i.
+        let want = PODS * (host * 1000 + 3) + PODS * (PODS - 1) / 2;
+        assert_eq!(r["dps"][(T0 + 3).to_string()], want);
+        assert!(r.get("tsuids").is_none());
+    }
+    // Grouped by dc: two hosts share dc0, so the host is aggregated too.
+    let q = s.query(&format!(
+        "/api/query?start={T0}&end={end}&m=zimsum:pod.cpu%7Bdc=dc0%7D&show_tsuids"
+    ));
+    assert_eq!(q[0]["tags"], json!({"dc": "dc0"}));
+    assert_eq!(q[0]["aggregateTags"], json!(["host", "pod"]));
+    assert_eq!(q[0]["tsuids"].as_array().map(Vec::len), Some(200));
+}

@@ -36,24 +36,26 @@ impl MemorySource {
         let metric_uid = self.uid(0, metric);
         let mut series_tags: Vec<SeriesTag> = tags
             .iter()
-            .map(|(k, v)| SeriesTag {
-                key: Arc::from(*k),
-                value: Arc::from(*v),
-                key_uid: vec![0, 0, self.uid(1, k)],
-                value_uid: vec![0, 0, self.uid(2, v)],
+            .map(|(k, v)| {
+                SeriesTag::named(
+                    Arc::from(*k),
+                    Arc::from(*v),
+                    u64::from(self.uid(1, k)),
+                    u64::from(self.uid(2, v)),
+                )
             })
             .collect();
-        series_tags.sort_by(|a, b| a.key_uid.cmp(&b.key_uid));
+        series_tags.sort_by_key(|t| t.key_uid);
         let mut tsuid = vec![0, 0, metric_uid];
         for t in &series_tags {
-            tsuid.extend_from_slice(&t.key_uid);
-            tsuid.extend_from_slice(&t.value_uid);
+            tsuid.extend_from_slice(&t.key_uid.to_be_bytes()[5..]);
+            tsuid.extend_from_slice(&t.value_uid.to_be_bytes()[5..]);
         }
         self.series.push((
             metric.to_string(),
             Series {
                 tsuid,
-                tags: series_tags,
+                tags: series_tags.into(),
                 points: points.to_vec(),
                 annotations: Vec::new(),
                 downsampled: false,

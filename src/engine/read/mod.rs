@@ -18,11 +18,15 @@ mod source_error;
 mod tier;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex};
 
 use hourglass_query::QueryBudget;
 use hourglass_query::downsample::{BucketSink, Pushdown};
-use hourglass_query::exec::{FetchRequest, Num, Series, SeriesSource, SeriesTag, SourceError};
+use hourglass_query::exec::{
+    FetchRequest, Num, Series, SeriesSource, SeriesTag, SeriesTags, SourceError, TagCodec,
+    ValueNames,
+};
 
 use self::prefilter::Prefilter;
 use self::source_error::{source_err, storage_source_err};
@@ -117,7 +121,8 @@ struct Scan<'a> {
 #[derive(Default)]
 struct Found {
     points: Points,
-    sink: Option<BucketSink>,
+    /// Boxed: a wide raw read has a `Found` per series and no sink.
+    sink: Option<Box<BucketSink>>,
     notes: Vec<hourglass_query::Annotation>,
 }
 
@@ -341,7 +346,7 @@ fn enter_series(
     if !local.contains_key(key.as_slice()) {
         let f = local.entry(key.clone()).or_default();
         match scan.pushdown {
-            Some(p) => f.sink = Some(BucketSink::new(p, scan.start_ms, scan.end_ms)),
+            Some(p) => f.sink = Some(Box::new(BucketSink::new(p, scan.start_ms, scan.end_ms))),
             None => fresh(f),
         }
     }
@@ -360,19 +365,22 @@ impl Engine {
         (0..buckets).map(|_| Mutex::default()).collect()
     }
 
-    /// Everything the scans found, the budget charged for the rest.
-    fn collect_slots(slots: Vec<Mutex<Slot>>, scan: &Scan<'_>) -> FoundMap {
-        let mut all = FoundMap::default();
-        for slot in slots {
-            let (m, _, _, (uncharged, _)) = slot
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // The rest is charged too: the query layer then reports a
-            // limit that this last batch crossed.
-            scan.take(uncharged);
-            all.extend(m);
-        }
-        all
+    /// Everything the scans found, per salt bucket (a series is in one
+    /// bucket only; kept apart, a wide read's maps are not copied into one
+    /// more), the budget charged for the rest.
+    fn collect_slots(slots: Vec<Mutex<Slot>>, scan: &Scan<'_>) -> Vec<FoundMap> {
+        slots
+            .into_iter()
+            .map(|slot| {
+                let (m, _, _, (uncharged, _)) = slot
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // The rest is charged too: the query layer then reports a
+                // limit that this last batch crossed.
+                scan.take(uncharged);
+                m
+            })
+            .collect()
     }
 
     /// Points (and annotations) per series key from the store's rows with
@@ -564,51 +572,90 @@ impl Engine {
         Ok((out, first_ms(first)))
     }
 
-    /// A fetched series of `series_key` (salt, metric, tags).
+    /// A fetched series of `series_key` (salt, metric, tags), its tags
+    /// coded by `codec` or, without one, listed with every name.
     fn series(
         &self,
-        series_key: &[u8],
+        codec: Option<&Arc<TagCodec>>,
+        series_key: Vec<u8>,
         points: Points,
         annotations: Vec<hourglass_query::Annotation>,
         downsampled: bool,
     ) -> Result<Series, SourceError> {
+        let tags = match codec {
+            Some(codec) => SeriesTags::Coded(Arc::clone(codec)),
+            None => SeriesTags::Listed(self.resolve_tags(&series_key)?),
+        };
+        // The key becomes the TSUID in place (no copy per series).
+        let mut tsuid = series_key;
+        tsuid.drain(..self.layout().salt_width.min(tsuid.len()));
         Ok(Series {
-            tsuid: series_key[self.layout().salt_width..].to_vec(),
-            tags: self.resolve_tags(series_key)?,
+            tsuid,
+            tags,
             points,
             annotations,
             downsampled,
         })
     }
 
+    /// The tags of `series_key`, every name resolved.
     fn resolve_tags(&self, series_key: &[u8]) -> Result<Vec<SeriesTag>, SourceError> {
         let layout = self.layout();
         let tags = series_key.get(layout.prefix_width()..).unwrap_or_default();
-        let mut out = Vec::new();
+        let mut out =
+            Vec::with_capacity(tags.len() / (layout.tagk_width + layout.tagv_width).max(1));
         for (k, v) in layout.tag_pairs(tags) {
-            let name = |kind, b: &[u8]| -> Result<Arc<str>, SourceError> {
-                let uid = uid_from_bytes(b);
-                Ok(self
-                    .uids()
-                    .name_of(kind, uid)
-                    .map_err(source_err)?
-                    .unwrap_or_else(|| {
-                        tracing::warn!(
-                            kind = kind.as_str(),
-                            uid,
-                            "UID without a name in a row key"
-                        );
-                        Arc::from(format!("{uid:X}"))
-                    }))
-            };
-            out.push(SeriesTag {
-                key: name(UidKind::TagK, k)?,
-                value: name(UidKind::TagV, v)?,
-                key_uid: k.to_vec(),
-                value_uid: v.to_vec(),
-            });
+            let (key_uid, value_uid) = (uid_from_bytes(k), uid_from_bytes(v));
+            out.push(SeriesTag::named(
+                self.name_or_hex(UidKind::TagK, key_uid)
+                    .map_err(source_err)?,
+                self.name_or_hex(UidKind::TagV, value_uid)
+                    .map_err(source_err)?,
+                key_uid,
+                value_uid,
+            ));
         }
         Ok(out)
+    }
+
+    /// The codec of a fetch's series ([`ValueNames::Filtered`]): the names
+    /// of every tag key of `series_keys`, and of the values of the keys in
+    /// `named_keys` (the filtered ones), each looked up once.
+    fn tag_codec<'k>(
+        &self,
+        series_keys: impl Iterator<Item = &'k [u8]>,
+        named_keys: &[u64],
+    ) -> Result<TagCodec, SourceError> {
+        let layout = self.layout();
+        let mut codec = TagCodec {
+            metric_width: layout.metric_width,
+            tagk_width: layout.tagk_width,
+            tagv_width: layout.tagv_width,
+            ..TagCodec::default()
+        };
+        for key in series_keys {
+            let tags = key.get(layout.prefix_width()..).unwrap_or_default();
+            for (k, v) in layout.tag_pairs(tags) {
+                let key_uid = uid_from_bytes(k);
+                if let Entry::Vacant(slot) = codec.keys.entry(key_uid) {
+                    slot.insert(
+                        self.name_or_hex(UidKind::TagK, key_uid)
+                            .map_err(source_err)?,
+                    );
+                }
+                if !named_keys.contains(&key_uid) {
+                    continue;
+                }
+                let value_uid = uid_from_bytes(v);
+                if let Entry::Vacant(slot) = codec.values.entry(value_uid) {
+                    slot.insert(
+                        self.name_or_hex(UidKind::TagV, value_uid)
+                            .map_err(source_err)?,
+                    );
+                }
+            }
+        }
+        Ok(codec)
     }
 }
 
@@ -626,6 +673,11 @@ impl SeriesSource for Engine {
             .notes_in(None, start_ms, end_ms, &QueryBudget::unlimited())
             .map_err(|e| SourceError::Storage(e.to_string()))?;
         Ok(notes.into_iter().map(|(_, _, n)| n).collect())
+    }
+
+    fn tag_value_name(&self, value_uid: u64) -> Result<Arc<str>, SourceError> {
+        self.name_or_hex(UidKind::TagV, value_uid)
+            .map_err(source_err)
     }
 
     fn metric_name(&self, metric_uid: &[u8]) -> Result<String, SourceError> {
@@ -689,6 +741,12 @@ impl SeriesSource for Engine {
             .horizon_ms(req.metric, self.clock.now_ms())
             .max(req.scan_start_ms);
         let no_memory = HashMap::new();
+        let filter_keys: Vec<u64> = pf
+            .required
+            .iter()
+            .map(|(key, _)| uid_from_bytes(key))
+            .collect();
+
         let mut scan = Scan {
             metric,
             lo,
@@ -758,10 +816,23 @@ impl SeriesSource for Engine {
             }
             _ => HashMap::new(),
         };
-        let mut out = Vec::with_capacity(stored.len() + memory.len());
+        let codec = match req.value_names {
+            ValueNames::All => None,
+            ValueNames::Filtered => {
+                let keys = stored
+                    .iter()
+                    .flat_map(|m| m.keys())
+                    .chain(memory.keys())
+                    .chain(external.keys())
+                    .map(Vec::as_slice);
+                Some(Arc::new(self.tag_codec(keys, &filter_keys)?))
+            }
+        };
+        let mut out =
+            Vec::with_capacity(stored.iter().map(|m| m.len()).sum::<usize>() + memory.len());
         let sink_err = |e: hourglass_query::QueryError| SourceError::Storage(e.to_string());
         let mut bucketed = Vec::new();
-        for (key, found) in stored {
+        for (key, found) in stored.into_iter().flatten() {
             let mut pts = found.points;
             if let Some(mem) = memory.remove(&key) {
                 pts.extend(mem.points);
@@ -778,16 +849,16 @@ impl SeriesSource for Engine {
                 let buckets = sink.finish(req.budget).map_err(sink_err)?;
                 let buckets = Self::with_external(buckets, external.remove(&key));
                 if !buckets.is_empty() {
-                    bucketed.push(self.series(&key, buckets, found.notes, true)?);
+                    bucketed.push(self.series(codec.as_ref(), key, buckets, found.notes, true)?);
                 }
                 continue;
             }
             let pts = settle(pts, horizon, req.scan_end_ms, req.stale_markers);
             if let Some(ext) = external.remove(&key) {
                 let buckets = Self::bucket_with_external(req, pts, ext)?;
-                bucketed.push(self.series(&key, buckets, found.notes, true)?);
+                bucketed.push(self.series(codec.as_ref(), key, buckets, found.notes, true)?);
             } else if !pts.is_empty() {
-                out.push(self.series(&key, pts, found.notes, false)?);
+                out.push(self.series(codec.as_ref(), key, pts, found.notes, false)?);
             }
         }
         for (key, mem) in memory {
@@ -795,9 +866,9 @@ impl SeriesSource for Engine {
                 let pts = settle(mem.points, horizon, req.scan_end_ms, req.stale_markers);
                 if let Some(ext) = external.remove(&key) {
                     let buckets = Self::bucket_with_external(req, pts, ext)?;
-                    bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
+                    bucketed.push(self.series(codec.as_ref(), key, buckets, Vec::new(), true)?);
                 } else if !pts.is_empty() {
-                    out.push(self.series(&key, pts, Vec::new(), false)?);
+                    out.push(self.series(codec.as_ref(), key, pts, Vec::new(), false)?);
                 }
                 continue;
             }
@@ -826,12 +897,12 @@ impl SeriesSource for Engine {
             let buckets = sink.finish(req.budget).map_err(sink_err)?;
             let buckets = Self::with_external(buckets, external.remove(&key));
             if !buckets.is_empty() {
-                bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
+                bucketed.push(self.series(codec.as_ref(), key, buckets, Vec::new(), true)?);
             }
         }
         // Series only external values hold.
         for (key, buckets) in external {
-            bucketed.push(self.series(&key, buckets, Vec::new(), true)?);
+            bucketed.push(self.series(codec.as_ref(), key, buckets, Vec::new(), true)?);
         }
         out.extend(bucketed);
         Ok(out)

@@ -221,17 +221,19 @@ fn write_series(
 ) -> std::io::Result<()> {
     // Tags by name and series by their tags: the same data exports to the
     // same bytes on any server, whatever order its UIDs were assigned in.
-    let mut series: Vec<(Vec<(&str, &str)>, &hourglass_query::exec::Series)> = series
+    type Named = Vec<(Arc<str>, Arc<str>)>;
+    let mut series: Vec<(Named, &hourglass_query::exec::Series)> = series
         .iter()
         .map(|s| {
-            let mut tags: Vec<(&str, &str)> = s.tags.iter().map(|t| (&*t.key, &*t.value)).collect();
+            let mut tags: Named = s.named_tags().collect();
             tags.sort_unstable();
             (tags, s)
         })
         .collect();
     series.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut points: Vec<(i64, Value)> = Vec::new();
-    for (tags, s) in series {
+    for (named, s) in series {
+        let tags: Vec<(&str, &str)> = named.iter().map(|(k, v)| (&**k, &**v)).collect();
         if written.several {
             if written.earlier.contains(&s.tsuid) {
                 continue;

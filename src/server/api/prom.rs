@@ -394,7 +394,8 @@ fn run_query(
     let mut out = Vec::new();
     for metric in selection.metrics(engine)? {
         for s in selection.fetch(engine, &metric, (start, end), true, budget)? {
-            let tags: Vec<(&str, &str)> = s.tags.iter().map(|t| (&*t.key, &*t.value)).collect();
+            let named: Vec<_> = s.named_tags().collect();
+            let tags: Vec<(&str, &str)> = named.iter().map(|(k, v)| (&**k, &**v)).collect();
             let samples = s.points.iter().map(|&(t, v)| (t, v.as_f64()));
             let mut ts = prom::series_to_prom(&metric, &tags, samples);
             prom::prometheus_safe_labels(&mut ts);

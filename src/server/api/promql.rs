@@ -58,12 +58,11 @@ impl PromSource for Store<'_> {
             let name = hourglass_ingest::prom::opentsdb_metric_to_prom(&metric).into_owned();
             for s in series {
                 let mut labels: Vec<(String, String)> = s
-                    .tags
-                    .iter()
-                    .map(|t| {
+                    .named_tags()
+                    .map(|(key, value)| {
                         (
-                            hourglass_ingest::decode_name(&t.key).into_owned(),
-                            hourglass_ingest::decode_name(&t.value).into_owned(),
+                            hourglass_ingest::decode_name(&key).into_owned(),
+                            hourglass_ingest::decode_name(&value).into_owned(),
                         )
                     })
                     .collect();

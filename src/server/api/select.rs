@@ -15,7 +15,7 @@
 use axum::http::StatusCode;
 use hourglass_ingest::prom::{self, MatchTarget, OpenTsdbMatcher, pb};
 use hourglass_query::QueryBudget;
-use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError};
+use hourglass_query::exec::{FetchRequest, Series, SeriesSource, SourceError, ValueNames};
 use hourglass_query::filter::TagFilter;
 use hourglass_query::lookup::{LookupMatch, LookupQuery};
 use regex::Regex;
@@ -192,6 +192,7 @@ impl Selection {
             scan_end_ms: end_ms.saturating_add(1),
             downsample: None,
             stale_markers,
+            value_names: ValueNames::All,
             budget,
         };
         let mut series: Vec<Series> = match engine.fetch(&req) {
@@ -209,7 +210,12 @@ impl Selection {
         };
         budget.check_points().map_err(|e| api(e.into()))?;
         series.retain_mut(|s| {
-            let keep = self.tags_pass(|k| s.tags.iter().find(|t| &*t.key == k).map(|t| &*t.value));
+            let tags: Vec<_> = s.named_tags().collect();
+            let keep = self.tags_pass(|k| {
+                tags.iter()
+                    .find(|(key, _)| &**key == k)
+                    .map(|(_, value)| &**value)
+            });
             s.points.retain(|(t, _)| (start_ms..=end_ms).contains(t));
             keep && !s.points.is_empty()
         });
