@@ -6,7 +6,8 @@
 # configuration, every point read back at the end (`ingest --verify`).
 # Every 5 s the server's gauges are sampled: points written, series in
 # memory and created, RSS. Prints the ingest rate over the first and the
-# last tenth of the series created, and the peak RSS.
+# last tenth of the series created, the peak RSS sampled during the
+# ingest, and the peak of the whole run (VmHWM, the read-back included).
 #
 #   bench/churn-soak.sh SERVER_BINARY [OUT_DIR]
 #
@@ -40,6 +41,9 @@ verify=(--verify)
     --hosts "${HOSTS:-20000}" --churn 10 --duration "${DURATION:-84m}" --start 1700006400 \
     --server-pid "$HG_PID" "${verify[@]}" --no-progress | tee "$out/ingest.txt" || rc=$?
 kill "$sampler" 2>/dev/null || true
+# The server's peak RSS over the whole run, the read-back's queries
+# included (the kernel's high-water mark, not a sample).
+hwm=$(awk '/VmHWM/{print $2}' "/proc/$HG_PID/status" 2>/dev/null || echo 0)
 # samples: time, points written, series in memory, series created, RSS (KiB).
 python3 - "$out/samples.txt" <<'PY' | tee "$out/summary.txt"
 import sys
@@ -68,4 +72,5 @@ print(f"ingest rate, first tenth of the series created: {first:,.0f} points/s")
 print(f"ingest rate, last tenth:                        {last:,.0f} points/s (first/last {first / max(last, 1):.2f})")
 print(f"peak RSS sampled during the ingest: {max(r[4] for r in rows) / 1024:,.0f} MiB")
 PY
+echo "peak RSS of the whole run, read-back included (VmHWM): $((hwm / 1024)) MiB" | tee -a "$out/summary.txt"
 exit "$rc"
