@@ -232,11 +232,21 @@ impl QueryBudget {
     /// Records `n` series held (their keys and tags; their points are
     /// [`Self::take_points`]'); fails when the shared pool has no room.
     pub fn take_series(&self, n: usize) -> Result<(), QueryError> {
-        if self.charge((n as u64).saturating_mul(BYTES_PER_SERIES)) {
-            Ok(())
-        } else {
-            Err(self.overloaded())
+        let bytes = (n as u64).saturating_mul(BYTES_PER_SERIES);
+        if self.charge(bytes) {
+            return Ok(());
         }
+        let limit = self.pool.as_ref().map_or(0, |p| p.limit());
+        if self.pooled.load(Ordering::Relaxed).saturating_add(bytes) > limit {
+            // This query alone needs more than the whole pool: waiting for
+            // other queries to finish would not help.
+            return Err(QueryError::Limit(format!(
+                "Sorry, the {n} series this query reads need more than the server's query \
+                 memory of {} MiB. Please try filtering using more tags or decrease your time range.",
+                limit >> 20
+            )));
+        }
+        Err(self.overloaded())
     }
 
     /// Points recorded so far.
@@ -368,6 +378,27 @@ mod tests {
         c.hold(0).unwrap();
         assert!(c.hold(1).is_err());
         drop((b, c));
+        assert_eq!(pool.used(), 0);
+    }
+
+    #[test]
+    fn series_are_charged_and_a_query_larger_than_the_pool_is_a_limit() {
+        let pool = Arc::new(MemoryPool::new(1000 * BYTES_PER_SERIES));
+        let a = QueryBudget::unlimited().with_pool(Arc::clone(&pool));
+        a.take_series(600).unwrap();
+        assert_eq!(pool.used(), 600 * BYTES_PER_SERIES);
+        // Room for it once `a` is done: try again later (503).
+        let b = QueryBudget::unlimited().with_pool(Arc::clone(&pool));
+        assert!(matches!(b.take_series(500), Err(QueryError::Overloaded(_))));
+        // More than the whole pool on its own: a limit (413), not a retry.
+        let e = b.take_series(1001).unwrap_err();
+        assert!(matches!(e, QueryError::Limit(_)));
+        assert!(e.message().starts_with(
+            "Sorry, the 1001 series this query reads need more than the server's query memory of 0 MiB."
+        ));
+        drop(a);
+        b.take_series(1000).unwrap();
+        drop(b);
         assert_eq!(pool.used(), 0);
     }
 

@@ -192,10 +192,9 @@ pub trait SeriesSource {
     /// right for a source that names every value, and a source that wraps
     /// another must pass this on with its fetches.
     fn tag_value_name(&self, value_uid: u64) -> Result<Arc<str>, SourceError> {
-        Err(SourceError::NoSuchName {
-            kind: "tagv",
-            name: format!("{value_uid:X}"),
-        })
+        Err(SourceError::Storage(format!(
+            "internal error: this source cannot name tag value UID {value_uid:X}"
+        )))
     }
 
     /// Global annotations (no TSUID) whose start time falls in
@@ -360,6 +359,9 @@ fn run_sub_query(
     let mut failed = None;
     let mut series = fetched;
     series.retain_mut(|s| {
+        if failed.is_some() {
+            return false;
+        }
         match passes_filters(s, &sub.filters, sub.explicit_tags, &mut names) {
             Ok(true) => {}
             Ok(false) => return false,
@@ -457,6 +459,7 @@ fn run_sub_query(
                 s.points = Vec::new();
                 s.tags = SeriesTags::default();
                 s.tsuid = Vec::new();
+                s.annotations = Vec::new();
             }
         }
         results.push(QueryResult {

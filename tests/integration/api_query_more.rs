@@ -121,6 +121,19 @@ fn wide_answers_are_streamed_whole_and_grouped_tags_named() {
         json!({"host": "h2", "pod": "p2-7", "dc": "dc0"})
     );
     assert_eq!(one["dps"][(T0 + 5).to_string()], 2000 + 7 + 5);
+    // The streamed query held its slot until sent, then was recorded done,
+    // with the points it read.
+    let stats = s.get("/api/stats/query").json();
+    assert_eq!(
+        stats["running"].as_array().map(Vec::len),
+        Some(0),
+        "{stats}"
+    );
+    let record = stats["completed"]
+        .as_array()
+        .and_then(|c| c.iter().find(|r| r.to_string().contains("none:pod.cpu")))
+        .unwrap_or_else(|| panic!("no record of the none query: {stats}"));
+    assert_eq!(record["httpResponse"]["code"], 200, "{record}");
 
     // Grouped by host: the dc each host's pods share is a tag, the pod is
     // aggregated.

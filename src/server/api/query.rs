@@ -15,6 +15,7 @@ use std::time::Instant;
 use crate::auth::Scope;
 use crate::server::Ctx;
 use crate::server::http::cors::OriginCheck;
+use crate::server::http::helpers::Held;
 use crate::server::http::stream::streamed;
 use crate::server::http::{ApiError, Caller, Params, Run, json_response, now_ms, peer_of, respond};
 
@@ -69,7 +70,7 @@ async fn run_query(
 ) -> Response {
     let started = Instant::now();
     let arrow = matches!(format, Ok(super::arrow::Format::Arrow));
-    let result: Result<Answer, ApiError> = async {
+    let result: Result<(Answer, Held), ApiError> = async {
         let q = q?;
         format?;
         if q.delete {
@@ -86,7 +87,7 @@ async fn run_query(
         let engine = Arc::clone(&ctx.engine);
         // Deletes run on the blocking pool.
         let run = if q.delete { Run::Pool } else { run_of(&q) };
-        crate::server::http::run_budgeted(&ctx, text, peer, run, move |budget| {
+        crate::server::http::run_budgeted_held(&ctx, text, peer, run, move |budget| {
             let results = hourglass_query::exec::execute_with_budget(&q, &*engine, budget)?;
             if q.delete {
                 // The matched series lose their points in [start, end];
@@ -122,17 +123,28 @@ async fn run_query(
     respond(
         &ctx,
         "query",
-        result.map(|answer| match answer {
-            Answer::Arrow(body) => super::arrow::arrow_response(body),
-            Answer::Json(body) => json_response(StatusCode::OK, body),
+        result.map(|(answer, held)| match answer {
+            Answer::Arrow(body) => {
+                held.finish(200, None);
+                super::arrow::arrow_response(body)
+            }
+            Answer::Json(body) => {
+                held.finish(200, None);
+                json_response(StatusCode::OK, body)
+            }
             // Rendered as it is sent, off the reactor: a wide answer is
             // never held whole (the results are freed as they are written).
+            // The query keeps its slot and its memory in the pool until the
+            // last byte is sent, so that slow readers of wide answers are
+            // bounded like running queries; a reader that goes away is
+            // recorded as such (the slot's drop).
             Answer::JsonChunks(chunks) => json_response(
                 StatusCode::OK,
                 streamed(move |out| {
                     for chunk in chunks {
                         out.send(bytes::Bytes::from(chunk))?;
                     }
+                    held.finish(200, None);
                     Ok(())
                 }),
             ),

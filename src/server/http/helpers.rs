@@ -13,7 +13,7 @@ use hourglass_query::QueryBudget;
 
 use super::error::ApiError;
 use crate::server::Ctx;
-use crate::server::limits::Refused;
+use crate::server::limits::{QueryTicket, Refused};
 
 pub type Params = Vec<(String, String)>;
 
@@ -81,6 +81,43 @@ where
     T: Send + 'static,
     F: FnOnce(&QueryBudget) -> Result<T, ApiError> + Send + 'static,
 {
+    let (out, held) = run_budgeted_held(ctx, text, peer, run, f).await?;
+    held.finish(200, None);
+    Ok(out)
+}
+
+/// A query's slot and budget, kept past its work by an answer sent as it
+/// is made: the query stays listed as running and its memory stays
+/// charged to the pool until [`Held::finish`] (or the drop: a client that
+/// went away).
+#[derive(Debug)]
+pub struct Held {
+    ticket: QueryTicket,
+    budget: QueryBudget,
+}
+
+impl Held {
+    /// Records how the query ended and frees its slot and memory.
+    pub fn finish(mut self, status: u16, error: Option<String>) {
+        self.ticket
+            .finish(status, error, self.budget.points_taken());
+    }
+}
+
+/// [`run_budgeted`], with the query's slot and budget handed back with a
+/// successful result instead of released: for an answer that is rendered
+/// while it is sent.
+pub async fn run_budgeted_held<T, F>(
+    ctx: &Arc<Ctx>,
+    text: String,
+    peer: String,
+    run: Run,
+    f: F,
+) -> Result<(T, Held), ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&QueryBudget) -> Result<T, ApiError> + Send + 'static,
+{
     let mut ticket = ctx.queries.admit(text, peer).await.map_err(|why| {
         let msg = match why {
             Refused::QueueFull => "Too many queries are waiting; please try again later",
@@ -99,11 +136,11 @@ where
         .with_pool(Arc::clone(&ctx.queries.pool));
     let work = move || {
         let out = f(&budget);
-        (out, budget.points_taken())
+        (out, budget)
     };
     // Inline work must be bounded in time: without a query timeout it goes
     // to the pool, where a client going away still cancels it.
-    let (out, points) = match run {
+    let (out, budget) = match run {
         // A panic in the work is a 500, as on the pool, not the end of
         // the connection's task.
         Run::Inline if limits.timeout.is_some() => tokio::task::block_in_place(|| {
@@ -120,16 +157,17 @@ where
             format!("query task failed: {e}"),
         )
     })?;
-    let status = match &out {
-        Ok(_) => 200,
-        Err(e) => e.status.as_u16(),
-    };
-    ticket.finish(
-        status,
-        out.as_ref().err().map(|e| e.message.clone()),
-        points,
-    );
-    out
+    match out {
+        Ok(out) => Ok((out, Held { ticket, budget })),
+        Err(e) => {
+            ticket.finish(
+                e.status.as_u16(),
+                Some(e.message.clone()),
+                budget.points_taken(),
+            );
+            Err(e)
+        }
+    }
 }
 
 /// The client's IP address (unspecified if unknown, as in unit tests).

@@ -21,7 +21,7 @@ pub use auth::Caller;
 pub use error::{ApiError, ErrorFormat};
 pub use helpers::{
     Params, PeerAddr, Run, accepts_gzip, blocking, has_flag, json_response, now_ms, param, peer_ip,
-    peer_of, respond, run_budgeted,
+    peer_of, respond, run_budgeted, run_budgeted_held,
 };
 pub use request::ApiRequest;
 pub use serve::{AppService, serve};

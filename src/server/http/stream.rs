@@ -65,7 +65,11 @@ where
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut writer = BodyWriter { sender, handle };
-        if let Err(e) = produce(&mut writer)
+        // A panic must not end the body like a complete one.
+        let produced =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce(&mut writer)))
+                .unwrap_or_else(|_| Err(std::io::Error::other("the producer panicked")));
+        if let Err(e) = produced
             && e.kind() != std::io::ErrorKind::BrokenPipe
         {
             tracing::warn!(error = %e, "a streamed answer failed part way; its body was cut short");
@@ -89,4 +93,30 @@ pub fn file(path: PathBuf) -> Body {
             out.send(Bytes::from(buf))?;
         }
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)] // panicking on a broken fixture is the point of a test
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_whole_body_ends_cleanly_and_a_panicking_producer_cuts_it_short() {
+        let body = streamed(|out| {
+            out.send(Bytes::from_static(b"[1,"))?;
+            out.send(Bytes::from_static(b"2]"))
+        });
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], b"[1,2]");
+        let body = streamed(|out| {
+            out.send(Bytes::from_static(b"[1,"))?;
+            panic!("a bug half way through the answer");
+        });
+        assert!(
+            body.collect().await.is_err(),
+            "a body cut short by a panic must not end like a complete one"
+        );
+    }
 }
