@@ -125,11 +125,11 @@ async fn run_query(
         "query",
         result.map(|(answer, held)| match answer {
             Answer::Arrow(body) => {
-                held.finish(200, None);
+                held.finish();
                 super::arrow::arrow_response(body)
             }
             Answer::Json(body) => {
-                held.finish(200, None);
+                held.finish();
                 json_response(StatusCode::OK, body)
             }
             // Rendered as it is sent, off the reactor: a wide answer is
@@ -144,7 +144,7 @@ async fn run_query(
                     for chunk in chunks {
                         out.send(bytes::Bytes::from(chunk))?;
                     }
-                    held.finish(200, None);
+                    held.finish();
                     Ok(())
                 }),
             ),

@@ -82,7 +82,7 @@ where
     F: FnOnce(&QueryBudget) -> Result<T, ApiError> + Send + 'static,
 {
     let (out, held) = run_budgeted_held(ctx, text, peer, run, f).await?;
-    held.finish(200, None);
+    held.finish();
     Ok(out)
 }
 
@@ -97,10 +97,10 @@ pub struct Held {
 }
 
 impl Held {
-    /// Records how the query ended and frees its slot and memory.
-    pub fn finish(mut self, status: u16, error: Option<String>) {
-        self.ticket
-            .finish(status, error, self.budget.points_taken());
+    /// Records the query as answered (200, with the points it read) and
+    /// frees its slot and memory.
+    pub fn finish(mut self) {
+        self.ticket.finish(200, None, self.budget.points_taken());
     }
 }
 
