@@ -3,6 +3,10 @@
 //! or a streaming hasher's state. Not for keys an attacker chooses to
 //! collide on purpose without bound: every map using it is bounded.
 
+mod digest_table;
+
+pub use digest_table::DigestTable;
+
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 

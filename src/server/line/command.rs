@@ -16,11 +16,12 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use hourglass_ingest::influx::{self, Precision};
-use hourglass_ingest::{Command, Point, fast_put, parse_line, unknown_command_line};
+use hourglass_ingest::{Command, FastPut, Point, fast_put, parse_line, unknown_command_line};
 
 use super::access::Access;
 use super::session::{FROM_INFLUX, FROM_PUT, FROM_ROLLUP, Session};
 use crate::server::Ctx;
+use crate::server::series_cache::CacheKey;
 use crate::server::write::PointSink;
 
 /// What the connection does after a line.
@@ -30,8 +31,36 @@ pub enum Step {
     Close,
 }
 
-/// Handles one complete line (its terminator removed).
-pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: bool) -> Step {
+/// A `put` line read before its turn: its words and its series' cache key,
+/// whose table slot was prefetched ([`look_ahead`]).
+pub struct PutAhead<'l> {
+    put: FastPut<'l>,
+    key: CacheKey,
+}
+
+/// Reads the line after the one about to be handled, if it is a plain
+/// `put`: its cache key is made now and its slot asked of memory, so the
+/// lookup when its turn comes finds it in cache instead of waiting on
+/// memory once per line.
+pub fn look_ahead<'l>(session: &mut Session, line: &'l [u8], influx: bool) -> Option<PutAhead<'l>> {
+    if influx {
+        return None;
+    }
+    let put = fast_put(line)?;
+    let key = session.cache.put_key(put.metric, put.tags);
+    session.cache.prefetch(key);
+    Some(PutAhead { put, key })
+}
+
+/// Handles one complete line (its terminator removed); `ahead` is what
+/// [`look_ahead`] read of it, if it was.
+pub async fn handle(
+    ctx: &Arc<Ctx>,
+    session: &mut Session,
+    line: &[u8],
+    influx: bool,
+    ahead: Option<PutAhead<'_>>,
+) -> Step {
     session.line_no += 1;
     ctx.metrics.telnet_lines.inc();
     if !super::access::passes(ctx, session, line, influx)
@@ -46,8 +75,8 @@ pub async fn handle(ctx: &Arc<Ctx>, session: &mut Session, line: &[u8], influx: 
     // A series this connection has written before: no tag parsing, no
     // validation, no lookup beyond its own cache.
     let mut new_key = None;
-    if let Some(f) = fast_put(line) {
-        let key = session.cache.put_key(f.metric, f.tags);
+    let ahead = ahead.or_else(|| look_ahead(session, line, false));
+    if let Some(PutAhead { put: f, key }) = ahead {
         if let Some(series) = session.cache.get(key) {
             session
                 .batch

@@ -258,8 +258,11 @@ async fn lines(
     session: &mut Session,
 ) -> Option<usize> {
     let mut pos = 0;
+    let mut frame = framer.next(buf);
+    // What was read of `frame`'s line while the one before it was handled.
+    let mut ahead = None;
     loop {
-        match framer.next(&buf[pos..]) {
+        match frame {
             Frame::Incomplete => break,
             Frame::TooLong(limit) => {
                 session.flush(ctx).await;
@@ -274,9 +277,15 @@ async fn lines(
                 influx,
             } => {
                 pos += consumed;
-                if command::handle(ctx, session, line, influx).await == Step::Close {
+                frame = framer.next(&buf[pos..]);
+                let next_ahead = match frame {
+                    Frame::Line { line, influx, .. } => command::look_ahead(session, line, influx),
+                    _ => None,
+                };
+                if command::handle(ctx, session, line, influx, ahead.take()).await == Step::Close {
                     return None;
                 }
+                ahead = next_ahead;
             }
         }
     }
