@@ -169,6 +169,10 @@ impl Engine {
                 .set_hook(Box::new(super::write::ApplyDurable(Arc::downgrade(
                     &engine,
                 ))));
+            log.wal
+                .set_before_write(Box::new(super::write::SyncNewUids(Arc::clone(
+                    &engine.uids,
+                ))));
             engine.load_tier_state(fresh)?;
             for (keys, start_ms, end_ms) in deletes {
                 engine.delete_stored(&keys, start_ms, end_ms)?;

@@ -15,7 +15,9 @@
 //!    and find the series by it before it makes names of that text
 //!    ([`Engine::series_of_texts`]).
 //! 2. Misses: UIDs fetched or assigned (storage I/O, no lock); series new to
-//!    the head get their index rows; new UIDs are made durable.
+//!    the head get their index rows. New UIDs are made durable by the WAL's
+//!    sync thread before it writes the frames that name them
+//!    ([`SyncNewUids`]; on a shared store, here).
 //! 3. Under the head lock, so that the head and the WAL see writes in one
 //!    order: series whose head slot was given up since they were resolved
 //!    are registered again (by key for known series; named ones are
@@ -33,7 +35,7 @@ use hourglass_ingest::{Point, Value};
 
 use super::head::Head;
 use super::pending::PendingWrite;
-use super::wal::{DurableHook, FrameBuilder};
+use super::wal::{BeforeWrite, DurableHook, FrameBuilder};
 use super::{Engine, EngineError, PointError};
 use crate::codec::StoredValue;
 use crate::uid::{UidError, UidKind};
@@ -527,8 +529,13 @@ impl Engine {
             for j in known_new {
                 resolved[j].unindexed = true;
             }
-            // New UIDs must be durable before any logged point refers to them.
-            self.uids.sync_if_needed().map_err(EngineError::Uid)?;
+            // New UIDs must be durable before any logged point refers to
+            // them: the log's sync thread makes them so before it writes
+            // this write's frame (`SyncNewUids`), once for every write in
+            // its group. A shared store has no log: here, then.
+            if self.log.is_none() {
+                self.uids.sync_if_needed().map_err(EngineError::Uid)?;
+            }
         }
         Ok(resolved)
     }
@@ -639,5 +646,17 @@ impl DurableHook for ApplyDurable {
         if let Some(engine) = self.0.upgrade() {
             engine.head().discard_pending();
         }
+    }
+}
+
+/// Makes the UIDs writers assigned durable before the WAL's sync thread
+/// writes the frames that name them (every such frame was appended after
+/// its UIDs were written to the store).
+#[derive(Debug)]
+pub(super) struct SyncNewUids(pub(super) Arc<crate::uid::Uids>);
+
+impl BeforeWrite for SyncNewUids {
+    fn before_write(&self) -> Result<(), String> {
+        self.0.sync_if_needed().map_err(|e| e.to_string())
     }
 }

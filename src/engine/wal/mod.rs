@@ -242,9 +242,19 @@ struct Inner {
     total_bytes: u64,
 }
 
+/// What the sync thread makes durable before it hands a group of frames to
+/// the log file: the store's new UID rows, which the frames' series name
+/// (their writers assigned them before they appended). One sync per group,
+/// on the log's own thread, instead of one per write on the writers'
+/// threads, which would otherwise wait on it.
+pub trait BeforeWrite: Send + Sync + std::fmt::Debug {
+    fn before_write(&self) -> Result<(), String>;
+}
+
 #[derive(Debug)]
 pub struct Wal {
     hook: std::sync::OnceLock<Box<dyn DurableHook>>,
+    before_write: std::sync::OnceLock<Box<dyn BeforeWrite>>,
     dir: PathBuf,
     policy: FsyncPolicy,
     interval: Duration,
@@ -363,6 +373,7 @@ impl Wal {
         });
         let wal = Arc::new(Self {
             hook: std::sync::OnceLock::new(),
+            before_write: std::sync::OnceLock::new(),
             dir: dir.to_path_buf(),
             policy,
             interval,
@@ -453,6 +464,13 @@ impl Wal {
     /// Sets what the publishing thread tells about durable frames (once).
     pub fn set_hook(&self, hook: Box<dyn DurableHook>) {
         let _ = self.hook.set(hook);
+    }
+
+    /// Sets what the sync thread makes durable before each group of frames
+    /// reaches the file (once); a failure poisons the log, as a failed
+    /// write of its own would.
+    pub fn set_before_write(&self, before: Box<dyn BeforeWrite>) {
+        let _ = self.before_write.set(before);
     }
 
     /// Waits while the buffer of frames not yet written is full; call before
@@ -663,6 +681,16 @@ impl Wal {
             };
             self.space.notify_all();
             let res = (|| -> Result<(), LogError> {
+                if !buf.is_empty()
+                    && let Some(before) = self.before_write.get()
+                {
+                    before.before_write().map_err(|why| LogError::Io {
+                        path: self.dir.clone(),
+                        source: std::io::Error::other(format!(
+                            "what the log's frames name could not be made durable first: {why}"
+                        )),
+                    })?;
+                }
                 let mut rest: &[u8] = &buf;
                 if let Some((split, next)) = rotate {
                     writer.append(&rest[..split])?;
@@ -832,6 +860,69 @@ mod tests {
         assert!(wal.poisoned().is_some());
         // Closing joins the threads: it returns.
         wal.close();
+    }
+
+    /// Records the log's length on disk when asked, and fails once told to.
+    #[derive(Debug)]
+    struct RecordingBefore {
+        dir: PathBuf,
+        seen: Arc<Mutex<Vec<u64>>>,
+        fail: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl BeforeWrite for RecordingBefore {
+        fn before_write(&self) -> Result<(), String> {
+            let len = std::fs::metadata(segment_path(&self.dir, 1)).map_or(0, |m| m.len());
+            self.seen.lock().unwrap().push(len);
+            if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err("store sync failed (test)".into());
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn what_frames_name_is_made_durable_before_they_are_written_or_none_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = collect(dir.path());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        wal.set_before_write(Box::new(RecordingBefore {
+            dir: dir.path().to_path_buf(),
+            seen: Arc::clone(&seen),
+            fail: Arc::clone(&fail),
+        }));
+        let segment = wal.segment();
+        assert_eq!(segment, 1);
+        let empty_len = std::fs::metadata(segment_path(dir.path(), 1))
+            .unwrap()
+            .len();
+        let mut f = FrameBuilder::new();
+        f.series(0, b"key-a");
+        f.point(0, 1, StoredValue::Int(1));
+        let lsn = wal.append(f).unwrap();
+        wal.wait_durable_blocking(lsn, segment).unwrap();
+        // Asked before the frame reached the file, while it held none.
+        assert_eq!(*seen.lock().unwrap(), vec![empty_len]);
+        let written_len = std::fs::metadata(segment_path(dir.path(), 1))
+            .unwrap()
+            .len();
+        assert!(written_len > empty_len);
+        // A failure refuses the frame: its writer hears so, the log takes
+        // no more, and the frame is not in the file.
+        fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut f = FrameBuilder::new();
+        f.point(0, 2, StoredValue::Int(2));
+        let lsn = wal.append(f).unwrap();
+        assert!(wal.wait_durable_blocking(lsn, segment).is_err());
+        let why = wal.poisoned().unwrap();
+        assert!(why.contains("store sync failed (test)"), "{why}");
+        let mut f = FrameBuilder::new();
+        f.point(0, 3, StoredValue::Int(3));
+        assert!(wal.append(f).is_err());
+        wal.close();
+        let (_w, got) = collect(dir.path());
+        assert_eq!(got, vec![(b"key-a".to_vec(), 1, StoredValue::Int(1))]);
     }
 
     #[test]
