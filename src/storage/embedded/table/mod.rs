@@ -18,6 +18,7 @@
 //! itself completely (kind, window, sequence range), so a lost manifest can
 //! be rebuilt from the files.
 
+mod block_zstd;
 mod format;
 mod range_iter;
 mod reader;

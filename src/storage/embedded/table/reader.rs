@@ -242,7 +242,7 @@ impl TableReader {
                 format!("block {i}: implausible length {}", h.raw_len),
             ));
         }
-        let raw = zstd::bulk::decompress(&buf, h.raw_len as usize)
+        let raw = super::block_zstd::decompress(&buf, h.raw_len as usize)
             .map_err(|e| corrupt(&self.path, Some(h.offset), format!("block {i}: {e}")))?;
         if raw.len() != h.raw_len as usize {
             return Err(corrupt(

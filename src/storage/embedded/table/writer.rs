@@ -130,7 +130,8 @@ pub fn write_table(
      -> Result<()> {
         let raw_len =
             u32::try_from(block.len()).map_err(|_| corrupt(path, None, "block over 4 GiB"))?;
-        let compressed = zstd::bulk::compress(block, opts.zstd_level).map_err(io_err(path))?;
+        let compressed =
+            super::block_zstd::compress(block, opts.zstd_level).map_err(io_err(path))?;
         out.write_all(&compressed).map_err(io_err(path))?;
         index.push(BlockHandle {
             offset: *offset,
