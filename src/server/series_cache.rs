@@ -34,6 +34,11 @@ const MAX_ENTRIES: usize = 1 << 20;
 /// and its [`SeriesRef`].
 const ENTRY_OVERHEAD: usize = 64 + std::mem::size_of::<SeriesRef>();
 
+/// Table bytes past which a connection reads its next line ahead and
+/// prefetches its slot: beyond a core's L2 share, nearly every lookup of a
+/// table this size misses the caches.
+const LARGE_TABLE_BYTES: usize = 2 << 20;
+
 /// What a cached text is: its first byte, so that texts of different
 /// kinds never meet.
 #[derive(Clone, Copy)]
@@ -155,6 +160,15 @@ impl SeriesCache {
     /// The cached series of a key, as an index into [`SeriesCache::refs`].
     pub fn get(&self, key: CacheKey) -> Option<u32> {
         self.map.get(key)
+    }
+
+    /// Whether the table is past what the CPU's caches hold, so that a
+    /// lookup waits on memory unless its slot was prefetched
+    /// ([`SeriesCache::prefetch`]). Below it a lookup hits the caches, and
+    /// reading every line ahead measured 3–5 % more CPU a point (BENCHMARKS
+    /// "Series churn, step 17").
+    pub fn is_large(&self) -> bool {
+        self.map.bytes() >= LARGE_TABLE_BYTES
     }
 
     /// Asks memory for the table slot of a key that [`SeriesCache::get`]

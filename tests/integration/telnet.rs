@@ -372,3 +372,83 @@ fn names_that_are_not_utf8_are_refused_as_over_http() {
         serde_json::json!([])
     );
 }
+
+/// A connection whose series cache outgrows the CPU's caches reads each
+/// line ahead of its turn (its cache slot prefetched): every point still
+/// lands in its own series, in order, among InfluxDB lines, refused lines
+/// and a cache emptied by `dropcaches`, and with a series spelled two ways.
+#[test]
+fn a_connection_with_a_large_series_cache_reads_ahead_and_stays_exact() {
+    let s = Server::start();
+    let mut t = s.telnet();
+    let t0 = 1_356_998_400u64;
+    // 30,000 series take the connection's table past 2 MiB (65,536 slots).
+    let pods = 30_000u64;
+    for round in 0..3u64 {
+        let mut lines = String::with_capacity(2 << 20);
+        for pod in 0..pods {
+            let sep = if pod % 2 == 0 { " " } else { "  " };
+            lines.push_str(&format!(
+                "put la.m {} {} pod=p{pod}{sep}dc=x\n",
+                t0 + round * 10,
+                pod + round * 100_000
+            ));
+            if pod == 12_345 {
+                lines.push_str("put la.m notatime 1 pod=bad\n");
+                lines.push_str(&format!(
+                    "la_influx,pod=a value={round} {}\n",
+                    (t0 + round * 10) * 1_000_000_000
+                ));
+                if round == 1 {
+                    // The cache emptied mid-read: the line read ahead
+                    // keeps its key, and the cache grows large again.
+                    lines.push_str("dropcaches\n");
+                }
+            }
+        }
+        t.send(&lines);
+        let replies = t.sync();
+        let errors: Vec<&String> = replies.iter().filter(|l| l.starts_with("put:")).collect();
+        assert_eq!(errors.len(), 1, "{replies:?}");
+        assert!(errors[0].contains("notatime"), "{errors:?}");
+    }
+    let sum_of_pods = pods * (pods - 1) / 2;
+    let r = s.query(&format!(
+        "/api/query?start={t0}&end={}&m=sum:la.m",
+        t0 + 100
+    ));
+    let want: Vec<(i64, f64)> = (0..3u64)
+        .map(|round| {
+            (
+                (t0 + round * 10) as i64,
+                (sum_of_pods + pods * round * 100_000) as f64,
+            )
+        })
+        .collect();
+    assert_eq!(dps(&r[0]), pts(&want));
+    // Every series holds its own three points: a line read ahead with
+    // another line's key would move points between series, which the sum
+    // above cannot see.
+    let all = s.query(&format!(
+        "/api/query?start={t0}&end={}&m=sum:la.m%7Bpod=*%7D",
+        t0 + 100
+    ));
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), pods as usize);
+    for series in all {
+        let name = series["tags"]["pod"].as_str().unwrap();
+        let pod: u64 = name.strip_prefix('p').unwrap().parse().unwrap();
+        let want: Vec<(i64, f64)> = (0..3u64)
+            .map(|round| ((t0 + round * 10) as i64, (pod + round * 100_000) as f64))
+            .collect();
+        assert_eq!(dps(series), pts(&want), "pod {name}");
+    }
+    let influx = s.query(&format!(
+        "/api/query?start={t0}&end={}&m=sum:la_influx.value",
+        t0 + 100
+    ));
+    let want: Vec<(i64, f64)> = (0..3u64)
+        .map(|round| ((t0 + round * 10) as i64, round as f64))
+        .collect();
+    assert_eq!(dps(&influx[0]), pts(&want));
+}

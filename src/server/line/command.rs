@@ -46,9 +46,15 @@ pub fn look_ahead<'l>(session: &mut Session, line: &'l [u8], influx: bool) -> Op
     if influx {
         return None;
     }
+    let ahead = read_put(session, line)?;
+    session.cache.prefetch(ahead.key);
+    Some(ahead)
+}
+
+/// A plain `put` line's words and its series' cache key.
+fn read_put<'l>(session: &mut Session, line: &'l [u8]) -> Option<PutAhead<'l>> {
     let put = fast_put(line)?;
     let key = session.cache.put_key(put.metric, put.tags);
-    session.cache.prefetch(key);
     Some(PutAhead { put, key })
 }
 
@@ -75,7 +81,7 @@ pub async fn handle(
     // A series this connection has written before: no tag parsing, no
     // validation, no lookup beyond its own cache.
     let mut new_key = None;
-    let ahead = ahead.or_else(|| look_ahead(session, line, false));
+    let ahead = ahead.or_else(|| read_put(session, line));
     if let Some(PutAhead { put: f, key }) = ahead {
         if let Some(series) = session.cache.get(key) {
             session

@@ -258,10 +258,14 @@ async fn lines(
     session: &mut Session,
 ) -> Option<usize> {
     let mut pos = 0;
-    let mut frame = framer.next(buf);
-    // What was read of `frame`'s line while the one before it was handled.
+    // The line after the one being handled, framed and read ahead when the
+    // connection's series cache is past the CPU's caches (`look_ahead`).
     let mut ahead = None;
     loop {
+        let (frame, put) = match ahead.take() {
+            Some(framed) => framed,
+            None => (framer.next(&buf[pos..]), None),
+        };
         match frame {
             Frame::Incomplete => break,
             Frame::TooLong(limit) => {
@@ -277,15 +281,19 @@ async fn lines(
                 influx,
             } => {
                 pos += consumed;
-                frame = framer.next(&buf[pos..]);
-                let next_ahead = match frame {
-                    Frame::Line { line, influx, .. } => command::look_ahead(session, line, influx),
-                    _ => None,
-                };
-                if command::handle(ctx, session, line, influx, ahead.take()).await == Step::Close {
+                if session.cache.is_large() {
+                    let next = framer.next(&buf[pos..]);
+                    let next_put = match next {
+                        Frame::Line { line, influx, .. } => {
+                            command::look_ahead(session, line, influx)
+                        }
+                        _ => None,
+                    };
+                    ahead = Some((next, next_put));
+                }
+                if command::handle(ctx, session, line, influx, put).await == Step::Close {
                     return None;
                 }
-                ahead = next_ahead;
             }
         }
     }
