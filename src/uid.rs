@@ -312,7 +312,7 @@ impl Uids {
             let id =
                 self.store
                     .increment(Table::Uid, COUNTER_ROW, &id_col, 1, Durability::Buffered)?;
-            self.unsynced.store(true, Ordering::Release);
+            self.note_unsynced();
             let id = u64::try_from(id).map_err(|_| UidError::Exhausted { kind, width })?;
             if id == 0 || id > KeyLayout::max_uid(width) {
                 return Err(UidError::Exhausted { kind, width });
@@ -335,6 +335,7 @@ impl Uids {
                 );
                 continue;
             }
+            self.note_unsynced();
             if self.store.check_and_put(
                 Table::Uid,
                 name.as_bytes(),
@@ -343,6 +344,9 @@ impl Uids {
                 uid_bytes,
                 Durability::Buffered,
             )? {
+                // Before the UID is known to anyone: a sync that cleared
+                // the flag between the writes above did not cover this one.
+                self.note_unsynced();
                 self.remember_uid(kind, name, id);
                 return Ok((id, true));
             }
@@ -355,6 +359,15 @@ impl Uids {
             kind,
             name: name.to_string(),
         })
+    }
+
+    /// Notes a buffered write of the UID table, after it is in the store:
+    /// a [`Uids::sync_if_needed`] that runs after this covers it. Noted
+    /// after every write of an assignment, not once at its start, so that a
+    /// sync running between two of its writes cannot clear the note while
+    /// a later write is still unsynced.
+    fn note_unsynced(&self) {
+        self.unsynced.store(true, Ordering::Release);
     }
 
     /// Makes UID assignments durable (fsync) if any happened since the last

@@ -170,7 +170,7 @@ impl Engine {
                     &engine,
                 ))));
             log.wal
-                .set_before_write(Box::new(super::write::SyncNewUids(Arc::clone(
+                .set_before_write(Box::new(super::write::SyncNewUids(Arc::downgrade(
                     &engine.uids,
                 ))));
             engine.load_tier_state(fresh)?;

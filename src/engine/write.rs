@@ -651,12 +651,20 @@ impl DurableHook for ApplyDurable {
 
 /// Makes the UIDs writers assigned durable before the WAL's sync thread
 /// writes the frames that name them (every such frame was appended after
-/// its UIDs were written to the store).
+/// its UIDs were written to the store and noted unsynced). Weak, as
+/// [`ApplyDurable`] is: the log's threads must not keep the engine's store
+/// open after the engine is dropped.
 #[derive(Debug)]
-pub(super) struct SyncNewUids(pub(super) Arc<crate::uid::Uids>);
+pub(super) struct SyncNewUids(pub(super) std::sync::Weak<crate::uid::Uids>);
 
 impl BeforeWrite for SyncNewUids {
     fn before_write(&self) -> Result<(), String> {
-        self.0.sync_if_needed().map_err(|e| e.to_string())
+        match self.0.upgrade() {
+            Some(uids) => uids.sync_if_needed().map_err(|e| e.to_string()),
+            // The engine is gone, and every writer with it (a write holds
+            // the engine); dropping its store handed the store's log to
+            // the OS.
+            None => Ok(()),
+        }
     }
 }

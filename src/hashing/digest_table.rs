@@ -14,9 +14,11 @@
 //! at most three quarters full, indexed by the digest's low bits (a digest
 //! is uniform already). No removal: the one user clears the table whole.
 
-/// A slot: a digest and its value; `value == EMPTY` marks it free.
+/// A slot: a digest and its value; `value == EMPTY` marks it free. Aligned
+/// to its size, so that no slot straddles a cache line whatever the
+/// allocator hands out.
 #[derive(Clone, Copy)]
-#[repr(C)]
+#[repr(C, align(32))]
 struct Slot {
     digest: u128,
     value: u32,
@@ -186,6 +188,7 @@ mod tests {
         assert_eq!(table.get(u128::MAX), None);
         assert_eq!(table.get((1u128 << 70) | 5), None);
         assert!(table.slots.len().is_power_of_two());
+        assert_eq!(std::mem::size_of::<Slot>(), 32);
         assert!(table.len() * 4 <= table.slots.len() * 3);
         table.clear();
         assert!(table.is_empty());
