@@ -5,7 +5,7 @@
 #   pf1   = 56a12c3 (the next line's cache slot prefetched, always)
 #   uidw  = 406665a (+ new UIDs made durable by the WAL's sync thread)
 #   zc    = 9d1a896 (+ kept zstd contexts)
-#   thr3  = final   = this step's last commit (read ahead only past a 2 MiB table)
+#   thr3  = final   = fef9a3a (read ahead only past a 2 MiB table); 0c1a060 (the review's mend) not measured again
 #   thr, thr2, ht   = intermediate variants of the read-ahead (not landed; cpu-telnet runs only)
 # Each: cargo build --release -q --bins -p hourglass -p hourglass-bench; cp target/release/hourglass /work/bins/NAME
 
