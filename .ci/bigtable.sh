@@ -11,7 +11,9 @@
 #    Bigtable node refuses snapshots with 501; the million-point export and
 #    import round trip is a property of the server's codecs, measured on the
 #    embedded store (the emulator would take minutes for it), while the
-#    import/export error test runs here too).
+#    import/export error test runs here too; likewise the telnet read-ahead
+#    test, a property of the connection's line loop that needs 90,000
+#    points of 30,000 new series, which the emulator takes minutes over).
 # The emulator is preinstalled on the build machines (Debian package
 # google-cloud-cli-bigtable-emulator); if it is missing it is built from
 # Debian's Go sources (about 35 s). Under CI=true a missing emulator fails
@@ -54,4 +56,5 @@ cargo test --workspace --features hourglass/bigtable --lib storage::bigtable
 cargo test --workspace --features hourglass/bigtable --test bigtable
 HOURGLASS_TEST_BACKEND=bigtable cargo test --workspace --features hourglass/bigtable --test integration -- \
   --skip durability:: --skip damage:: --skip rollup:: \
-  --skip export_import::a_million_points_round_trip_bit_for_bit_in_both_formats
+  --skip export_import::a_million_points_round_trip_bit_for_bit_in_both_formats \
+  --skip telnet::a_connection_with_a_large_series_cache_reads_ahead_and_stays_exact
