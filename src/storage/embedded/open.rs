@@ -306,6 +306,7 @@ impl EmbeddedStore {
             state: Mutex::new(State {
                 mem: replayed.mem,
                 mem_bytes: replayed.mem_bytes,
+                imm: None,
                 log: replayed.log,
                 manifest,
                 files: Arc::new(files),
@@ -316,6 +317,7 @@ impl EmbeddedStore {
             opts,
             data_lock: Mutex::new(()),
             compact_lock: Mutex::new(()),
+            flush_lock: Mutex::new(()),
             cache,
             compactor: OnceLock::new(),
             compactions: AtomicU64::new(0),

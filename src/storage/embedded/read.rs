@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::bloom;
 use super::file_set::FileSet;
 use super::keys::internal_row;
-use super::memtable::mem_entry;
+use super::memtable::{MemTable, mem_entry};
 use super::merge_iter::{self, MergeIter};
 use super::store::{EmbeddedStore, State};
 use super::table::{Entry, TableReader};
@@ -23,8 +23,14 @@ impl EmbeddedStore {
         irow: &[u8],
         col: &[u8],
     ) -> Result<Option<Bytes>> {
-        let mut best: Option<(u64, Option<Bytes>)> =
-            st.mem.get(&(irow.to_vec(), col.to_vec())).cloned();
+        let key = (irow.to_vec(), col.to_vec());
+        // `mem`'s versions are newer than `imm`'s, which are newer than
+        // every file's.
+        let mut best: Option<(u64, Option<Bytes>)> = st
+            .mem
+            .get(&key)
+            .or_else(|| st.imm.as_ref().and_then(|imm| imm.get(&key)))
+            .cloned();
         let mut end = irow.to_vec();
         end.push(0);
         let h = bloom::key_hash(irow);
@@ -100,15 +106,7 @@ impl EmbeddedStore {
         let table = start.first().copied().unwrap_or(0);
         let (mem_entries, files) = {
             let st = self.lock();
-            let lo = (start.to_vec(), Vec::new());
-            let mem_entries: Vec<Entry> = st
-                .mem
-                .range(lo..)
-                .take_while(|((row, _), _)| end.is_empty() || row.as_slice() < end)
-                .filter(|((row, _), _)| filter.is_none_or(|f| f(row.get(1..).unwrap_or_default())))
-                .map(mem_entry)
-                .collect();
-            (mem_entries, Arc::clone(&st.files))
+            (mem_range(&st, start, end, filter), Arc::clone(&st.files))
         };
         if table == Table::Data as u8 {
             let l = &self.opts.layout;
@@ -153,10 +151,7 @@ impl EmbeddedStore {
                 }
                 return Ok(());
             }
-            let mut merged: Vec<merge_iter::Source<'_>> = Vec::new();
-            if !mem_entries.is_empty() {
-                merged.push(Box::new(mem_entries.into_iter().map(Ok)));
-            }
+            let mut merged = mem_sources(mem_entries);
             for t in sources {
                 merged.push(Box::new(t.range_filtered(
                     start,
@@ -168,10 +163,7 @@ impl EmbeddedStore {
             group_rows(MergeIter::new(merged), visit)?;
             return Ok(());
         }
-        let mut merged: Vec<merge_iter::Source<'_>> = Vec::new();
-        if !mem_entries.is_empty() {
-            merged.push(Box::new(mem_entries.into_iter().map(Ok)));
-        }
+        let mut merged = mem_sources(mem_entries);
         for t in files.meta.iter().filter(|t| t.overlaps(start, end)) {
             merged.push(Box::new(t.range_filtered(
                 start,
@@ -195,12 +187,12 @@ impl EmbeddedStore {
         let files = {
             let st = self.lock();
             let lo = (start.clone(), Vec::new());
-            if st
-                .mem
-                .range(lo..)
-                .next()
-                .is_some_and(|((r, _), _)| *r == start)
-            {
+            let has_row = |mem: &MemTable| {
+                mem.range(lo.clone()..)
+                    .next()
+                    .is_some_and(|((r, _), _)| *r == start)
+            };
+            if has_row(&st.mem) || st.imm.as_deref().is_some_and(has_row) {
                 return true;
             }
             Arc::clone(&st.files)
@@ -234,19 +226,9 @@ impl EmbeddedStore {
         let h = bloom::key_hash(&start);
         let (mem_entries, files) = {
             let st = self.lock();
-            let lo = (start.clone(), Vec::new());
-            let mem_entries: Vec<Entry> = st
-                .mem
-                .range(lo..)
-                .take_while(|((r, _), _)| *r == start)
-                .map(mem_entry)
-                .collect();
-            (mem_entries, Arc::clone(&st.files))
+            (mem_range(&st, &start, &end, None), Arc::clone(&st.files))
         };
-        let mut sources: Vec<merge_iter::Source<'_>> = Vec::new();
-        if !mem_entries.is_empty() {
-            sources.push(Box::new(mem_entries.into_iter().map(Ok)));
-        }
+        let mut sources = mem_sources(mem_entries);
         let candidates: Vec<&Arc<TableReader>> = if table == Table::Data {
             let hour = self
                 .opts
@@ -307,4 +289,35 @@ fn group_rows(
         return visit(&r[1..], cells);
     }
     Ok(true)
+}
+
+/// The entries of internal rows `[start, end)` (an empty `end`: to the
+/// table's end) that `filter` admits, from the memtable and from one being
+/// written out: one list each, the empty ones left out.
+fn mem_range(
+    st: &State,
+    start: &[u8],
+    end: &[u8],
+    filter: Option<&crate::storage::KeyFilter<'_>>,
+) -> Vec<Vec<Entry>> {
+    let lo = (start.to_vec(), Vec::new());
+    std::iter::once(&st.mem)
+        .chain(st.imm.as_deref())
+        .map(|mem| {
+            mem.range(lo.clone()..)
+                .take_while(|((row, _), _)| end.is_empty() || row.as_slice() < end)
+                .filter(|((row, _), _)| filter.is_none_or(|f| f(row.get(1..).unwrap_or_default())))
+                .map(mem_entry)
+                .collect::<Vec<Entry>>()
+        })
+        .filter(|entries| !entries.is_empty())
+        .collect()
+}
+
+/// The memtables' entries as merge sources.
+fn mem_sources<'a>(lists: Vec<Vec<Entry>>) -> Vec<merge_iter::Source<'a>> {
+    lists
+        .into_iter()
+        .map(|entries| Box::new(entries.into_iter().map(Ok)) as merge_iter::Source<'a>)
+        .collect()
 }

@@ -24,6 +24,11 @@ use crate::storage::{
 pub(super) struct State {
     pub(super) mem: MemTable,
     pub(super) mem_bytes: usize,
+    /// A full memtable being written out as a meta file, outside the state
+    /// lock (or left by a write-out that failed, until the next one). Its
+    /// writes are still in the live store log; reads look here after
+    /// `mem`, whose versions are all newer.
+    pub(super) imm: Option<Arc<MemTable>>,
     pub(super) log: LogWriter,
     pub(super) manifest: ManifestData,
     pub(super) files: Arc<FileSet>,
@@ -48,6 +53,9 @@ pub struct EmbeddedStore {
     pub(super) data_lock: Mutex<()>,
     /// One compaction at a time.
     pub(super) compact_lock: Mutex<()>,
+    /// One memtable write-out at a time (held while the file is written,
+    /// without the state lock).
+    pub(super) flush_lock: Mutex<()>,
     pub(super) cache: BlockCache,
     pub(super) compactor: OnceLock<Arc<dyn RowCompactor>>,
     pub(super) compactions: AtomicU64,
@@ -144,8 +152,8 @@ impl Store for EmbeddedStore {
     fn write(&self, batch: Vec<Mutation>, durability: Durability) -> Result<()> {
         if batch.iter().all(|m| m.table() != Table::Data) {
             let ops: Vec<Op> = batch.into_iter().map(|m| into_op(m).1).collect();
-            let mut st = self.lock();
-            return self.apply_logged(&mut st, ops, durability);
+            let mem_bytes = self.apply_logged(&mut self.lock(), ops, durability)?;
+            return self.write_out_if_full(mem_bytes);
         }
         // Data rows live in window files: a small data write is a small
         // file (compaction folds it in).
@@ -222,9 +230,8 @@ impl Store for EmbeddedStore {
     }
 
     fn checkpoint(&self) -> Result<()> {
-        let mut st = self.lock();
-        Self::sync_log(&mut st)?;
-        self.flush_memtable(&mut st)
+        Self::sync_log(&mut self.lock())?;
+        self.write_out_memtable(true)
     }
 
     fn maintain(&self, now_secs: u64, force: bool) -> Result<bool> {

@@ -12,7 +12,7 @@ use super::compaction;
 use super::file_set::{file_data, log_path, table_path, tmp_path};
 use super::keys::internal_row;
 use super::manifest;
-use super::memtable::mem_entry;
+use super::memtable::{MemTable, mem_entry};
 use super::store::{EmbeddedStore, State};
 use super::store_log::{LOG_BUFFER, LOG_MAGIC, LOG_VERSION, Op, encode_log_batch, into_op};
 use super::table::{self, Entry, FileKind, TableReader, WriteOptions, io_err};
@@ -128,47 +128,138 @@ impl EmbeddedStore {
         Ok(())
     }
 
-    /// Writes the memtable to a meta file and starts a new log.
-    pub(super) fn flush_memtable(&self, st: &mut State) -> Result<()> {
-        if st.mem.is_empty() {
+    /// Writes the memtable out if `mem_bytes` (its size after a write) is
+    /// past `storage.memtable_bytes`. Called without the state lock. Should
+    /// another thread be writing one out already, the memtable grows on
+    /// until four times the limit; past that, writers wait for it.
+    pub(super) fn write_out_if_full(&self, mem_bytes: usize) -> Result<()> {
+        let limit = self.opts.memtable_bytes;
+        if mem_bytes <= limit {
             return Ok(());
         }
+        if mem_bytes <= limit.saturating_mul(4) {
+            match self.flush_lock.try_lock() {
+                Ok(guard) => return self.write_out_locked(guard, false),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(()),
+                Err(std::sync::TryLockError::Poisoned(p)) => {
+                    return self.write_out_locked(p.into_inner(), false);
+                }
+            }
+        }
+        self.write_out_memtable(false)
+    }
+
+    /// Writes the memtable out as a meta file: one left by a failed
+    /// write-out first; then, if `force` or it is past the limit, the
+    /// current one.
+    pub(super) fn write_out_memtable(&self, force: bool) -> Result<()> {
+        let guard = self
+            .flush_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.write_out_locked(guard, force)
+    }
+
+    /// The memtable is set aside as `imm` under the state lock and written
+    /// without it, so UID lookups and writes go on meanwhile (a full
+    /// memtable is some 8 MiB to sort, compress and fsync). Its writes stay
+    /// in the live store log until the file is published; then that log's
+    /// later writes (those in `mem`) are copied into a new log, which is
+    /// fsynced and named in the same manifest write as the file. A crash at
+    /// any point leaves either the old manifest and log, or the new ones.
+    fn write_out_locked(
+        &self,
+        _flushing: std::sync::MutexGuard<'_, ()>,
+        force: bool,
+    ) -> Result<()> {
+        loop {
+            let (imm, number, left_over) = {
+                let mut st = self.lock();
+                if st.poisoned {
+                    return Err(StorageError::Poisoned);
+                }
+                let left_over = st.imm.is_some();
+                if !left_over {
+                    if st.mem.is_empty() || (!force && st.mem_bytes <= self.opts.memtable_bytes) {
+                        return Ok(());
+                    }
+                    let full = std::mem::take(&mut st.mem);
+                    st.imm = Some(Arc::new(full));
+                    st.mem_bytes = 0;
+                }
+                let imm = st.imm.clone().unwrap_or_default();
+                (imm, Self::next_number(&mut st), left_over)
+            };
+            let mut opts = self.write_options(FileKind::Meta, (0, 0), 0);
+            opts.rows_hint = imm.len() as u64;
+            let written = self.write_file(number, imm.iter().map(mem_entry).map(Ok), &opts)?;
+            self.publish_memtable(&mut self.lock(), written)?;
+            if !(force && left_over) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sets the memtable aside as a write-out does, without writing it: the
+    /// state of a write-out in flight, or of one that failed.
+    #[cfg(test)]
+    pub(super) fn set_memtable_aside(&self) {
+        let mut st = self.lock();
+        if st.imm.is_none() && !st.mem.is_empty() {
+            let full = std::mem::take(&mut st.mem);
+            st.imm = Some(Arc::new(full));
+            st.mem_bytes = 0;
+        }
+    }
+
+    /// Publishes the written-out memtable `file` with a new store log that
+    /// holds the writes made since it was set aside (state lock held).
+    fn publish_memtable(&self, st: &mut State, file: Arc<TableReader>) -> Result<()> {
         let new_log_number = Self::next_number(st);
         let new_log_path = log_path(&self.dir, new_log_number);
-        let new_log = match LogWriter::create(&new_log_path, LOG_MAGIC, LOG_VERSION) {
-            Ok(l) => l.buffered(LOG_BUFFER),
+        let new_log = self.start_log(&new_log_path, &st.mem);
+        let new_log = match new_log {
+            Ok(l) => l,
             Err(e) => {
                 let _ = std::fs::remove_file(&new_log_path);
-                return Err(e.into());
-            }
-        };
-        let number = Self::next_number(st);
-        let mut opts = self.write_options(FileKind::Meta, (0, 0), 0);
-        opts.rows_hint = st.mem.len() as u64;
-        let written = self.write_file(number, st.mem.iter().map(mem_entry).map(Ok), &opts);
-        let t = match written {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = std::fs::remove_file(&new_log_path);
+                let _ = std::fs::remove_file(file.path());
                 return Err(e);
             }
         };
-        self.publish(st, vec![t], &HashSet::new(), Some(new_log_number))?;
+        self.publish(st, vec![file], &HashSet::new(), Some(new_log_number))?;
         let old = std::mem::replace(&mut st.log, new_log);
         let _ = std::fs::remove_file(old.path());
-        st.mem.clear();
-        st.mem_bytes = 0;
+        st.imm = None;
         Ok(())
     }
 
+    /// A new store log holding `mem`'s entries (one batch per sequence
+    /// number, so replay gives each its own), fsynced.
+    fn start_log(&self, path: &std::path::Path, mem: &MemTable) -> Result<LogWriter> {
+        let mut log = LogWriter::create(path, LOG_MAGIC, LOG_VERSION)?.buffered(LOG_BUFFER);
+        let mut by_seq: BTreeMap<u64, Vec<Op>> = BTreeMap::new();
+        for ((row, col), (seq, value)) in mem {
+            by_seq
+                .entry(*seq)
+                .or_default()
+                .push((row.clone(), col.clone(), value.clone()));
+        }
+        for (seq, ops) in by_seq {
+            log.append(&encode_log_batch(seq, &ops)?)?;
+        }
+        Self::fsync_log(&mut log)?;
+        Ok(log)
+    }
+
     /// Applies meta-table `ops` through the log and the memtable (state
-    /// lock held).
+    /// lock held); the memtable's size after them, for
+    /// [`EmbeddedStore::write_out_if_full`] once the lock is released.
     pub(super) fn apply_logged(
         &self,
         st: &mut State,
         ops: Vec<Op>,
         durability: Durability,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         if st.poisoned {
             return Err(StorageError::Poisoned);
         }
@@ -189,11 +280,7 @@ impl EmbeddedStore {
             st.mem_bytes += row.len() + col.len() + value.as_ref().map_or(0, Bytes::len) + 48;
             st.mem.insert((row, col), (seq, value));
         }
-        if st.mem_bytes > self.opts.memtable_bytes {
-            Self::sync_log(st)?;
-            self.flush_memtable(st)?;
-        }
-        Ok(())
+        Ok(st.mem_bytes)
     }
 
     pub(super) fn fsync_log(log: &mut LogWriter) -> std::result::Result<(), logfile::LogError> {
@@ -320,7 +407,7 @@ impl EmbeddedStore {
             })?),
         };
         let next = cur.wrapping_add(delta);
-        self.apply_logged(
+        let mem_bytes = self.apply_logged(
             &mut st,
             vec![(
                 irow,
@@ -329,6 +416,8 @@ impl EmbeddedStore {
             )],
             durability,
         )?;
+        drop(st);
+        self.write_out_if_full(mem_bytes)?;
         Ok(next)
     }
 
@@ -347,11 +436,13 @@ impl EmbeddedStore {
         if cur.as_deref() != expected {
             return Ok(false);
         }
-        self.apply_logged(
+        let mem_bytes = self.apply_logged(
             &mut st,
             vec![(irow, column.to_vec(), Some(Bytes::from(value)))],
             durability,
         )?;
+        drop(st);
+        self.write_out_if_full(mem_bytes)?;
         Ok(true)
     }
 }

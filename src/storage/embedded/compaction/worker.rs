@@ -109,13 +109,18 @@ impl EmbeddedStore {
     }
     /// Merges meta files. Entries keep their sequence numbers, so any subset
     /// of files can be merged; tombstones are dropped only by a merge of
-    /// every meta file when the memtable holds no older version of the cell.
+    /// every meta file when neither memtable (the live one, or one being
+    /// written out) holds a version of the cell.
     fn merge_meta(&self, inputs: Vec<Arc<TableReader>>) -> Result<()> {
         let (number, all, mem_keys) = {
             let mut st = self.lock();
             let all = inputs.len() == st.files.meta.len();
             let mem_keys: HashSet<(Vec<u8>, Vec<u8>)> = if all {
-                st.mem.keys().cloned().collect()
+                st.mem
+                    .keys()
+                    .chain(st.imm.iter().flat_map(|imm| imm.keys()))
+                    .cloned()
+                    .collect()
             } else {
                 HashSet::new()
             };
