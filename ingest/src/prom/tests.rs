@@ -616,6 +616,37 @@ mod wire_model {
                 (mine, prost) => prop_assert!(false, "{:?} vs prost {:?}", mine, prost),
             }
         }
+
+        /// A sample as Prometheus sends it (value, then timestamp), whole, cut short, or
+        /// followed by more: the shape `decode_sample` reads without a field loop.
+        #[test]
+        fn samples_as_sent_read_as_prost_reads_them(
+            bits in any::<u64>(),
+            timestamp in prop_oneof![any::<i64>(), -1i64..1_800_000_000_000],
+            cut in proptest::option::of(0usize..20),
+            tail in proptest::option::of(prop_oneof![
+                field(),
+                proptest::collection::vec(any::<u8>(), 1..4),
+            ]),
+        ) {
+            let mut bytes = vec![0x09];
+            bytes.extend(bits.to_le_bytes());
+            bytes.push(0x10);
+            varint(timestamp as u64, &mut bytes);
+            if let Some(cut) = cut {
+                bytes.truncate(cut);
+            }
+            bytes.extend(tail.unwrap_or_default());
+            let prost = pb::Sample::decode(bytes.as_slice());
+            match (decode_sample(&bytes), prost) {
+                (Ok((timestamp, value)), Ok(sample)) => {
+                    prop_assert_eq!(timestamp, sample.timestamp);
+                    prop_assert_eq!(value.to_bits(), sample.value.to_bits());
+                }
+                (Err(_), Err(_)) => {}
+                (mine, prost) => prop_assert!(false, "{:?} vs prost {:?}", mine, prost),
+            }
+        }
     }
 }
 

@@ -27,13 +27,31 @@ impl<'a> FieldReader<'a> {
         Self { rest: bytes }
     }
 
+    /// The value of a varint that is every byte left, `None` if they are not one varint.
+    pub(super) fn only_varint(mut self) -> Option<u64> {
+        self.varint().ok().filter(|_| self.rest.is_empty())
+    }
+
     /// The bytes not read yet: a field's whole record (key, length and payload) is what
     /// [`FieldReader::next`] takes off them.
     pub(super) fn rest(&self) -> &'a [u8] {
         self.rest
     }
 
+    /// A varint; one byte (field keys, a sample's length) without a call.
+    #[inline]
     fn varint(&mut self) -> Result<u64, PromError> {
+        if let Some((&byte, rest)) = self.rest.split_first()
+            && byte < 0x80
+        {
+            self.rest = rest;
+            return Ok(u64::from(byte));
+        }
+        self.varint_long()
+    }
+
+    #[cold]
+    fn varint_long(&mut self) -> Result<u64, PromError> {
         let before = self.rest;
         decode_varint(&mut self.rest).map_err(|_| {
             // prost says only "invalid varint": say which way, as the reader did.
@@ -55,6 +73,7 @@ impl<'a> FieldReader<'a> {
     }
 
     /// The next field's number and payload, `None` at the end of the message.
+    #[inline]
     pub(super) fn next(&mut self) -> Result<Option<(u64, Field<'a>)>, PromError> {
         if self.rest.is_empty() {
             return Ok(None);
