@@ -465,12 +465,11 @@ pub(super) fn decode_label(bytes: &[u8]) -> Result<(&str, &str), PromError> {
 /// `Sample{value=1 double, timestamp=2 int64}`, as prost reads it: `(timestamp, value)`.
 pub(super) fn decode_sample(bytes: &[u8]) -> Result<(i64, f64), PromError> {
     // As every Prometheus sends it: the value's field, then the timestamp's, once each.
-    if let [0x09, b0, b1, b2, b3, b4, b5, b6, b7, 0x10, timestamp @ ..] = bytes {
-        if let Some(raw) = FieldReader::new(timestamp).only_varint() {
-            let value =
-                f64::from_bits(u64::from_le_bytes([*b0, *b1, *b2, *b3, *b4, *b5, *b6, *b7]));
-            return Ok((raw as i64, value));
-        }
+    if let [0x09, b0, b1, b2, b3, b4, b5, b6, b7, 0x10, timestamp @ ..] = bytes
+        && let Some(raw) = FieldReader::new(timestamp).only_varint()
+    {
+        let value = f64::from_bits(u64::from_le_bytes([*b0, *b1, *b2, *b3, *b4, *b5, *b6, *b7]));
+        return Ok((raw as i64, value));
     }
     let (mut timestamp, mut value) = (0, 0.0);
     let mut fields = FieldReader::new(bytes);
