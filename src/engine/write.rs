@@ -249,7 +249,9 @@ impl Engine {
         // Phase 1: the series of named points by their text's digest (the
         // digests computed without the head lock, looked up under it once).
         let mut slots: Vec<Slot> = Vec::with_capacity(n);
-        let mut digests: Vec<u128> = vec![0; n];
+        // Only batches with named points need them (one of known series
+        // would zero 16 bytes a point for nothing).
+        let mut digests: Vec<u128> = Vec::new();
         let mut named: Vec<usize> = Vec::new();
         for (i, it) in items.iter().enumerate() {
             if !ts_fits(it.timestamp()) {
@@ -262,6 +264,9 @@ impl Engine {
             match it {
                 Item::Known(r, ..) => slots.push(Slot::At(r.id, r.generation)),
                 Item::Named(p, sent) => {
+                    if digests.is_empty() {
+                        digests.resize(n, 0);
+                    }
                     digests[i] = match sent {
                         Some(digest) => *digest,
                         None => {
@@ -377,6 +382,9 @@ impl Engine {
             Some(log) => {
                 let epoch = log.wal.epoch();
                 let mut frame = FrameBuilder::new();
+                // Counted pending as they are framed (one pass over the
+                // head's entries), and uncounted should the log refuse them.
+                let mut points = Vec::with_capacity(n);
                 for (it, slot) in items.iter().zip(&slots) {
                     let Slot::At(id, _) = *slot else { continue };
                     let Some(e) = head.entry_mut(id) else {
@@ -387,20 +395,23 @@ impl Engine {
                         e.wal_epoch = epoch;
                     }
                     frame.point(id, it.timestamp(), it.value());
+                    e.pending += 1;
+                    points.push((id, it.timestamp(), it.value()));
                 }
                 if frame.is_empty() {
                     return Ok(receipt);
                 }
-                receipt.lsn = log.wal.append(frame)?;
-                let mut points = Vec::with_capacity(n);
-                for (it, slot) in items.iter().zip(&slots) {
-                    if let Slot::At(id, _) = *slot
-                        && let Some(e) = head.entry_mut(id)
-                    {
-                        e.pending += 1;
-                        points.push((id, it.timestamp(), it.value()));
+                receipt.lsn = match log.wal.append(frame) {
+                    Ok(lsn) => lsn,
+                    Err(e) => {
+                        for &(id, ..) in &points {
+                            if let Some(entry) = head.entry_mut(id) {
+                                entry.pending = entry.pending.saturating_sub(1);
+                            }
+                        }
+                        return Err(e.into());
                     }
-                }
+                };
                 receipt.accepted = points.len();
                 head.pending.push(receipt.lsn, PendingWrite::Points(points));
                 self.note_head(&mut head)
