@@ -203,14 +203,17 @@ pub fn check(dir: &Path, layout: &KeyLayout, report: &mut crate::findings::Repor
         Err(e) => report.log_error(&log, &e),
     }
     for &n in &listing.logs {
-        if n != m.log_number {
-            report.push(
-                Info,
-                log_path(dir, n),
-                None,
-                "not the live store log; removed on open",
-            );
-        }
+        let path = log_path(dir, n);
+        let has_writes =
+            std::fs::metadata(&path).is_ok_and(|meta| meta.len() > logfile::HEADER_LEN as u64);
+        let what = if n > m.log_number && has_writes {
+            "newer than the live store log (a memtable write-out cut short; its writes are also in the live log); moved to lost+found on open"
+        } else if n != m.log_number {
+            "not the live store log; removed on open"
+        } else {
+            continue;
+        };
+        report.push(Info, path, None, what);
     }
     out.counters = Some([counters[0].1, counters[1].1, counters[2].1]);
     report.checked.push(format!(

@@ -251,8 +251,11 @@ impl EmbeddedStore {
         }
 
         // Logs: the live one is replayed; older ones were flushed into a
-        // listed file; a newer one was created by an interrupted memtable
-        // flush and holds nothing.
+        // listed file; a newer one was started by a memtable write-out cut
+        // short before its manifest write: empty, or a copy of the live
+        // log's last writes (those made while the memtable was written).
+        // A copy is kept aside rather than deleted, should the live log be
+        // the damaged one.
         for &n in &listing.logs {
             let p = log_path(&dir, n);
             if n < manifest.log_number {
@@ -263,7 +266,7 @@ impl EmbeddedStore {
                     std::fs::remove_file(&p).map_err(io_err(&p))?;
                 } else {
                     let moved = move_aside(&dir, &p)?;
-                    tracing::warn!(file = %p.display(), moved = %moved.display(), "unexpected store log moved aside");
+                    tracing::warn!(file = %p.display(), moved = %moved.display(), "a store log newer than the manifest's (a memtable write-out cut short; its writes are also in the live log) moved aside");
                 }
             }
         }
@@ -307,6 +310,7 @@ impl EmbeddedStore {
                 mem: replayed.mem,
                 mem_bytes: replayed.mem_bytes,
                 imm: None,
+                imm_bytes: 0,
                 log: replayed.log,
                 manifest,
                 files: Arc::new(files),

@@ -29,6 +29,8 @@ pub(super) struct State {
     /// writes are still in the live store log; reads look here after
     /// `mem`, whose versions are all newer.
     pub(super) imm: Option<Arc<MemTable>>,
+    /// `mem_bytes` of `imm` when it was set aside.
+    pub(super) imm_bytes: usize,
     pub(super) log: LogWriter,
     pub(super) manifest: ManifestData,
     pub(super) files: Arc<FileSet>,
@@ -277,7 +279,7 @@ impl Store for EmbeddedStore {
             block_cache_bytes: self.cache.used_bytes(),
             block_cache_budget: self.cache.budget(),
             compactions: self.compactions.load(Ordering::Relaxed),
-            memtable_bytes: st.mem_bytes as u64,
+            memtable_bytes: (st.mem_bytes + st.imm_bytes) as u64,
         }
     }
 

@@ -875,6 +875,16 @@ fn memtables_written_out_under_concurrent_writes_lose_nothing() {
         let got = rows(s, Table::Uid);
         assert_eq!(got.len(), 3 * per_thread as usize + 3);
         for t in 0u8..3 {
+            for i in 0..per_thread {
+                let row = [&[t][..], &i.to_be_bytes()].concat();
+                assert_eq!(
+                    s.get_row(Table::Uid, &row).unwrap(),
+                    vec![cell(b"c", &i.to_be_bytes())],
+                    "thread {t} write {i}"
+                );
+            }
+        }
+        for t in 0u8..3 {
             let n = s.get_row(Table::Uid, &[0xFF, t]).unwrap();
             assert_eq!(n, vec![cell(b"n", &i64::from(per_thread).to_be_bytes())]);
         }

@@ -132,21 +132,34 @@ impl EmbeddedStore {
     /// past `storage.memtable_bytes`. Called without the state lock. Should
     /// another thread be writing one out already, the memtable grows on
     /// until four times the limit; past that, writers wait for it.
+    ///
+    /// The caller's write is applied before this runs. Should the write-out
+    /// fail, the live log is fsynced before the error is returned: a write
+    /// reported failed is then durable (or the store poisoned), as when the
+    /// write-out ran under the lock, so a caller that does not note a
+    /// failed write as unsynced (UID assignment) loses nothing.
     pub(super) fn write_out_if_full(&self, mem_bytes: usize) -> Result<()> {
         let limit = self.opts.memtable_bytes;
         if mem_bytes <= limit {
             return Ok(());
         }
-        if mem_bytes <= limit.saturating_mul(4) {
+        let written = if mem_bytes <= limit.saturating_mul(4) {
             match self.flush_lock.try_lock() {
-                Ok(guard) => return self.write_out_locked(guard, false),
-                Err(std::sync::TryLockError::WouldBlock) => return Ok(()),
+                Ok(guard) => self.write_out_locked(guard, false),
+                Err(std::sync::TryLockError::WouldBlock) => Ok(()),
                 Err(std::sync::TryLockError::Poisoned(p)) => {
-                    return self.write_out_locked(p.into_inner(), false);
+                    self.write_out_locked(p.into_inner(), false)
                 }
             }
+        } else {
+            self.write_out_memtable(false)
+        };
+        if written.is_err() {
+            // A failed fsync poisons the store; the write-out's error is
+            // the one to report either way.
+            let _ = Self::sync_log(&mut self.lock());
         }
-        self.write_out_memtable(false)
+        written
     }
 
     /// Writes the memtable out as a meta file: one left by a failed
@@ -185,7 +198,7 @@ impl EmbeddedStore {
                     }
                     let full = std::mem::take(&mut st.mem);
                     st.imm = Some(Arc::new(full));
-                    st.mem_bytes = 0;
+                    st.imm_bytes = std::mem::take(&mut st.mem_bytes);
                 }
                 let imm = st.imm.clone().unwrap_or_default();
                 (imm, Self::next_number(&mut st), left_over)
@@ -208,7 +221,7 @@ impl EmbeddedStore {
         if st.imm.is_none() && !st.mem.is_empty() {
             let full = std::mem::take(&mut st.mem);
             st.imm = Some(Arc::new(full));
-            st.mem_bytes = 0;
+            st.imm_bytes = std::mem::take(&mut st.mem_bytes);
         }
     }
 
@@ -230,6 +243,7 @@ impl EmbeddedStore {
         let old = std::mem::replace(&mut st.log, new_log);
         let _ = std::fs::remove_file(old.path());
         st.imm = None;
+        st.imm_bytes = 0;
         Ok(())
     }
 
