@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The runs behind BENCHMARKS "Series churn, step 18", acceptance 4: the cpu
+# workload against d71f7c9, the build issue 18 was filed against
+# (/work/bins/issue-base; see ../2026-11-29e-imm/commands.sh for the builds).
+set -x
+d=bench/results/2026-11-29e-baseline
+bench/ab.sh /work/bins/issue-base /work/bins/head 3 /tmp/ab-base                               # cpu-ab-issue-base.log (step 17's last build)
+PROTOCOLS=prom-write bench/ab.sh /work/bins/issue-base /work/bins/head 5 /tmp/ab-base-prom     # cpu-ab-issue-base-prom5.log
+$d/hour-avg.sh /work/bins/issue-base /work/bins/head 6 /tmp/hour-avg                           # hour-avg.log
+$d/profile-cpu.sh /work/bins/issue-base prom-write /tmp/prof-issue-base                        # perf report --no-children --sort sym
+$d/profile-cpu.sh /work/bins/head prom-write /tmp/prof-head
+PROTOCOLS=prom-write bench/ab.sh /work/bins/issue-base /work/bins/wire 4 /tmp/ab-wire          # cpu-ab-issue-base-wire.log
+bench/ab.sh /work/bins/issue-base /work/bins/wire 5 /tmp/ab-all                                # cpu-ab-issue-base-all.log
+for i in 1 2 3 4 5 6; do for b in issue-base wire; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-6.txt
+for i in 1 2 3 4 5 6; do for b in issue-base lean; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-6-lean.txt
+for i in 1 2 3 4 5; do for b in issue-base wire lean; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-3way.txt
+bench/ab.sh /work/bins/issue-base /work/bins/final 5 /tmp/ab-final                             # cpu-ab-issue-base-final.log
+bench/results/2026-11-29e-baseline/hour-avg-fresh.sh   # hour-avg-fresh.txt
+for conf in "" "dirty_decay_ms:0"; do _RJEM_MALLOC_CONF=$conf bash pm.sh; done   # prom-rss.txt (pm.sh described there)
