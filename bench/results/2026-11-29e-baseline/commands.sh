@@ -17,3 +17,7 @@ for i in 1 2 3 4 5; do for b in issue-base wire lean; do echo "$i $b $($d/cpu-on
 bench/ab.sh /work/bins/issue-base /work/bins/final 5 /tmp/ab-final                             # cpu-ab-issue-base-final.log
 bench/results/2026-11-29e-baseline/hour-avg-fresh.sh   # hour-avg-fresh.txt
 for conf in "" "dirty_decay_ms:0"; do _RJEM_MALLOC_CONF=$conf bash pm.sh; done   # prom-rss.txt (pm.sh described there)
+# Two guesses at InfluxDB HTTP's gap, neither moved it (five / four interleaved ingests):
+#  slim = c8d41bd with Entry::SentAs's digest as [u8; 16] (Entry 96 -> 88 bytes, Item 48 -> 40); not kept
+for i in 1 2 3 4 5; do for b in issue-base final slim; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-slim.txt
+for i in 1 2 3 4; do echo "$i issue-base $($d/cpu-one.sh /work/bins/issue-base influx-http)"; echo "$i final $($d/cpu-one.sh /work/bins/final influx-http)"; echo "$i final-narenas8 $(_RJEM_MALLOC_CONF=narenas:8 $d/cpu-one.sh /work/bins/final influx-http)"; done   # influx-http-narenas.txt
