@@ -5,12 +5,14 @@
 #   perf report -i OUTDIR/perf.data --no-children --sort comm -g none           (by thread)
 #   perf report -i OUTDIR/perf.data --children --comm hourglass-flush --sort sym -g none
 #     (flush_frozen, roll_up_frozen, write_frozen, record_newest: inclusive shares)
+# WORKLOAD (the ingest's workload flags) and PERF_HZ change what is run and the rate.
 set -u
+read -r -a work <<<"${WORKLOAD:---workload high-cardinality --hosts 20000 --churn 10 --duration 10m --start 1700006400}"
 bin=$1; proto=$2; out=$3; mkdir -p "$out"
 . bench/lib.sh
 trap cleanup EXIT
 start_hourglass "$bin"
-perf record -F 499 -g --call-graph dwarf,16384 -p "$HG_PID" -o "$out/perf.data" 2>/dev/null &
+perf record -F "${PERF_HZ:-499}" -g --call-graph dwarf,16384 -p "$HG_PID" -o "$out/perf.data" 2>/dev/null &
 pp=$!
-target/release/hourglass-bench ingest --addr "$HG_ADDR" --protocol "$proto" --workload high-cardinality --hosts 20000 --churn 10 --duration 10m --start 1700006400 --server-pid "$HG_PID" --no-progress > "$out/bench.out" 2>&1
+target/release/hourglass-bench ingest --addr "$HG_ADDR" --protocol "$proto" "${work[@]}" --server-pid "$HG_PID" --no-progress > "$out/bench.out" 2>&1
 kill -INT $pp; wait $pp
