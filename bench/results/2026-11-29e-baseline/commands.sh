@@ -21,3 +21,10 @@ for conf in "" "dirty_decay_ms:0"; do _RJEM_MALLOC_CONF=$conf bash pm.sh; done  
 #  slim = c8d41bd with Entry::SentAs's digest as [u8; 16] (Entry 96 -> 88 bytes, Item 48 -> 40); not kept
 for i in 1 2 3 4 5; do for b in issue-base final slim; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-slim.txt
 for i in 1 2 3 4; do echo "$i issue-base $($d/cpu-one.sh /work/bins/issue-base influx-http)"; echo "$i final $($d/cpu-one.sh /work/bins/final influx-http)"; echo "$i final-narenas8 $(_RJEM_MALLOC_CONF=narenas:8 $d/cpu-one.sh /work/bins/final influx-http)"; done   # influx-http-narenas.txt
+# Where InfluxDB HTTP's gap is not: the allocator's return of pages, the allocator itself, the instruction count.
+for i in 1 2 3 4; do echo "$i issue-base $($d/cpu-one.sh /work/bins/issue-base influx-http)"; echo "$i final $($d/cpu-one.sh /work/bins/final influx-http)"; echo "$i final-decay10s $(_RJEM_MALLOC_CONF=dirty_decay_ms:10000 $d/cpu-one.sh /work/bins/final influx-http)"; done   # influx-http-decay.txt
+for i in 1 2 3; do for b in issue-base final; do echo "$i $b $($d/usersys.sh /work/bins/$b influx-http)"; done; done   # influx-http-usersys.txt
+# final-glibc = c8d41bd without the #[global_allocator] (the system's malloc); not kept
+for i in 1 2 3 4; do for b in issue-base final final-glibc; do echo "$i $b $($d/usersys.sh /work/bins/$b influx-http)"; done; done   # influx-http-allocator.txt
+for b in issue-base final; do $d/callgrind.sh /work/bins/$b influx-http /tmp/cg6-$b.out; callgrind_annotate /tmp/cg6-$b.out | sed -n '/PROGRAM TOTALS/,+45p'; done   # callgrind-influx-http-*.txt
+# the same with --cache-sim=yes over 100 hosts x 3 h (1.08 M points): callgrind-cachesim-influx-http-*.txt (callgrind_annotate --show=Ir,D1mr,DLmr,D1mw,DLmw)
