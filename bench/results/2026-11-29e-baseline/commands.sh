@@ -28,3 +28,4 @@ for i in 1 2 3; do for b in issue-base final; do echo "$i $b $($d/usersys.sh /wo
 for i in 1 2 3 4; do for b in issue-base final final-glibc; do echo "$i $b $($d/usersys.sh /work/bins/$b influx-http)"; done; done   # influx-http-allocator.txt
 for b in issue-base final; do $d/callgrind.sh /work/bins/$b influx-http /tmp/cg6-$b.out; callgrind_annotate /tmp/cg6-$b.out | sed -n '/PROGRAM TOTALS/,+45p'; done   # callgrind-influx-http-*.txt
 # the same with --cache-sim=yes over 100 hosts x 3 h (1.08 M points): callgrind-cachesim-influx-http-*.txt (callgrind_annotate --show=Ir,D1mr,DLmr,D1mw,DLmw)
+# and with --branch-sim=yes (1.08 M points): callgrind-branchsim-influx-http-*.txt (callgrind_annotate --show=Ir,Bcm,Bim --sort=Bcm)
