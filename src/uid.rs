@@ -312,7 +312,6 @@ impl Uids {
             let id =
                 self.store
                     .increment(Table::Uid, COUNTER_ROW, &id_col, 1, Durability::Buffered)?;
-            self.note_unsynced();
             let id = u64::try_from(id).map_err(|_| UidError::Exhausted { kind, width })?;
             if id == 0 || id > KeyLayout::max_uid(width) {
                 return Err(UidError::Exhausted { kind, width });
@@ -335,7 +334,6 @@ impl Uids {
                 );
                 continue;
             }
-            self.note_unsynced();
             if self.store.check_and_put(
                 Table::Uid,
                 name.as_bytes(),
@@ -344,8 +342,11 @@ impl Uids {
                 uid_bytes,
                 Durability::Buffered,
             )? {
-                // Before the UID is known to anyone: a sync that cleared
-                // the flag between the writes above did not cover this one.
+                // After the assignment's last write, before the UID is
+                // known to anyone: a sync that ran between the writes above
+                // did not cover this one. (A UID burnt on the way, by a
+                // taken reverse row or a lost race, is never used: its
+                // writes may be lost.)
                 self.note_unsynced();
                 self.remember_uid(kind, name, id);
                 return Ok((id, true));
@@ -361,11 +362,12 @@ impl Uids {
         })
     }
 
-    /// Notes a buffered write of the UID table, after it is in the store:
-    /// a [`Uids::sync_if_needed`] that runs after this covers it. Noted
-    /// after every write of an assignment, not once at its start, so that a
-    /// sync running between two of its writes cannot clear the note while
-    /// a later write is still unsynced.
+    /// Notes buffered writes of the UID table, after they are in the
+    /// store: a [`Uids::sync_if_needed`] that runs after this covers them
+    /// (the store's sync makes every earlier write durable). Noted after an
+    /// assignment's last write, not at its start, so that a sync running
+    /// between two of its writes cannot clear the note while a later write
+    /// is still unsynced.
     fn note_unsynced(&self) {
         self.unsynced.store(true, Ordering::Release);
     }
