@@ -813,7 +813,7 @@ fn a_merge_of_a_closed_days_newest_files_is_not_complete() {
 
 /// Memtables written out while other threads write and read: every write
 /// is readable at once (from the live memtable, the one being written out,
-/// or its file) and after a reopen, and the log is never cut short.
+/// or its file) and, with its value, after a reopen.
 #[test]
 fn memtables_written_out_under_concurrent_writes_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -941,7 +941,7 @@ fn writes_made_while_a_memtable_is_written_out_move_to_the_new_log() {
         assert_eq!(meta(s, 0), vec![vec![0u8]]);
         assert_eq!(meta(s, 1), vec![b"over".to_vec()]);
         assert!(meta(s, 2).is_empty());
-        assert!(!s.row_may_exist(Table::Uid, &[2]) || meta(s, 2).is_empty());
+        assert!(s.row_may_exist(Table::Uid, &[20]));
         assert_eq!(meta(s, 20), vec![b"new".to_vec()]);
         assert_eq!(rows(s, Table::Uid).len(), 10);
     };
