@@ -16,7 +16,7 @@ for i in 1 2 3 4 5 6; do for b in issue-base lean; do echo "$i $b $($d/cpu-one.s
 for i in 1 2 3 4 5; do for b in issue-base wire lean; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-3way.txt
 bench/ab.sh /work/bins/issue-base /work/bins/final 5 /tmp/ab-final                             # cpu-ab-issue-base-final.log
 bench/results/2026-11-29e-baseline/hour-avg-fresh.sh   # hour-avg-fresh.txt
-for conf in "" "dirty_decay_ms:0"; do _RJEM_MALLOC_CONF=$conf bash pm.sh; done   # prom-rss.txt (pm.sh described there)
+for conf in "" "dirty_decay_ms:0"; do _RJEM_MALLOC_CONF=$conf $d/prom-rss.sh /work/bins/final; done   # prom-rss.txt
 # Two guesses at InfluxDB HTTP's gap, neither moved it (five / four interleaved ingests):
 #  slim = c8d41bd with Entry::SentAs's digest as [u8; 16] (Entry 96 -> 88 bytes, Item 48 -> 40); not kept
 for i in 1 2 3 4 5; do for b in issue-base final slim; do echo "$i $b $($d/cpu-one.sh /work/bins/$b influx-http)"; done; done   # influx-http-slim.txt
@@ -27,5 +27,6 @@ for i in 1 2 3; do for b in issue-base final; do echo "$i $b $($d/usersys.sh /wo
 # final-glibc = c8d41bd without the #[global_allocator] (the system's malloc); not kept
 for i in 1 2 3 4; do for b in issue-base final final-glibc; do echo "$i $b $($d/usersys.sh /work/bins/$b influx-http)"; done; done   # influx-http-allocator.txt
 for b in issue-base final; do $d/callgrind.sh /work/bins/$b influx-http /tmp/cg6-$b.out; callgrind_annotate /tmp/cg6-$b.out | sed -n '/PROGRAM TOTALS/,+45p'; done   # callgrind-influx-http-*.txt
-# the same with --cache-sim=yes over 100 hosts x 3 h (1.08 M points): callgrind-cachesim-influx-http-*.txt (callgrind_annotate --show=Ir,D1mr,DLmr,D1mw,DLmw)
-# and with --branch-sim=yes (1.08 M points): callgrind-branchsim-influx-http-*.txt (callgrind_annotate --show=Ir,Bcm,Bim --sort=Bcm)
+for b in issue-base final; do VALGRIND_ARGS=--cache-sim=yes DURATION=3h $d/callgrind.sh /work/bins/$b influx-http /tmp/cgc-$b.out; done   # callgrind-cachesim-influx-http-*.txt (callgrind_annotate --show=Ir,D1mr,DLmr,D1mw,DLmw)
+for b in issue-base final; do VALGRIND_ARGS=--branch-sim=yes DURATION=3h $d/callgrind.sh /work/bins/$b influx-http /tmp/cgb-$b.out; done   # callgrind-branchsim-influx-http-*.txt (callgrind_annotate --show=Ir,Bcm,Bim --sort=Bcm)
+for b in issue-base lean; do $d/flat.sh /work/bins/$b influx-http /tmp/flat-$b.data; done   # the flat profiles BENCHMARKS step 18 compares (perf report --no-children --sort sym)
